@@ -14,6 +14,7 @@ from collections.abc import Sequence
 # Modules that contribute commands, in the order they appear in --help.
 COMMAND_MODULES: tuple[str, ...] = (
     "harness.bench",
+    "harness.jepsen.cli",
 )
 
 

@@ -12,6 +12,7 @@ KINDS: dict[str, str] = {
     "log": "harness.bench.log",
     "quorum": "harness.bench.quorum",
     "failover": "harness.bench.failover",
+    "check": "harness.bench.check",
 }
 
 
