@@ -1,0 +1,316 @@
+"""The one place that knows bytes: a msgpack codec for frozen dataclasses (STYLE.md: "only the
+codec knows bytes").
+
+Any frozen dataclass registered with a stable string tag can be encoded. Wire shape:
+
+- a top-level record is a msgpack ExtType(code 1) whose payload is the msgpack array
+  `[tag, field_1, ..., field_n]` in declaration order (positional: no field names on the wire);
+- a record nested inside another is the plain array `[tag, field_1, ...]`, turned back into a
+  record by the enclosing field's type hint (so one frame costs two packb calls however deeply
+  it nests; a nested ExtType is still accepted);
+- an Enum is its `.value`, turned back into the enum by the field's type hint;
+- tuples, lists -> arrays (decoded as tuples), dicts -> maps, bytes -> bin, str -> str,
+  int/float/bool/None as themselves.
+
+Evolution rule: a field may be appended with a default; a decoder accepts payloads that omit
+trailing fields that have defaults (older senders) and rejects payloads with more fields than it
+knows (`unknown field`).
+
+Invariant: `decode` raises `DecodeError` and nothing else on any malformed input (bad msgpack,
+trailing bytes, unknown tag, wrong arity, a value of the wrong type, a failing constructor).
+Field types are checked against the dataclass's type hints, compiled once per class and cached, so
+the hot path is an attrgetter on encode and a tuple of small checker closures on decode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import types
+import typing
+from collections.abc import Callable
+from operator import attrgetter
+from typing import Any, TypeVar
+
+import msgpack  # type: ignore[import-untyped]
+
+__all__ = ["DecodeError", "EncodeError", "decode", "encode", "register", "registered_tags"]
+
+_EXT_RECORD = 1
+
+T = TypeVar("T")
+_Checker = Callable[[Any], Any]
+
+
+class DecodeError(ValueError):
+    """Malformed input at the edge: the frame is dropped and the connection closed."""
+
+
+class EncodeError(TypeError):
+    """An object the codec cannot encode (unregistered class, unsupported value type)."""
+
+
+@dataclasses.dataclass(slots=True)
+class _Spec:
+    cls: type[Any]
+    tag: str
+    names: tuple[str, ...]
+    getter: Callable[[Any], Any]
+    required: int  # fields without defaults: a payload must carry at least these
+    checkers: tuple[_Checker, ...] | None = None  # compiled lazily (forward references)
+
+
+_BY_CLASS: dict[type[Any], _Spec] = {}
+_BY_TAG: dict[str, _Spec] = {}
+
+
+def register(tag: str) -> Callable[[type[T]], type[T]]:
+    """Class decorator (or `register("tag")(Cls)`): make a frozen dataclass encodable under
+    `tag`. Tags are part of the wire format: never reuse or rename one."""
+
+    def wrap(cls: type[T]) -> type[T]:
+        if not dataclasses.is_dataclass(cls):
+            raise TypeError(f"{cls!r} is not a dataclass")
+        if not cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            raise TypeError(f"{cls.__name__} must be frozen to be a wire type")
+        existing = _BY_TAG.get(tag)
+        if existing is not None and existing.cls is not cls:
+            raise ValueError(f"codec tag {tag!r} already registered for {existing.cls.__name__}")
+        fields = dataclasses.fields(cls)
+        names = tuple(f.name for f in fields)
+        required = sum(
+            1
+            for f in fields
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        )
+        if len(names) == 1:
+            single = attrgetter(names[0])
+            getter: Callable[[Any], Any] = lambda obj: (single(obj),)  # noqa: E731
+        elif names:
+            getter = attrgetter(*names)
+        else:
+            getter = lambda obj: ()  # noqa: E731
+        spec = _Spec(cls, tag, names, getter, required)
+        _BY_CLASS[cls] = spec
+        _BY_TAG[tag] = spec
+        return cls
+
+    return wrap
+
+
+def registered_tags() -> dict[str, type[Any]]:
+    """Tag -> class, for diagnostics and tests."""
+    return {tag: spec.cls for tag, spec in _BY_TAG.items()}
+
+
+# ---------------------------------------------------------------------------------------- encode
+
+
+def _default(obj: Any) -> Any:
+    """msgpack's hook for types it does not know: nested records become [tag, fields...]."""
+    spec = _BY_CLASS.get(type(obj))
+    if spec is not None:
+        return (spec.tag, *spec.getter(obj))
+    if isinstance(obj, enum.Enum):
+        return obj.value
+    if isinstance(obj, frozenset | set):
+        return sorted(obj)
+    raise EncodeError(f"cannot encode {type(obj).__name__}: register it with quorum.codec")
+
+
+def encode(obj: Any) -> bytes:
+    """Encode a registered record (or any value built from supported types)."""
+    try:
+        spec = _BY_CLASS.get(type(obj))
+        if spec is None:
+            return msgpack.packb(obj, default=_default, use_bin_type=True)  # type: ignore[no-any-return]
+        payload = msgpack.packb((spec.tag, *spec.getter(obj)), default=_default, use_bin_type=True)
+        return msgpack.packb(msgpack.ExtType(_EXT_RECORD, payload))  # type: ignore[no-any-return]
+    except EncodeError:
+        raise
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise EncodeError(f"cannot encode {type(obj).__name__}: {exc}") from exc
+
+
+# ---------------------------------------------------------------------------------------- decode
+
+
+def _ext_hook(code: int, data: bytes) -> Any:
+    if code != _EXT_RECORD:
+        raise DecodeError(f"unknown msgpack ext code {code}")
+    payload = msgpack.unpackb(data, ext_hook=_ext_hook, use_list=False, raw=False)
+    return _build(payload, None)
+
+
+def _build(payload: Any, want: _Spec | None) -> Any:
+    """[tag, fields...] -> the record, checking every field against its type hint."""
+    if type(payload) is not tuple or not payload or type(payload[0]) is not str:
+        raise DecodeError("record is not [tag, fields...]")
+    spec = _BY_TAG.get(payload[0])
+    if spec is None:
+        raise DecodeError(f"unknown record tag {payload[0]!r}")
+    if want is not None and spec is not want:
+        raise DecodeError(f"expected {want.tag}, got {spec.tag}")
+    n = len(payload) - 1
+    if n > len(spec.names):
+        raise DecodeError(f"{spec.tag}: unknown field(s): {n} values for {len(spec.names)} fields")
+    if n < spec.required:
+        missing = spec.names[n : spec.required]
+        raise DecodeError(f"{spec.tag}: missing field(s) {', '.join(missing)}")
+    checkers = spec.checkers
+    if checkers is None:
+        checkers = _compile(spec)
+    try:
+        checked = [check(payload[i + 1]) for i, check in enumerate(checkers[:n])]
+    except DecodeError as exc:
+        raise DecodeError(f"{spec.tag}: {exc}") from None
+    return spec.cls(*checked)
+
+
+def decode(data: bytes, expected: type[T] | None = None) -> T:
+    """Decode one registered record; `expected` (a class) narrows what is accepted."""
+    if not isinstance(data, bytes | bytearray | memoryview):
+        raise DecodeError(f"expected bytes, got {type(data).__name__}")
+    try:
+        obj = msgpack.unpackb(data, ext_hook=_ext_hook, use_list=False, raw=False)
+    except DecodeError:
+        raise
+    except Exception as exc:  # the edge: any malformed input becomes one typed error
+        raise DecodeError(f"malformed frame: {type(exc).__name__}: {exc}") from exc
+    if type(obj) not in _BY_CLASS:
+        raise DecodeError(f"expected a registered record, got {type(obj).__name__}")
+    if expected is not None and not isinstance(obj, expected):
+        raise DecodeError(f"expected {expected.__name__}, got {type(obj).__name__}")
+    return obj  # type: ignore[no-any-return]
+
+
+# ------------------------------------------------------------------------------ type checkers
+
+
+def _compile(spec: _Spec) -> tuple[_Checker, ...]:
+    hints = typing.get_type_hints(spec.cls)
+    spec.checkers = tuple(_checker_for(hints[name], name) for name in spec.names)
+    return spec.checkers
+
+
+def _fail(name: str, want: str, value: Any) -> DecodeError:
+    return DecodeError(f"field {name}: expected {want}, got {type(value).__name__}")
+
+
+def _checker_for(hint: Any, name: str) -> _Checker:  # noqa: C901 - one branch per type form
+    if hint is Any or hint is object:
+        return _any_checker
+    origin = typing.get_origin(hint)
+    if origin is typing.Union or origin is types.UnionType:
+        return _union_checker(typing.get_args(hint), name)
+    if hint is type(None):
+        return _exact(name, "None", lambda v: v is None)
+    if hint is bool:
+        return _exact(name, "bool", lambda v: v is True or v is False)
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return _enum_checker(hint, name)
+    if hint is int:
+        return _exact(name, "int", lambda v: type(v) is int)
+    if hint is float:
+        return lambda v: float(v) if type(v) in (int, float) else _raise(_fail(name, "float", v))
+    if hint is str:
+        return _exact(name, "str", lambda v: type(v) is str)
+    if hint is bytes:
+        return _exact(name, "bytes", lambda v: type(v) is bytes)
+    if origin is tuple:
+        return _tuple_checker(typing.get_args(hint), name)
+    if origin is dict:
+        key_t, val_t = typing.get_args(hint)
+        kc, vc = _checker_for(key_t, name), _checker_for(val_t, name)
+
+        def check_dict(v: Any) -> Any:
+            if type(v) is not dict:
+                raise _fail(name, "map", v)
+            return {kc(k): vc(x) for k, x in v.items()}
+
+        return check_dict
+    if origin is typing.Literal:
+        allowed = typing.get_args(hint)
+        return _exact(name, f"one of {allowed}", lambda v: v in allowed)
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return _record_checker(hint, name)
+    raise TypeError(f"quorum.codec: unsupported field type {hint!r} for field {name}")
+
+
+def _any_checker(v: Any) -> Any:
+    # An untyped field: a nested [tag, ...] array of a known tag is taken for a record.
+    if type(v) is tuple and v and type(v[0]) is str and v[0] in _BY_TAG:
+        return _build(v, None)
+    return v
+
+
+def _record_checker(cls: type[Any], name: str) -> _Checker:
+    def check(v: Any) -> Any:
+        if type(v) is cls:
+            return v  # a nested ExtType frame, already built
+        spec = _BY_CLASS.get(cls)
+        if spec is None:
+            raise DecodeError(f"field {name}: {cls.__name__} is not a registered record")
+        if type(v) is not tuple:
+            raise _fail(name, cls.__name__, v)
+        return _build(v, spec)
+
+    return check
+
+
+def _raise(exc: Exception) -> Any:
+    raise exc
+
+
+def _exact(name: str, want: str, ok: Callable[[Any], bool]) -> _Checker:
+    def check(v: Any) -> Any:
+        if not ok(v):
+            raise _fail(name, want, v)
+        return v
+
+    return check
+
+
+def _enum_checker(enum_cls: type[enum.Enum], name: str) -> _Checker:
+    def check(v: Any) -> Any:
+        try:
+            return enum_cls(v)
+        except (ValueError, TypeError):
+            raise _fail(name, enum_cls.__name__, v) from None
+
+    return check
+
+
+def _union_checker(args: tuple[Any, ...], name: str) -> _Checker:
+    checkers = [_checker_for(a, name) for a in args]
+    want = " | ".join(getattr(a, "__name__", str(a)) for a in args)
+
+    def check(v: Any) -> Any:
+        for c in checkers:
+            try:
+                return c(v)
+            except DecodeError:
+                continue
+        raise _fail(name, want, v)
+
+    return check
+
+
+def _tuple_checker(args: tuple[Any, ...], name: str) -> _Checker:
+    if len(args) == 2 and args[1] is Ellipsis:
+        item = _checker_for(args[0], name)
+
+        def check_var(v: Any) -> Any:
+            if type(v) is not tuple:
+                raise _fail(name, "array", v)
+            return tuple(item(x) for x in v)
+
+        return check_var
+    items = [_checker_for(a, name) for a in args]
+
+    def check_fixed(v: Any) -> Any:
+        if type(v) is not tuple or len(v) != len(items):
+            raise _fail(name, f"array of {len(items)}", v)
+        return tuple(c(x) for c, x in zip(items, v, strict=True))
+
+    return check_fixed

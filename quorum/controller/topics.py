@@ -1,0 +1,151 @@
+"""Topic creation and deletion (CreateTopics/DeleteTopics on the active controller).
+
+Validation order and error names are Kafka's: INVALID_TOPIC_EXCEPTION (name), TOPIC_ALREADY_EXISTS,
+INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR (counted against unfenced brokers), INVALID_CONFIG
+(quorum.metadata.configs decides). A new partition has ISR = replicas and its first replica as
+leader, both epochs 0. Topic ids are derived, not drawn (a core uses no randomness).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+
+import structlog
+
+from quorum.controller.messages import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    CreateTopicRequest,
+    CreateTopicResponse,
+    DeleteTopicRequest,
+    DeleteTopicResponse,
+)
+from quorum.controller.placement import assign_replicas
+from quorum.controller.result import ControllerResult, PendingRecords
+from quorum.metadata.configs import (
+    MIN_INSYNC_REPLICAS,
+    TOPIC_CONFIG_DEFAULTS,
+    validate_topic_config,
+)
+from quorum.metadata.errors import Errors
+from quorum.metadata.image import MetadataImage
+from quorum.metadata.records import Config, Partition, PartitionChange, RemoveTopic, Topic
+
+_log = structlog.get_logger("controller")
+
+# Kafka's Topic.validate: legal characters, at most 249 of them.
+_TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+
+
+def create_topic(req: CreateTopicRequest, image: MetadataImage) -> ControllerResult:
+    def fail(error: Errors, message: str) -> ControllerResult:
+        return ControllerResult(response=CreateTopicResponse(error, message))
+
+    if not _TOPIC_NAME.match(req.name) or req.name in (".", ".."):
+        return fail(Errors.INVALID_TOPIC_EXCEPTION, f"invalid topic name {req.name!r}")
+    if image.topic(req.name) is not None:
+        return fail(Errors.TOPIC_ALREADY_EXISTS, f"topic {req.name!r} already exists")
+    if req.partitions < 1:
+        return fail(Errors.INVALID_PARTITIONS, "number of partitions must be at least 1")
+    usable = [b for b in image.brokers() if image.is_broker_usable(b.broker_id)]
+    if req.replication_factor < 1 or req.replication_factor > len(usable):
+        return fail(
+            Errors.INVALID_REPLICATION_FACTOR,
+            f"replication factor {req.replication_factor} cannot be reached: "
+            f"{len(usable)} unfenced broker(s)",
+        )
+    configs = dict(req.configs)
+    if len(configs) != len(req.configs):
+        return fail(Errors.INVALID_CONFIG, "duplicate config names")
+    for name, value in sorted(configs.items()):
+        problem = validate_topic_config(name, value)
+        if problem is not None:
+            return fail(Errors.INVALID_CONFIG, problem)
+    topic_id = _topic_id(image, req.name)
+    assignment = assign_replicas(
+        [b.broker_id for b in usable],
+        {b.broker_id: b.rack for b in usable},
+        req.partitions,
+        req.replication_factor,
+        start_index=len(image.topics()),
+    )
+    _log.info(
+        "controller.creating_topic",
+        topic=req.name,
+        topic_id=topic_id,
+        partitions=req.partitions,
+        replication_factor=req.replication_factor,
+    )
+    batch = PendingRecords(image)
+    batch.add(Topic(req.name, topic_id, tuple(sorted(configs.items()))))
+    for p, replicas in enumerate(assignment):
+        batch.add(Partition(topic_id, p, replicas, replicas, replicas[0]))
+    return batch.result(CreateTopicResponse(Errors.NONE, topic_id=topic_id))
+
+
+def delete_topic(req: DeleteTopicRequest, image: MetadataImage) -> ControllerResult:
+    topic = image.topic(req.name)
+    if topic is None:
+        return ControllerResult(
+            response=DeleteTopicResponse(
+                Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {req.name!r}"
+            )
+        )
+    return ControllerResult((RemoveTopic(topic.topic_id),), DeleteTopicResponse(Errors.NONE))
+
+
+def _topic_id(image: MetadataImage, name: str) -> str:
+    """A Kafka-style 22-character topic id, derived (not drawn: cores use no randomness) from the
+    name and the image position, so a re-created topic gets a new id."""
+    salt = 0
+    while True:
+        digest = hashlib.sha256(f"{name}\0{image.applied_offset}\0{salt}".encode()).digest()
+        topic_id = base64.urlsafe_b64encode(digest[:16]).decode().rstrip("=")
+        if image.topic_by_id(topic_id) is None:
+            return topic_id
+        salt += 1
+
+
+def alter_topic_configs(req: AlterConfigsRequest, image: MetadataImage) -> ControllerResult:
+    """Config records for a topic's overrides (value None: back to the default). Validated like
+    creation: UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG. A changed min.insync.replicas clears
+    the ELRs of the topic's partitions (KIP-966: they were computed against the old value)."""
+    if image.topic(req.topic) is None:
+        return ControllerResult(
+            response=AlterConfigsResponse(
+                Errors.UNKNOWN_TOPIC_OR_PARTITION, f"no topic {req.topic!r}"
+            )
+        )
+    names = [name for name, _ in req.configs]
+    if len(set(names)) != len(names):
+        return ControllerResult(
+            response=AlterConfigsResponse(Errors.INVALID_CONFIG, "duplicate config names")
+        )
+    for name, value in req.configs:
+        if value is None:  # back to the default: only the name must be known
+            problem = None if name in TOPIC_CONFIG_DEFAULTS else f"unknown topic config {name!r}"
+        else:
+            problem = validate_topic_config(name, value)
+        if problem is not None:
+            return ControllerResult(response=AlterConfigsResponse(Errors.INVALID_CONFIG, problem))
+    pending = PendingRecords(image)
+    before = image.topic_configs(req.topic)[MIN_INSYNC_REPLICAS]
+    for name, value in req.configs:
+        pending.add(Config("topic", req.topic, name, value))
+    if pending.view.topic_configs(req.topic)[MIN_INSYNC_REPLICAS] != before:
+        topic = pending.view.topic(req.topic)
+        assert topic is not None
+        for part in pending.view.partitions(topic.topic_id):
+            if part.elr or part.last_known_elr:
+                pending.add(
+                    PartitionChange(
+                        part.topic_id,
+                        part.partition,
+                        elr=(),
+                        last_known_elr=(),
+                        expected_partition_epoch=part.partition_epoch,
+                    )
+                )
+    return pending.result(AlterConfigsResponse(Errors.NONE))
