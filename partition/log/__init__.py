@@ -1,0 +1,66 @@
+"""partition.log: Kafka-format log storage for data partitions and the Raft metadata log.
+
+- `storage`: the Storage seam (FileStorage, SimStorage) every byte goes through;
+- `batch`: the RecordBatch v2 codec (header view, validate, patch, encode, decode);
+- `segment`, `index`: segment files with sparse offset and time indexes;
+- `log`: PartitionLog (append as leader/follower, read, truncate, retention, flush, recovery);
+- `epoch_cache`, `producer_state`, `checkpoint`: leader epochs, idempotence, checkpoint files;
+- `manager`: LogManager, the logs of one log dir and its per-dir checkpoint files.
+
+docs/storage.md describes the file layout, formats, recovery rules and guarantees.
+"""
+
+from partition.log.batch import (
+    BatchHeader,
+    Record,
+    decode_records,
+    encode_batch,
+    read_header,
+    validate,
+)
+from partition.log.config import LogConfig
+from partition.log.epoch_cache import LeaderEpochCache
+from partition.log.errors import (
+    CheckpointError,
+    CorruptRecordError,
+    FencedLeaderEpochError,
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    LogError,
+    OffsetOutOfRangeError,
+    OutOfOrderSequenceError,
+    UnexpectedAppendOffsetError,
+)
+from partition.log.log import LogAppendInfo, PartitionLog
+from partition.log.manager import LogManager
+from partition.log.producer_state import ProducerState, SequenceCheck
+from partition.log.storage import FileStorage, SimStorage, Storage, StorageFile
+
+__all__ = [
+    "BatchHeader",
+    "CheckpointError",
+    "CorruptRecordError",
+    "FencedLeaderEpochError",
+    "FileStorage",
+    "InvalidProducerEpochError",
+    "InvalidRecordError",
+    "LeaderEpochCache",
+    "LogAppendInfo",
+    "LogConfig",
+    "LogError",
+    "LogManager",
+    "OffsetOutOfRangeError",
+    "OutOfOrderSequenceError",
+    "PartitionLog",
+    "ProducerState",
+    "Record",
+    "SequenceCheck",
+    "SimStorage",
+    "Storage",
+    "StorageFile",
+    "UnexpectedAppendOffsetError",
+    "decode_records",
+    "encode_batch",
+    "read_header",
+    "validate",
+]

@@ -1,0 +1,408 @@
+"""The Storage seam: the only way partition/log touches a disk (DESIGN.md, "Storage follows the
+same seam").
+
+A `Storage` is a tiny filesystem: files addressed by '/'-separated string paths, opened as
+`StorageFile` handles that append, read at a position, report their size, fsync and truncate;
+plus directory operations (list, make, rename, remove, exists, fsync a directory).
+
+Two implementations:
+
+- `FileStorage`: the real thing (os.open/os.writev/os.pread/os.fsync). `fsync_dir` opens the
+  directory and fsyncs it, so a create, rename or remove survives power loss.
+- `SimStorage`: bytes in memory for harness/sim and crash tests. It models what a crash can lose:
+
+  * file *contents* are durable only up to the last `fsync()` of that file; writes since then are
+    kept as an ordered list of pending operations;
+  * directory *entries* (a create, a rename, a remove) are durable only once the parent directory
+    was fsynced (`fsync_dir`) after the change; a renamed file whose directory was not fsynced
+    comes back under its old name after a crash, a removed one comes back, a created one vanishes;
+  * `crash(rng)` applies all that: every open handle becomes invalid (`StorageCrashed`), each
+    file reverts to its durable content, and the directory tree to its durable entries. With
+    `rng=None` every unsynced byte is lost. With a seeded `random.Random`, each file keeps a random
+    prefix of its pending operations, in order (disks write back in order), and the first dropped
+    write may survive as a torn prefix of random length: the "torn last write". The same rng state
+    gives the same result, so a simulator seed reproduces the crash exactly.
+  * directories themselves (`make_dirs`) are durable at once: a simplification, the log never
+    depends on a directory's creation being lost.
+
+Invariants: `StorageFile.append` returns the position the data was written at and the file grows
+by exactly the bytes given (FileStorage loops on short writes); `read(position, size)` returns
+fewer bytes only at end of file.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import random
+from dataclasses import dataclass, field
+from typing import Protocol, TypeAlias
+
+Buffer: TypeAlias = bytes | bytearray | memoryview
+
+
+class StorageError(Exception):
+    """Misuse of a storage path (missing file, file exists, not a directory)."""
+
+
+class StorageCrashed(StorageError):
+    """A handle opened before a simulated crash was used after it."""
+
+
+class StorageFile(Protocol):
+    """An open file. Handles are not shared across threads."""
+
+    @property
+    def path(self) -> str: ...
+
+    def append(self, *buffers: Buffer) -> int:
+        """Write the buffers, concatenated, at the end of the file. Returns the position written at."""
+        ...
+
+    def read(self, position: int, size: int) -> bytes:
+        """Up to `size` bytes from `position` (fewer only at end of file)."""
+        ...
+
+    def size(self) -> int: ...
+
+    def fsync(self) -> None:
+        """Make this file's content durable (not its directory entry: see `Storage.fsync_dir`)."""
+        ...
+
+    def truncate(self, size: int) -> None:
+        """Cut the file to `size` bytes (never grows it)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Storage(Protocol):
+    """A filesystem. Paths are strings joined with '/'."""
+
+    def open(self, path: str, *, create: bool = True) -> StorageFile:
+        """Open a file for append and read, creating it (empty) if `create` and missing."""
+        ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def list_dir(self, path: str) -> list[str]:
+        """Names (not paths) in a directory, sorted."""
+        ...
+
+    def make_dirs(self, path: str) -> None: ...
+
+    def rename(self, source: str, target: str) -> None:
+        """Atomically move `source` to `target`, replacing `target` if present."""
+        ...
+
+    def remove(self, path: str) -> None: ...
+
+    def fsync_dir(self, path: str) -> None:
+        """Make the entries of directory `path` (creates, renames, removes) durable."""
+        ...
+
+
+def read_whole(storage: Storage, path: str) -> bytes:
+    """All bytes of a file (small files: checkpoints, snapshots)."""
+    handle = storage.open(path, create=False)
+    try:
+        return handle.read(0, handle.size())
+    finally:
+        handle.close()
+
+
+# --------------------------------------------------------------------------------------- real
+
+
+_writev = os.writev  # bound once: append is on the hot path
+
+
+class _OsFile:
+    __slots__ = ("_fd", "_path", "_size")
+
+    def __init__(self, path: str, create: bool) -> None:
+        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+        try:
+            self._fd = os.open(path, flags, 0o644)
+        except FileNotFoundError as exc:
+            raise StorageError(f"no such file: {path}") from exc
+        self._path = path
+        self._size = os.fstat(self._fd).st_size
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def append(self, *buffers: Buffer) -> int:
+        position = self._size
+        total = sum(map(len, buffers))  # byte buffers only: len() is their size
+        written = _writev(self._fd, buffers)
+        if written < total:  # short write: finish the rest, in order
+            rest = memoryview(b"".join(buffers))[written:]
+            while rest:
+                rest = rest[os.write(self._fd, rest):]
+        self._size = position + total
+        return position
+
+    def read(self, position: int, size: int) -> bytes:
+        return os.pread(self._fd, size, position)
+
+    def size(self) -> int:
+        return self._size
+
+    def fsync(self) -> None:
+        os.fsync(self._fd)
+
+    def truncate(self, size: int) -> None:
+        if size < self._size:
+            os.ftruncate(self._fd, size)
+            self._size = size
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+
+class FileStorage:
+    """Real files through the os module. With a `root`, every path (even one starting with '/')
+    is taken relative to it, so the same paths work on SimStorage and in a test's tmp dir."""
+
+    def __init__(self, root: str = "") -> None:
+        self._root = root
+
+    def _p(self, path: str) -> str:
+        return posixpath.join(self._root, path.lstrip("/")) if self._root else path
+
+    def open(self, path: str, *, create: bool = True) -> StorageFile:
+        return _OsFile(self._p(path), create)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(self._p(path))
+
+    def list_dir(self, path: str) -> list[str]:
+        try:
+            return sorted(os.listdir(self._p(path)))
+        except FileNotFoundError as exc:
+            raise StorageError(f"no such directory: {path}") from exc
+
+    def make_dirs(self, path: str) -> None:
+        os.makedirs(self._p(path), exist_ok=True)
+
+    def rename(self, source: str, target: str) -> None:
+        os.replace(self._p(source), self._p(target))
+
+    def remove(self, path: str) -> None:
+        try:
+            os.remove(self._p(path))
+        except FileNotFoundError as exc:
+            raise StorageError(f"no such file: {path}") from exc
+
+    def fsync_dir(self, path: str) -> None:
+        fd = os.open(self._p(path), os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+# ---------------------------------------------------------------------------------- simulated
+
+
+@dataclass(slots=True, eq=False)
+class _Inode:
+    """File content: `data` is what readers see; `durable` what survives a crash; `pending` the
+    operations since the last fsync, in order: ("w", position, bytes) or ("t", size)."""
+
+    data: bytearray = field(default_factory=bytearray)
+    durable: bytearray = field(default_factory=bytearray)
+    pending: list[tuple[str, int, bytes]] = field(default_factory=list)
+
+
+def _apply(target: bytearray, op: tuple[str, int, bytes]) -> None:
+    kind, arg, payload = op
+    if kind == "w":
+        end = arg + len(payload)
+        if len(target) < arg:
+            target.extend(b"\0" * (arg - len(target)))
+        target[arg:end] = payload
+    else:
+        del target[arg:]
+
+
+class _SimFile:
+    __slots__ = ("_generation", "_inode", "_path", "_storage")
+
+    def __init__(self, storage: SimStorage, path: str, inode: _Inode) -> None:
+        self._storage = storage
+        self._path = path
+        self._inode = inode
+        self._generation = storage.generation
+
+    def _node(self) -> _Inode:
+        if self._generation != self._storage.generation:
+            raise StorageCrashed(f"handle for {self._path} opened before a crash")
+        return self._inode
+
+    @property
+    def path(self) -> str:
+        return self._path
+
+    def append(self, *buffers: Buffer) -> int:
+        inode = self._node()
+        position = len(inode.data)
+        payload = b"".join(bytes(memoryview(b).cast("B")) for b in buffers)
+        inode.data += payload
+        inode.pending.append(("w", position, payload))
+        return position
+
+    def read(self, position: int, size: int) -> bytes:
+        return bytes(self._node().data[position : position + size])
+
+    def size(self) -> int:
+        return len(self._node().data)
+
+    def fsync(self) -> None:
+        inode = self._node()
+        for op in inode.pending:
+            _apply(inode.durable, op)
+        inode.pending.clear()
+        self._storage.fsync_count += 1
+
+    def truncate(self, size: int) -> None:
+        inode = self._node()
+        if size < len(inode.data):
+            del inode.data[size:]
+            inode.pending.append(("t", size, b""))
+
+    def close(self) -> None:
+        pass
+
+
+class SimStorage:
+    """In-memory storage with crash semantics (see the module docstring). Deterministic: no
+    clock, no global randomness; `crash` draws only from the rng it is given.
+
+    Counters for tests and the simulator: `fsync_count` (file fsyncs), `fsync_dir_count`.
+    """
+
+    def __init__(self) -> None:
+        self._files: dict[str, _Inode] = {}  # visible namespace: path -> inode
+        self._durable: dict[str, _Inode] = {}  # namespace as it would be after a crash
+        self._dirs: set[str] = {"", "/", "."}
+        self.generation = 0
+        self.fsync_count = 0
+        self.fsync_dir_count = 0
+
+    @staticmethod
+    def _norm(path: str) -> str:
+        return posixpath.normpath(path)  # "" -> "."
+
+    @staticmethod
+    def _parent(path: str) -> str:
+        return posixpath.dirname(path) or "."
+
+    def _check_dir(self, path: str) -> None:
+        parent = self._parent(path)
+        if parent not in self._dirs:
+            raise StorageError(f"no such directory: {parent}")
+
+    def open(self, path: str, *, create: bool = True) -> StorageFile:
+        path = self._norm(path)
+        inode = self._files.get(path)
+        if inode is None:
+            if not create:
+                raise StorageError(f"no such file: {path}")
+            self._check_dir(path)
+            inode = self._files[path] = _Inode()
+        return _SimFile(self, path, inode)
+
+    def exists(self, path: str) -> bool:
+        path = self._norm(path)
+        return path in self._files or path in self._dirs
+
+    def list_dir(self, path: str) -> list[str]:
+        path = self._norm(path)
+        if path not in self._dirs:
+            raise StorageError(f"no such directory: {path}")
+        names = {posixpath.basename(p) for p in self._files if self._parent(p) == path}
+        names |= {posixpath.basename(d) for d in self._dirs
+                  if d not in (path, "", "/", ".") and self._parent(d) == path}
+        return sorted(names)
+
+    def make_dirs(self, path: str) -> None:
+        path = self._norm(path)
+        while path not in self._dirs:
+            self._dirs.add(path)
+            path = self._parent(path)
+
+    def rename(self, source: str, target: str) -> None:
+        source, target = self._norm(source), self._norm(target)
+        if source not in self._files:
+            raise StorageError(f"no such file: {source}")
+        self._check_dir(target)
+        self._files[target] = self._files.pop(source)
+
+    def remove(self, path: str) -> None:
+        path = self._norm(path)
+        if path not in self._files:
+            raise StorageError(f"no such file: {path}")
+        del self._files[path]
+
+    def fsync_dir(self, path: str) -> None:
+        path = self._norm(path)
+        for p in [p for p in self._durable if self._parent(p) == path]:
+            del self._durable[p]
+        for p, inode in self._files.items():
+            if self._parent(p) == path:
+                self._durable[p] = inode
+        self.fsync_dir_count += 1
+
+    # -- crash ---------------------------------------------------------------------------------
+
+    def crash(self, rng: random.Random | None = None) -> None:
+        """Lose everything not made durable; invalidate every open handle. See module docstring."""
+        self.generation += 1
+        survivors: dict[str, _Inode] = {}
+        seen: dict[int, _Inode] = {}
+        for path in sorted(self._durable):
+            inode = self._durable[path]
+            if id(inode) not in seen:  # one inode may have two durable names; recover it once
+                seen[id(inode)] = self._recover_inode(inode, rng)
+            survivors[path] = seen[id(inode)]
+        self._files = dict(survivors)
+        self._durable = dict(survivors)
+
+    @staticmethod
+    def _recover_inode(inode: _Inode, rng: random.Random | None) -> _Inode:
+        content = bytearray(inode.durable)
+        if rng is not None and inode.pending:
+            keep = rng.randint(0, len(inode.pending))
+            for op in inode.pending[:keep]:
+                _apply(content, op)
+            if keep < len(inode.pending):
+                kind, position, payload = inode.pending[keep]
+                if kind == "w" and payload:
+                    torn = rng.randint(0, len(payload) - 1)
+                    _apply(content, ("w", position, payload[:torn]))
+        return _Inode(data=bytearray(content), durable=bytearray(content))
+
+    # -- helpers for tests and the simulator ---------------------------------------------------
+
+    def unsynced_bytes(self) -> int:
+        """Bytes written but not yet fsynced, over all files (0 after a full flush)."""
+        return sum(len(op[2]) for inode in self._files.values() for op in inode.pending)
+
+    def corrupt(self, path: str, position: int, value: int) -> None:
+        """Overwrite one byte, durably (a bit rot for tests; not a normal write)."""
+        inode = self._files[self._norm(path)]
+        inode.data[position] = value
+        if position < len(inode.durable):
+            inode.durable[position] = value
+
+    def cut(self, path: str, size: int) -> None:
+        """Truncate a file durably (simulates a torn tail already on disk)."""
+        inode = self._files[self._norm(path)]
+        del inode.data[size:]
+        del inode.durable[size:]
+        inode.pending = [op for op in inode.pending if op[0] == "t" or op[1] < size]
