@@ -1,0 +1,111 @@
+"""What the replica core asks its driver to do. Effects come as an ordered list and the order is
+the durability contract (as in quorum/raft/effects.py): a driver executes them one after another,
+synchronously, before the core sees its next input. So a produce is answered (CompleteProduce)
+only after the AppendAsLeader it depends on, a follower's next fetch is sent only after the
+truncation or append before it, and log effects are applied in the order the core decided them.
+
+Log effects (AppendAsLeader, AppendAsFollower, TruncateTo, TruncateFully, UpdateHighWatermark)
+are executed by `partition.replica.local_log.LocalReplicaLog.execute` over a PartitionLog.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from partition.replica.messages import FetchRequest, FetchResponse, ProduceResponse
+from quorum.controller.messages import AlterPartitionRequest
+
+
+@dataclass(frozen=True, slots=True)
+class AppendAsLeader:
+    """Append producer batches at the log end. `records` already carry `base_offset` (== the LEO
+    when executed) and `leader_epoch`; the executor checks the log assigns exactly these offsets."""
+
+    records: bytes
+    base_offset: int
+    last_offset: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendAsFollower:
+    """Append batches fetched from the leader, unchanged; the first starts at the LEO."""
+
+    records: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateTo:
+    """Remove everything at or above `offset` (a batch boundary) after divergence."""
+
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateFully:
+    """Empty the log and restart it at `start_offset` (the leader's log start moved past ours)."""
+
+    start_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class UpdateHighWatermark:
+    """The HW is now `high_watermark`: consumers may read below it (checkpointed lazily, as
+    Kafka's replication-offset-checkpoint)."""
+
+    high_watermark: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendFetch:
+    """Send a Fetch to the leader `to` (best effort; retried on the core's own timers)."""
+
+    to: int
+    request: FetchRequest
+
+
+@dataclass(frozen=True, slots=True)
+class SendFetchResponse:
+    """Answer a Fetch: to replica `to`, or to the consumer whose request had `request_id` when
+    `to` is CONSUMER_REPLICA_ID."""
+
+    to: int
+    response: FetchResponse
+
+
+@dataclass(frozen=True, slots=True)
+class SendAlterPartition:
+    """Send AlterPartition to the active controller (one in flight per partition, KIP-497)."""
+
+    request: AlterPartitionRequest
+
+
+@dataclass(frozen=True, slots=True)
+class CompleteProduce:
+    """Answer the produce request `response.request_id` (never for acks=0)."""
+
+    response: ProduceResponse
+
+
+@dataclass(frozen=True, slots=True)
+class LeadershipChanged:
+    """This replica became leader or follower (or offline: leader_id -1) in `leader_epoch`."""
+
+    leader_id: int
+    leader_epoch: int
+    is_self: bool
+
+
+Effect = (
+    AppendAsLeader
+    | AppendAsFollower
+    | TruncateTo
+    | TruncateFully
+    | UpdateHighWatermark
+    | SendFetch
+    | SendFetchResponse
+    | SendAlterPartition
+    | CompleteProduce
+    | LeadershipChanged
+)
+LogEffect = AppendAsLeader | AppendAsFollower | TruncateTo | TruncateFully | UpdateHighWatermark

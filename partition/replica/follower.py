@@ -1,0 +1,197 @@
+"""The follower side of a partition replica: fetching from the leader, appending what it
+returns, truncating on divergence, following the leader's HW. Mixed into ReplicaCore.
+
+Rules (each one a test in tests/replica/):
+- One fetch in flight, with (fetch_offset = LEO, last_fetched_epoch = the epoch of the last
+  batch, current_leader_epoch, replica_id, broker_epoch) (KIP-320, KIP-903). A response is
+  matched by request id and fetch offset; anything else is stale and dropped.
+- A diverging epoch (E, end) (KIP-320) truncates to min(end, own end offset of E) when this log
+  has E, else to own end offset of the largest epoch below E and fetches again, so back-to-back
+  elections are resolved over several rounds (KIP-279); no common epoch at all: truncate to the
+  log start. Truncation goes to a batch boundary, so the core knows the new LEO exactly.
+- With leader.epoch.enable=false (pre-KIP-101) a follower truncates to its own HW whenever it
+  becomes a follower and fetches without a last fetched epoch; a fetch beyond the leader's LEO
+  (OFFSET_OUT_OF_RANGE) truncates to the leader's LEO. With true (the default) it never truncates
+  to its own HW.
+- HW = min(own LEO, leader HW), only ever raised here (truncation lowers it, in the log).
+- FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER: back off
+  replica.fetch.backoff.ms and retry; the metadata (MetadataUpdated) decides who leads.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from partition.log import batch as rb
+from partition.log.errors import CorruptRecordError
+from partition.replica.config import ReplicaConfig
+from partition.replica.effects import (
+    AppendAsFollower,
+    Effect,
+    SendFetch,
+    TruncateFully,
+    TruncateTo,
+    UpdateHighWatermark,
+)
+from partition.replica.local_log import ReplicaLog
+from partition.replica.messages import EpochEndOffset, FetchRequest, FetchResponse
+from partition.replica.state import Follower, Role
+from quorum.metadata.errors import Errors
+
+
+class FollowerMixin:
+    node_id: int
+    topic_id: str
+    partition_id: int
+    config: ReplicaConfig
+    log: ReplicaLog
+    broker_epoch: int
+    role: Role
+    _leo: int
+    _hw: int
+    _log_start: int
+    _latest_epoch: int
+    _next_fetch_id: int
+    _logger: Any
+
+    def _send_fetch(self, follower: Follower, now_ms: int) -> list[Effect]:
+        if follower.leader_id < 0:
+            return []
+        req = FetchRequest(
+            self.topic_id, self.partition_id, self.node_id, self._leo,
+            last_fetched_epoch=self._latest_epoch if self.config.leader_epoch_enable else -1,
+            current_leader_epoch=follower.leader_epoch, broker_epoch=self.broker_epoch,
+            max_bytes=self.config.replica_fetch_max_bytes,
+            max_wait_ms=self.config.replica_fetch_wait_max_ms, request_id=self._next_fetch_id,
+        )  # fmt: skip
+        self._next_fetch_id += 1  # never reused, across leaders too
+        follower.in_flight = req
+        follower.sent_ms = now_ms
+        return [SendFetch(follower.leader_id, req)]
+
+    def _on_fetch_response(self, resp: FetchResponse, now_ms: int) -> list[Effect]:
+        follower = self.role
+        if not isinstance(follower, Follower) or follower.in_flight is None:
+            return []
+        req = follower.in_flight
+        if (resp.request_id, resp.fetch_offset) != (req.request_id, req.fetch_offset):
+            return []  # stale: an earlier fetch, or one to an earlier leader
+        if resp.error is Errors.NONE and resp.leader_epoch != follower.leader_epoch:
+            return []  # records from a leader of another epoch: never appended
+        follower.in_flight = None
+        if req.fetch_offset != self._leo:
+            return self._send_fetch(follower, now_ms)  # the log moved under it (cannot happen)
+        match resp.error:
+            case Errors.NONE:
+                if resp.diverging_epoch is not None:
+                    return self._truncate_on_divergence(resp.diverging_epoch) + self._send_fetch(
+                        follower, now_ms
+                    )
+                appended = self._append_fetched(resp)
+                if appended is None:
+                    follower.next_fetch_ms = now_ms + self.config.replica_fetch_backoff_ms
+                    return []
+                return (
+                    appended
+                    + self._update_follower_hw(resp.high_watermark)
+                    + self._send_fetch(follower, now_ms)
+                )
+            case Errors.OFFSET_OUT_OF_RANGE:
+                return self._on_out_of_range(resp) + self._send_fetch(follower, now_ms)
+            case _:
+                self._logger.info(
+                    "partition.fetch_failed", leader=follower.leader_id, error=resp.error.name
+                )
+                follower.next_fetch_ms = now_ms + self.config.replica_fetch_backoff_ms
+                return []
+
+    def _append_fetched(self, resp: FetchResponse) -> list[Effect] | None:
+        """AppendAsFollower for the batches at and after our LEO; None for a bad response."""
+        if not resp.records:
+            return []
+        try:
+            headers = list(rb.iter_headers(resp.records, check_crc=False))
+        except CorruptRecordError as exc:
+            self._logger.warning("partition.fetch_corrupt", error=str(exc))
+            return None
+        kept = [h for h in headers if h.next_offset > self._leo]
+        if not kept:
+            return []
+        if kept[0].base_offset != self._leo:
+            self._logger.warning(
+                "partition.fetch_gap", log_end_offset=self._leo, base_offset=kept[0].base_offset
+            )
+            return None
+        self._leo = kept[-1].next_offset
+        self._latest_epoch = max(self._latest_epoch, kept[-1].partition_leader_epoch)
+        return [AppendAsFollower(bytes(resp.records[kept[0].position :]))]
+
+    def _update_follower_hw(self, leader_high_watermark: int) -> list[Effect]:
+        high_watermark = min(leader_high_watermark, self._leo)
+        if high_watermark <= self._hw:
+            return []
+        self._hw = high_watermark
+        return [UpdateHighWatermark(high_watermark)]
+
+    def _truncation_target(self, diverging: EpochEndOffset) -> int:
+        if diverging.epoch < 0:
+            return self._log_start  # no common epoch with the leader at all
+        own_epoch, own_end = self.log.end_offset_for(diverging.epoch)
+        if own_epoch < 0:
+            return self._log_start
+        # own_epoch == E: done after this; own_epoch < E: we lack E, the next fetch checks again
+        # with our epoch at the new end (KIP-279, AbstractFetcherThread.getOffsetTruncationState).
+        return min(diverging.end_offset, own_end)
+
+    def _truncate_on_divergence(self, diverging: EpochEndOffset) -> list[Effect]:
+        target = self._truncation_target(diverging)
+        self._logger.info("partition.diverged", epoch=diverging.epoch, end_offset=diverging.end_offset,
+                          log_end_offset=self._leo, truncate_to=target)  # fmt: skip
+        return self._truncate(target)
+
+    def _truncate(self, target: int) -> list[Effect]:
+        """TruncateTo a batch boundary at or below `target`; updates the in-call view of the log."""
+        target = max(target, self._log_start)
+        if target >= self._leo:
+            return []
+        straddling = self.log.batch_containing(target)
+        if straddling is not None and straddling.base_offset < target:
+            target = (
+                straddling.base_offset
+            )  # PartitionLog.truncate_to drops a straddling batch whole
+        before = self.log.batch_containing(target - 1)
+        if target < self._hw:
+            # Allowed for data partitions (an unclean election, or the legacy HW truncation);
+            # Raft forbids it for the metadata log. Logged, since it may drop committed data.
+            self._logger.warning("partition.truncated_below_high_watermark", high_watermark=self._hw,
+                                 truncate_to=target)  # fmt: skip
+            self._hw = target
+        self._leo = target
+        self._latest_epoch = before.partition_leader_epoch if before is not None else -1
+        return [TruncateTo(target)]
+
+    def _on_out_of_range(self, resp: FetchResponse) -> list[Effect]:
+        if 0 <= resp.log_end_offset < self._leo:
+            # Ahead of the leader (legacy mode, or after an unclean election): cut to its end.
+            return self._truncate(resp.log_end_offset)
+        if self._leo < resp.log_start_offset:
+            self._leo = self._hw = self._log_start = resp.log_start_offset
+            self._latest_epoch = -1
+            return [TruncateFully(resp.log_start_offset)]
+        return []
+
+    def _follower_tick(self, follower: Follower, now_ms: int) -> list[Effect]:
+        if follower.in_flight is not None:
+            if now_ms - follower.sent_ms < self.config.replica_socket_timeout_ms:
+                return []
+            follower.in_flight = None  # lost: fetch again
+        if now_ms < follower.next_fetch_ms:
+            return []
+        return self._send_fetch(follower, now_ms)
+
+    def _follower_deadline(self, follower: Follower) -> int | None:
+        if follower.leader_id < 0:
+            return None
+        if follower.in_flight is not None:
+            return follower.sent_ms + self.config.replica_socket_timeout_ms
+        return follower.next_fetch_ms
