@@ -161,7 +161,7 @@ def _build(payload: Any, want: _Spec | None) -> Any:
     if checkers is None:
         checkers = _compile(spec)
     try:
-        checked = [check(payload[i + 1]) for i, check in enumerate(checkers[:n])]
+        checked = [check(v) for check, v in zip(checkers, payload[1:], strict=False)]
     except DecodeError as exc:
         raise DecodeError(f"{spec.tag}: {exc}") from None
     return spec.cls(*checked)

@@ -49,6 +49,14 @@ class AppendToLog:
 
 
 @dataclass(frozen=True, slots=True)
+class FlushLog:
+    """fsync everything appended so far before the next effect runs. A leader appends with
+    flush=False, sends the new records to its parked followers, then flushes: replication
+    overlaps its own fsync (Raft thesis 10.2.1), and it counts its own LEO for the high
+    watermark only after this effect (every CommitAdvanced that depends on it comes later)."""
+
+
+@dataclass(frozen=True, slots=True)
 class TruncateLog:
     """Truncate the log to `end_offset` (divergence). Never below the high watermark."""
 
@@ -110,7 +118,8 @@ class InstallSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class DeleteLogPrefix:
-    """Delete the log below `before_offset` (covered by a snapshot)."""
+    """Delete the log below `before_offset`, which is the end offset of a snapshot the log holds
+    (so the log start stays at a snapshot boundary, KIP-630)."""
 
     before_offset: int
 
@@ -119,6 +128,7 @@ Effect = (
     Send
     | PersistElectionState
     | AppendToLog
+    | FlushLog
     | TruncateLog
     | CommitAdvanced
     | LeaderChanged

@@ -114,5 +114,7 @@ class RaftLogWriter(RaftLog, Protocol):
         ...
 
     def delete_before(self, offset: int) -> None:
-        """Delete log prefix below `offset` (never past the newest snapshot's end offset)."""
+        """Delete log prefix below `offset` (never past the newest snapshot's end offset).
+        The core only passes the end offset of a snapshot the log holds, so the log start is
+        always at a snapshot boundary and the epoch just below it is that snapshot's epoch."""
         ...
