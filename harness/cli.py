@@ -13,6 +13,11 @@ from collections.abc import Sequence
 
 # Modules that contribute commands, in the order they appear in --help.
 COMMAND_MODULES: tuple[str, ...] = (
+    "harness.cluster_cli",
+    "harness.quorum_cli",
+    "harness.kv_cli",
+    "harness.topic_cli",
+    "harness.compare",
     "harness.bench",
     "harness.jepsen.cli",
 )

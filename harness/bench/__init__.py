@@ -13,6 +13,7 @@ KINDS: dict[str, str] = {
     "quorum": "harness.bench.quorum",
     "failover": "harness.bench.failover",
     "check": "harness.bench.check",
+    "raftcore": "harness.bench.raftcore",
 }
 
 
@@ -27,7 +28,8 @@ def register(sub: Any) -> None:
             if exc.name != module_name:
                 raise
             continue  # that benchmark is not built yet
-        p: argparse.ArgumentParser = kinds.add_parser(kind, help=module.__doc__.splitlines()[0])
+        summary = (module.__doc__ or kind).strip().splitlines()[0]
+        p: argparse.ArgumentParser = kinds.add_parser(kind, help=summary)
         p.add_argument("--json", action="store_true", help="print one JSON object")
         module.add_arguments(p)
         p.set_defaults(handler=module.run)

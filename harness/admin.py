@@ -1,0 +1,338 @@
+"""The controller's admin HTTP API (aiohttp), as API.md specifies it.
+
+Routes: /health, /metrics, /openapi.json, /quorum/status, /quorum/replication, /kv/{key}
+(GET/PUT/DELETE), /kv/{key}/cas (POST), /nemesis/links (GET/POST/DELETE); brokers and topics
+(/cluster, /topics, /topics/{topic}, /elect-leaders, /partitions) live in harness/admin_topics.py.
+Brokers serve the same app (their writes and linearizable reads are forwarded).
+
+Rules this module keeps:
+- Bound to 127.0.0.1 (the launcher passes the address; nothing else is accepted here).
+- Errors are `{"error": KAFKA_NAME, "message": ..., hints}`. Bad input (JSON, fields, query values)
+  is 400 INVALID_REQUEST, never a 500; an unexpected exception is logged and answered as
+  500 UNKNOWN_SERVER_ERROR (a bug, not a contract).
+- A follower forwards writes and linearizable reads to the active controller (one hop: a forwarded
+  request that meets a non-leader gets 421 NOT_CONTROLLER with the leader hint, never a loop).
+  With no known leader: 503 LEADER_NOT_AVAILABLE with what this node knows (epoch, voters).
+- A write that was proposed but whose outcome is unknown (leadership lost, timeout) is
+  504 REQUEST_TIMED_OUT with `"indeterminate": true`: a client must not assume it did not happen.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import structlog
+from aiohttp import web
+
+from harness.admin_openapi import openapi_document
+from harness.admin_topics import add_routes as add_topic_routes
+from harness.node.runtime import ControllerNode, NotLeaderError, OutcomeUnknownError
+from harness.transport import LinkFilter
+from quorum.metadata import Errors, KvCas, KvDelete, KvPut
+
+log = structlog.get_logger()
+FORWARDED_HEADER = "X-Kraftlab-Forwarded-By"
+NODE_KEY: web.AppKey[ControllerNode] = web.AppKey("node", ControllerNode)
+SESSION_KEY: web.AppKey[aiohttp.ClientSession] = web.AppKey("session", aiohttp.ClientSession)
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class BadRequest(Exception):
+    """400 INVALID_REQUEST with this message."""
+
+
+def error_response(status: int, error: str, message: str, **hints: Any) -> web.Response:
+    return web.json_response({"error": error, "message": message, **hints}, status=status)
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except BadRequest as exc:
+        return error_response(400, "INVALID_REQUEST", str(exc))
+    except web.HTTPException as exc:
+        if exc.status >= 400 and exc.content_type != "application/json":
+            name = "UNKNOWN_ROUTE" if exc.status in (404, 405) else "INVALID_REQUEST"
+            return error_response(exc.status, name, exc.reason)
+        raise
+    except Exception as exc:  # the HTTP edge: a bug becomes a 500 with a log line, not a hang
+        log.exception("admin.unhandled_error", path=request.path, method=request.method)
+        return error_response(500, "UNKNOWN_SERVER_ERROR", f"{type(exc).__name__}: {exc}")
+
+
+async def read_json_object(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json(loads=json.loads)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise BadRequest("body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise BadRequest("body must be a JSON object")
+    return body
+
+
+def value_field(body: dict[str, Any], name: str, *, nullable: bool = False) -> str | bytes | None:
+    """`name` as a UTF-8 string, or `name_b64` as bytes (API.md)."""
+    if name in body:
+        value = body[name]
+        if value is None and nullable:
+            return None
+        if not isinstance(value, str):
+            raise BadRequest(f"'{name}' must be a string" + (" or null" if nullable else ""))
+        return value
+    b64 = body.get(f"{name}_b64")
+    if b64 is not None:
+        if not isinstance(b64, str):
+            raise BadRequest(f"'{name}_b64' must be a base64 string")
+        try:
+            return base64.b64decode(b64, validate=True)
+        except ValueError:
+            raise BadRequest(f"'{name}_b64' is not valid base64") from None
+    if nullable:
+        raise BadRequest(f"missing field '{name}' (use null for 'absent')")
+    raise BadRequest(f"missing field '{name}'")
+
+
+def encode_value(value: str | bytes) -> dict[str, Any]:
+    if isinstance(value, bytes):
+        return {"value_b64": base64.b64encode(value).decode()}
+    return {"value": value}
+
+
+def check_key(request: web.Request) -> str:
+    key = request.match_info["key"]
+    if not key or len(key) > 1024:
+        raise BadRequest("key must be 1-1024 characters")
+    return key
+
+
+class AdminApi:
+    """Handlers bound to one node."""
+
+    def __init__(self, node: ControllerNode) -> None:
+        self.node = node
+        self.session: aiohttp.ClientSession | None = None
+
+    # --- leader handling ---------------------------------------------------------------------
+
+    def no_leader(self) -> web.Response:
+        node = self.node
+        return error_response(
+            503,
+            "LEADER_NOT_AVAILABLE",
+            "no active controller is known; retry after an election",
+            leader_id=None,
+            leader_epoch=node.epoch,
+            role=node.role,
+            current_voters=sorted(node.config.voters),
+        )
+
+    async def forward(self, request: web.Request, body: bytes | None = None) -> web.StreamResponse:
+        """Send this request to the leader's admin API and relay its answer verbatim."""
+        node = self.node
+        leader = node.leader_id
+        if leader is None or leader == node.node_id:
+            return self.no_leader()
+        if FORWARDED_HEADER in request.headers:
+            return error_response(
+                421, "NOT_CONTROLLER", f"node {node.node_id} is not the active controller",
+                leader=leader, leader_epoch=node.epoch,
+            )
+        target = node.config.admin_listeners[leader]
+        url = f"http://{target.host}:{target.port}{request.rel_url}"
+        if body is None and request.can_read_body:
+            body = await request.read()
+        assert self.session is not None
+        timeout = aiohttp.ClientTimeout(total=node.config.request_timeout_ms / 1000 + 1)
+        try:
+            async with self.session.request(
+                request.method, url, data=body, timeout=timeout,
+                headers={FORWARDED_HEADER: str(node.node_id), "Content-Type": "application/json"},
+            ) as resp:
+                payload = await resp.read()
+                return web.Response(
+                    body=payload, status=resp.status, content_type=resp.content_type
+                )
+        except (aiohttp.ClientError, TimeoutError) as exc:
+            return error_response(
+                503, "LEADER_NOT_AVAILABLE", f"forwarding to leader {leader} failed: {exc!r}",
+                leader_id=leader, leader_epoch=node.epoch,
+            )
+
+    def leader_error(self, exc: NotLeaderError) -> web.Response:
+        if exc.leader_id is None:
+            return self.no_leader()
+        return error_response(
+            421, "NOT_CONTROLLER", str(exc), leader=exc.leader_id, leader_epoch=exc.epoch
+        )
+
+    @staticmethod
+    def unknown_outcome(exc: OutcomeUnknownError) -> web.Response:
+        return error_response(504, "REQUEST_TIMED_OUT", str(exc), indeterminate=True)
+
+    # --- basic ------------------------------------------------------------------------------
+
+    async def health(self, request: web.Request) -> web.Response:
+        node = self.node
+        out = {"node_id": node.node_id, "role": node.role, "status": "ok",
+               "process_roles": node.config.process_roles,
+               "leader_id": node.leader_id, "leader_epoch": node.epoch}
+        if node.broker is not None:
+            out["broker"] = node.broker.status()
+        return web.json_response(out)
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        return web.Response(text=self.node.metrics_text(), content_type="text/plain")
+
+    async def openapi(self, request: web.Request) -> web.Response:
+        return web.json_response(openapi_document())
+
+    async def quorum_status(self, request: web.Request) -> web.Response:
+        return web.json_response(self.node.quorum_status())
+
+    async def quorum_replication(self, request: web.Request) -> web.StreamResponse:
+        node = self.node
+        if not node.is_leader:
+            return await self.forward(request)
+        return web.json_response(node.quorum_replication())
+
+    # --- kv ---------------------------------------------------------------------------------
+
+    async def kv_get(self, request: web.Request) -> web.StreamResponse:
+        key = check_key(request)
+        consistency = request.query.get("consistency", "linearizable")
+        if consistency not in ("linearizable", "local"):
+            raise BadRequest("consistency must be 'linearizable' or 'local'")
+        node = self.node
+        if consistency == "linearizable":
+            if not node.is_leader:
+                return await self.forward(request)
+            try:
+                await node.read_barrier()
+            except NotLeaderError as exc:
+                return self.leader_error(exc)
+            except OutcomeUnknownError as exc:
+                return self.unknown_outcome(exc)
+        found = node.image.get(key)
+        if found is None:
+            return error_response(404, "KEY_NOT_FOUND", f"key {key!r} not found",
+                                  consistency=consistency)
+        value, version = found
+        out = {"key": key, **encode_value(value), "version": version}
+        if consistency == "local":
+            out["consistency"] = "local"  # may be stale (DESIGN.md: local reads are marked)
+            out["applied_offset"] = node.image.applied_offset
+        return web.json_response(out)
+
+    async def _write(self, request: web.Request, record: Any, body: bytes | None) -> web.StreamResponse:
+        node = self.node
+        if not node.is_leader:
+            return await self.forward(request, body)
+        try:
+            result = await node.propose(record)
+        except NotLeaderError as exc:
+            if exc.leader_id is not None and exc.leader_id != node.node_id:
+                return await self.forward(request, body)
+            return self.leader_error(exc)
+        except OutcomeUnknownError as exc:
+            return self.unknown_outcome(exc)
+        key = record.key
+        match result.error:
+            case Errors.NONE:
+                return web.json_response({"key": key, "version": result.version,
+                                          "offset": result.offset})
+            case Errors.CAS_FAILED:
+                return error_response(409, "CAS_FAILED", f"current value of {key!r} differs",
+                                      key=key, version=result.version)
+            case Errors.KEY_NOT_FOUND:
+                return error_response(404, "KEY_NOT_FOUND", f"key {key!r} not found", key=key)
+            case other:
+                return error_response(400, other.name, f"write rejected: {other.name}", key=key)
+
+    async def kv_put(self, request: web.Request) -> web.StreamResponse:
+        key = check_key(request)
+        body = await request.read()
+        parsed = await read_json_object(request)
+        value = value_field(parsed, "value")
+        assert value is not None
+        return await self._write(request, KvPut(key=key, value=value), body)
+
+    async def kv_cas(self, request: web.Request) -> web.StreamResponse:
+        key = check_key(request)
+        body = await request.read()
+        parsed = await read_json_object(request)
+        expected = value_field(parsed, "expected", nullable=True)
+        value = value_field(parsed, "value")
+        assert value is not None
+        return await self._write(request, KvCas(key=key, expected=expected, value=value), body)
+
+    async def kv_delete(self, request: web.Request) -> web.StreamResponse:
+        key = check_key(request)
+        return await self._write(request, KvDelete(key=key), b"")
+
+    # --- nemesis ----------------------------------------------------------------------------
+
+    async def links_get(self, request: web.Request) -> web.Response:
+        return web.json_response(self.node.transport.links.to_json())
+
+    async def links_post(self, request: web.Request) -> web.Response:
+        body = await read_json_object(request)
+        drop = body.get("drop", [])
+        delay_ms = body.get("delay_ms", 0)
+        delay_to = body.get("delay_to")
+        if not isinstance(drop, list) or not all(isinstance(i, int) for i in drop):
+            raise BadRequest("'drop' must be a list of node ids")
+        if not isinstance(delay_ms, int) or isinstance(delay_ms, bool) or not 0 <= delay_ms <= 60_000:
+            raise BadRequest("'delay_ms' must be an integer in [0, 60000]")
+        if delay_to is not None and (
+            not isinstance(delay_to, list) or not all(isinstance(i, int) for i in delay_to)
+        ):
+            raise BadRequest("'delay_to' must be a list of node ids")
+        links = LinkFilter(
+            drop=frozenset(drop), delay_ms=delay_ms,
+            delay_to=None if delay_to is None else frozenset(delay_to),
+        )
+        self.node.transport.set_links(links)
+        return web.json_response(links.to_json())
+
+    async def links_delete(self, request: web.Request) -> web.Response:
+        self.node.transport.set_links(LinkFilter())
+        return web.json_response(LinkFilter().to_json())
+
+
+def build_app(node: ControllerNode) -> web.Application:
+    api = AdminApi(node)
+    app = web.Application(middlewares=[error_middleware], client_max_size=4 * 1024 * 1024)
+    app[NODE_KEY] = node
+
+    async def on_startup(app: web.Application) -> None:
+        api.session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=256, keepalive_timeout=30)
+        )
+
+    async def on_cleanup(app: web.Application) -> None:
+        if api.session is not None:
+            await api.session.close()
+
+    app.on_startup.append(on_startup)
+    app.on_cleanup.append(on_cleanup)
+    r = app.router
+    r.add_get("/health", api.health)
+    r.add_get("/metrics", api.metrics)
+    r.add_get("/openapi.json", api.openapi)
+    r.add_get("/quorum/status", api.quorum_status)
+    r.add_get("/quorum/replication", api.quorum_replication)
+    r.add_get("/kv/{key}", api.kv_get)
+    r.add_put("/kv/{key}", api.kv_put)
+    r.add_delete("/kv/{key}", api.kv_delete)
+    r.add_post("/kv/{key}/cas", api.kv_cas)
+    r.add_get("/nemesis/links", api.links_get)
+    r.add_post("/nemesis/links", api.links_post)
+    r.add_delete("/nemesis/links", api.links_delete)
+    add_topic_routes(app, api)
+    return app

@@ -1,0 +1,199 @@
+"""The OpenAPI 3.1 document served at GET /openapi.json: the routes every node serves.
+
+Kept beside the routes (harness/admin.py) and checked against the router in
+tests/integration (every served route is documented, nothing documented is missing).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ERROR = {"$ref": "#/components/schemas/Error"}
+
+
+def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*codes: int) -> dict[str, Any]:
+    names = {
+        400: "INVALID_REQUEST, INVALID_REPLICATION_FACTOR, INVALID_PARTITIONS, INVALID_CONFIG, "
+             "INVALID_TOPIC_EXCEPTION",
+        404: "KEY_NOT_FOUND / UNKNOWN_TOPIC_OR_PARTITION",
+        409: "CAS_FAILED / TOPIC_ALREADY_EXISTS",
+        421: "NOT_CONTROLLER (hint: leader)",
+        503: "LEADER_NOT_AVAILABLE",
+        504: "REQUEST_TIMED_OUT (indeterminate: the write may or may not have happened)",
+    }
+    return {str(c): _json(ERROR, names[c]) for c in codes}
+
+
+KEY_PARAM = {"name": "key", "in": "path", "required": True, "schema": {"type": "string"}}
+WRITE_OK = {
+    "type": "object",
+    "properties": {"key": {"type": "string"}, "version": {"type": "integer"},
+                   "offset": {"type": "integer"}},
+}
+VALUE_BODY = {
+    "type": "object",
+    "properties": {"value": {"type": "string"}, "value_b64": {"type": "string"}},
+}
+
+
+TOPIC_PARAM = {"name": "topic", "in": "path", "required": True, "schema": {"type": "string"}}
+CONSISTENCY = {"name": "consistency", "in": "query", "schema": {
+    "enum": ["linearizable", "local"], "default": "linearizable"}}
+FORMAT = {"name": "format", "in": "query", "schema": {"enum": ["json", "text"]},
+          "description": "text: the kafka-topics.sh --describe lines"}
+
+
+def _topic_paths() -> dict[str, Any]:
+    int_ = {"type": "integer"}
+    ids = {"type": "array", "items": int_}
+    partition = {"type": "object", "properties": {
+        "partition": int_, "leader": {"type": ["integer", "null"]}, "leader_epoch": int_,
+        "partition_epoch": int_, "replicas": ids, "isr": ids, "elr": ids}}
+    return {
+        "/cluster": {"get": {
+            "summary": "registered brokers (fenced or not) and the active controller",
+            "parameters": [CONSISTENCY],
+            "responses": {"200": _json({"type": "object", "properties": {
+                "cluster_id": {"type": "string"}, "controller_id": {"type": ["integer", "null"]},
+                "brokers": {"type": "array", "items": {"type": "object", "properties": {
+                    "id": int_, "epoch": int_, "fenced": {"type": "boolean"},
+                    "host": {"type": "string"}, "rpc_port": int_, "admin_port": int_,
+                    "rack": {"type": ["string", "null"]}}}}}}), **_errors(400, 503, 504)}}},
+        "/topics": {
+            "get": {"summary": "topic names (format=text: describe every topic)",
+                    "parameters": [CONSISTENCY, FORMAT],
+                    "responses": {"200": _json({"type": "array", "items": {"type": "string"}}),
+                                  **_errors(400, 503, 504)}},
+            "post": {"summary": "create a topic (on the active controller)",
+                     "requestBody": {"content": {"application/json": {"schema": {
+                         "type": "object", "required": ["name", "partitions",
+                                                        "replication_factor"],
+                         "properties": {"name": {"type": "string"}, "partitions": int_,
+                                        "replication_factor": int_,
+                                        "configs": {"type": "object"}}}}}},
+                     "responses": {"201": _json({"type": "object"}, "created"),
+                                   **_errors(400, 409, 421, 503, 504)}},
+        },
+        "/topics/{topic}": {
+            "parameters": [TOPIC_PARAM],
+            "get": {"summary": "describe a topic (JSON, or format=text)",
+                    "parameters": [CONSISTENCY, FORMAT],
+                    "responses": {"200": _json({"type": "object", "properties": {
+                        "name": {"type": "string"}, "topic_id": {"type": "string"},
+                        "configs": {"type": "object"},
+                        "partitions": {"type": "array", "items": partition}}}),
+                        **_errors(400, 404, 503, 504)}},
+            "delete": {"summary": "delete a topic",
+                       "responses": {"200": _json({"type": "object"}),
+                                     **_errors(404, 421, 503, 504)}},
+        },
+        "/elect-leaders": {"post": {
+            "summary": "preferred or unclean leader election (KIP-460)",
+            "requestBody": {"content": {"application/json": {"schema": {
+                "type": "object", "required": ["topic"], "properties": {
+                    "topic": {"type": "string"}, "partition": int_,
+                    "election_type": {"enum": ["preferred", "unclean"]}}}}}},
+            "responses": {"200": _json({"type": "object", "properties": {
+                "results": {"type": "array", "items": {"type": "object", "properties": {
+                    "topic": {"type": "string"}, "partition": int_,
+                    "error": {"type": "string"}, "message": {"type": "string"}}}}}}),
+                **_errors(400, 404, 421, 503, 504)}}},
+        "/partitions/{topic}/{partition}/isr": {"post": {
+            "summary": "kraftlab-only, on the partition leader: AlterPartition to set the ISR "
+                       "(what the data plane will do); the controller validates it",
+            "parameters": [TOPIC_PARAM, {"name": "partition", "in": "path", "required": True,
+                                         "schema": int_}],
+            "requestBody": {"content": {"application/json": {"schema": {
+                "type": "object", "properties": {"isr": ids}}}}},
+            "responses": {"200": _json({"type": "object"}), **_errors(400, 404, 421, 504)}}},
+        "/partitions": {"get": {
+            "summary": "this broker's partition assignments (metadata only until the data plane)",
+            "responses": {"200": _json({"type": "array", "items": {"type": "object"}})}}},
+    }
+
+
+def openapi_document() -> dict[str, Any]:
+    int_ = {"type": "integer"}
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "kraftlab node admin API", "version": "1"},
+        "paths": {
+            "/health": {"get": {"summary": "liveness and role", "responses": {"200": _json(
+                {"type": "object", "properties": {"node_id": int_, "role": {"type": "string"},
+                                                  "status": {"type": "string"}}})}}},
+            "/metrics": {"get": {"summary": "Prometheus text format", "responses": {
+                "200": {"description": "metrics", "content": {"text/plain": {}}}}}},
+            "/openapi.json": {"get": {"summary": "this document",
+                                      "responses": {"200": _json({"type": "object"})}}},
+            "/quorum/status": {"get": {
+                "summary": "like kafka-metadata-quorum describe --status (this node's view)",
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "cluster_id": {"type": "string"}, "leader_id": {"type": ["integer", "null"]},
+                    "leader_epoch": int_, "high_watermark": int_, "max_follower_lag": int_,
+                    "max_follower_lag_time_ms": int_,
+                    "current_voters": {"type": "array", "items": int_},
+                    "current_observers": {"type": "array", "items": int_}}})}}},
+            "/quorum/replication": {"get": {
+                "summary": "like kafka-metadata-quorum describe --replication (from the leader)",
+                "responses": {"200": _json({"type": "array", "items": {
+                    "type": "object", "properties": {
+                        "node_id": int_, "log_end_offset": int_, "lag": int_,
+                        "last_fetch_timestamp": int_, "last_caught_up_timestamp": int_,
+                        "status": {"type": "string"}}}}), **_errors(503)}}},
+            "/kv/{key}": {
+                "parameters": [KEY_PARAM],
+                "get": {
+                    "summary": "read a key (linearizable through the leader, or local)",
+                    "parameters": [{"name": "consistency", "in": "query", "schema": {
+                        "enum": ["linearizable", "local"], "default": "linearizable"}}],
+                    "responses": {"200": _json({"type": "object", "properties": {
+                        "key": {"type": "string"}, "value": {"type": "string"},
+                        "version": int_}}), **_errors(400, 404, 503, 504)},
+                },
+                "put": {
+                    "summary": "write a key (forwarded to the leader)",
+                    "requestBody": {"content": {"application/json": {"schema": VALUE_BODY}}},
+                    "responses": {"200": _json(WRITE_OK), **_errors(400, 503, 504)},
+                },
+                "delete": {
+                    "summary": "delete a key",
+                    "responses": {"200": _json(WRITE_OK), **_errors(404, 503, 504)},
+                },
+            },
+            "/kv/{key}/cas": {
+                "parameters": [KEY_PARAM],
+                "post": {
+                    "summary": "compare-and-set (expected null: key absent)",
+                    "requestBody": {"content": {"application/json": {"schema": {
+                        "type": "object", "properties": {
+                            "expected": {"type": ["string", "null"]},
+                            "value": {"type": "string"}}}}}},
+                    "responses": {"200": _json(WRITE_OK), **_errors(400, 409, 503, 504)},
+                },
+            },
+            "/nemesis/links": {
+                "get": {"summary": "current link filter", "responses": {"200": _json(
+                    {"$ref": "#/components/schemas/Links"})}},
+                "post": {"summary": "drop traffic to and from these nodes; delay outgoing traffic",
+                         "requestBody": {"content": {"application/json": {
+                             "schema": {"$ref": "#/components/schemas/Links"}}}},
+                         "responses": {"200": _json({"$ref": "#/components/schemas/Links"}),
+                                       **_errors(400)}},
+                "delete": {"summary": "heal", "responses": {"200": _json(
+                    {"$ref": "#/components/schemas/Links"})}},
+            },
+            **_topic_paths(),
+        },
+        "components": {"schemas": {
+            "Error": {"type": "object", "required": ["error", "message"], "properties": {
+                "error": {"type": "string", "description": "Kafka error name"},
+                "message": {"type": "string"}}},
+            "Links": {"type": "object", "properties": {
+                "drop": {"type": "array", "items": int_}, "delay_ms": int_,
+                "delay_to": {"type": "array", "items": int_}}},
+        }},
+    }

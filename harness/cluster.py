@@ -1,0 +1,367 @@
+"""Minimal local launcher: controller and broker processes on 127.0.0.1 and the `cluster.json`
+state file. Controllers are ids 1..C (the Raft voters); brokers are ids 101.. (Raft observers that
+register with the active controller, issue 4).
+
+`cluster.json` (API.md) is the single source of truth about a local cluster: its id, and per node
+the ports, PID, data dir and log file. It is rewritten atomically whenever a PID changes, so a
+reader never sees half a file. Processes are started detached (`start_new_session=True`) and
+outlive the command that started them; they are only ever signalled by their recorded PID, and only
+after checking that the PID still runs *our* node (its command line names its config file), so a
+recycled PID is never killed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.admin_client import AdminClient, AdminError
+from harness.node.config import Endpoint, NodeConfig, validate_overrides
+
+DEFAULT_DATA_DIR = "./kraftlab-data"
+HOST = "127.0.0.1"
+
+
+class ClusterError(RuntimeError):
+    """A cluster operation could not be done (message says why and what to do)."""
+
+
+def default_data_dir() -> Path:
+    return Path(os.environ.get("KRAFTLAB_DATA_DIR", DEFAULT_DATA_DIR))
+
+
+def random_cluster_id() -> str:
+    """A Kafka-style cluster id: a random UUID in URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports the kernel reports free on 127.0.0.1 (all sockets held open until all are chosen)."""
+    socks = []
+    try:
+        for _ in range(count):
+            s = socket.socket()
+            s.bind((HOST, 0))
+            socks.append(s)
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
+
+
+@dataclass
+class NodeEntry:
+    id: int
+    role: str
+    host: str
+    rpc_port: int
+    admin_port: int
+    pid: int | None
+    data_dir: str
+    log_file: str
+    config_file: str = ""
+
+    @property
+    def admin_url(self) -> str:
+        return f"http://{self.host}:{self.admin_port}"
+
+
+@dataclass
+class ClusterFile:
+    cluster_id: str
+    nodes: list[NodeEntry] = field(default_factory=list)
+
+    @staticmethod
+    def path_in(data_dir: Path) -> Path:
+        return data_dir / "cluster.json"
+
+    @classmethod
+    def load(cls, data_dir: Path) -> ClusterFile:
+        path = cls.path_in(data_dir)
+        try:
+            doc = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ClusterError(
+                f"no cluster in {data_dir} ({path} not found); start one with `kraftlab cluster up`"
+            ) from None
+        return cls(doc["cluster_id"], [NodeEntry(**n) for n in doc["nodes"]])
+
+    def save(self, data_dir: Path) -> None:
+        path = self.path_in(data_dir)
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
+        os.replace(tmp, path)
+
+    def node(self, node_id: int) -> NodeEntry:
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        raise ClusterError(f"no node {node_id}; nodes are {[n.id for n in self.nodes]}")
+
+    def clients(self, timeout_s: float = 2.0) -> dict[int, AdminClient]:
+        return {n.id: AdminClient(n.host, n.admin_port, timeout_s) for n in self.nodes}
+
+    @property
+    def controllers(self) -> list[NodeEntry]:
+        return [n for n in self.nodes if n.role == "controller"]
+
+    @property
+    def brokers(self) -> list[NodeEntry]:
+        return [n for n in self.nodes if n.role == "broker"]
+
+
+def is_our_process(pid: int | None, config_file: str) -> bool:
+    """True iff `pid` is alive (not a zombie) and runs the node with this config file."""
+    if not pid:
+        return False
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except (FileNotFoundError, ProcessLookupError, PermissionError):
+        return False
+    state = stat.rsplit(")", 1)[1].split()[0]
+    if state in ("Z", "X"):
+        return False
+    return b"harness.node" in cmdline and config_file.encode() in cmdline
+
+
+# Popen objects of nodes started by this process, so they are reaped (no zombies) when killed.
+_children: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def spawn_node(node: NodeEntry) -> int:
+    """Start one node process detached from this one; returns its PID."""
+    log = open(node.log_file, "ab")  # noqa: SIM115 - handed to the child
+    try:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "harness.node", "--config", node.config_file],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            cwd=node.data_dir,
+        )
+    finally:
+        log.close()
+    _children[proc.pid] = proc
+    return proc.pid
+
+
+def reap(pid: int) -> None:
+    proc = _children.get(pid)
+    if proc is not None and proc.poll() is not None:
+        del _children[pid]
+
+
+def signal_node(node: NodeEntry, sig: signal.Signals) -> bool:
+    """Send `sig` to the node's recorded PID if it is still our node. False if not running."""
+    if not is_our_process(node.pid, node.config_file):
+        return False
+    assert node.pid is not None
+    os.kill(node.pid, sig)
+    return True
+
+
+def wait_dead(node: NodeEntry, timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if node.pid is not None:
+            reap(node.pid)
+        if not is_our_process(node.pid, node.config_file):
+            return True
+        time.sleep(0.01)
+    return False
+
+
+def write_node_config(node: NodeEntry, cluster: ClusterFile, overrides: dict[str, str]) -> None:
+    is_broker = node.role == "broker"
+    config = NodeConfig(
+        node_id=node.id,
+        cluster_id=cluster.cluster_id,
+        voters={n.id: Endpoint(n.host, n.rpc_port) for n in cluster.controllers},
+        admin_listeners={n.id: Endpoint(n.host, n.admin_port) for n in cluster.nodes},
+        metadata_log_dir=Path(node.data_dir),
+        process_roles=node.role,
+        listener=Endpoint(node.host, node.rpc_port) if is_broker else None,
+    )
+    text = config.to_properties()
+    for key, value in overrides.items():
+        text = "\n".join(
+            line for line in text.splitlines() if not line.startswith(key + "=")
+        ) + f"\n{key}={value}\n"
+    Path(node.config_file).write_text(text)
+
+
+FIRST_BROKER_ID = 101
+
+
+def create_cluster(
+    data_dir: Path, controllers: int, overrides: dict[str, str], brokers: int = 0
+) -> ClusterFile:
+    """Lay out a new cluster (ids, ports, dirs, configs) without starting anything."""
+    if controllers < 1:
+        raise ClusterError("--controllers must be at least 1")
+    if not 0 <= brokers <= 99:
+        raise ClusterError("--brokers must be between 0 and 99")
+    validate_overrides(overrides)
+    data_dir = data_dir.resolve()
+    data_dir.mkdir(parents=True, exist_ok=True)
+    ports = free_ports(2 * (controllers + brokers))
+    cluster = ClusterFile(random_cluster_id())
+    layout = [(i + 1, "controller") for i in range(controllers)]
+    layout += [(FIRST_BROKER_ID + i, "broker") for i in range(brokers)]
+    for i, (node_id, role) in enumerate(layout):
+        node_dir = data_dir / f"{role}-{node_id}"
+        node_dir.mkdir(parents=True, exist_ok=True)
+        cluster.nodes.append(
+            NodeEntry(
+                id=node_id,
+                role=role,
+                host=HOST,
+                rpc_port=ports[2 * i],
+                admin_port=ports[2 * i + 1],
+                pid=None,
+                data_dir=str(node_dir),
+                log_file=str(node_dir / "node.log"),
+                config_file=str(node_dir / f"{role}.properties"),
+            )
+        )
+    for node in cluster.nodes:
+        write_node_config(node, cluster, overrides)
+    cluster.save(data_dir)
+    return cluster
+
+
+def running_nodes(cluster: ClusterFile) -> list[NodeEntry]:
+    return [n for n in cluster.nodes if is_our_process(n.pid, n.config_file)]
+
+
+def start_node(cluster: ClusterFile, data_dir: Path, node: NodeEntry) -> None:
+    if is_our_process(node.pid, node.config_file):
+        raise ClusterError(f"node {node.id} is already running (pid {node.pid})")
+    node.pid = spawn_node(node)
+    cluster.save(data_dir)
+
+
+def quorum_view(cluster: ClusterFile, timeout_s: float = 1.0) -> dict[int, dict[str, Any] | None]:
+    """Each node's /quorum/status, or None if it does not answer."""
+    out: dict[int, dict[str, Any] | None] = {}
+    for node_id, client in cluster.clients(timeout_s).items():
+        try:
+            out[node_id] = client.get_json("/quorum/status")
+        except (AdminError, OSError):
+            out[node_id] = None
+    return out
+
+
+def agreed_leader(views: dict[int, dict[str, Any] | None], node_ids: list[int]) -> int | None:
+    """The leader every listed node names in the same epoch, or None."""
+    leaders = set()
+    for node_id in node_ids:
+        view = views.get(node_id)
+        if view is None or view.get("leader_id") is None:
+            return None
+        leaders.add((view["leader_id"], view["leader_epoch"]))
+    if len(leaders) != 1:
+        return None
+    leader: int = next(iter(leaders))[0]
+    return leader
+
+
+def wait_for_leader(
+    cluster: ClusterFile,
+    node_ids: list[int],
+    timeout_s: float,
+    progress: Callable[[str], None] | None = None,
+) -> int:
+    """Poll until every node in `node_ids` names the same leader; returns its id."""
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while True:
+        for node in cluster.nodes:
+            if node.pid is not None:
+                proc = _children.get(node.pid)
+                if proc is not None and proc.poll() is not None and node.id in node_ids:
+                    raise ClusterError(
+                        f"node {node.id} exited with code {proc.returncode}; see {node.log_file}"
+                    )
+        views = quorum_view(cluster, timeout_s=0.5)
+        leader = agreed_leader(views, node_ids)
+        if leader is not None:
+            return leader
+        up = sum(1 for i in node_ids if views.get(i) is not None)
+        named = sorted({v["leader_id"] for v in views.values() if v and v.get("leader_id")})
+        msg = f"waiting for a leader: {up}/{len(node_ids)} nodes answering, leaders named {named}"
+        if progress is not None and msg != last:
+            progress(msg)
+            last = msg
+        if time.monotonic() > deadline:
+            raise ClusterError(f"no agreed leader after {timeout_s:.0f} s ({msg})")
+        time.sleep(0.05)
+
+
+def stop_node(node: NodeEntry, *, force: bool, timeout_s: float = 10.0) -> bool:
+    """SIGTERM (graceful: the node resigns and exits) or SIGKILL. True once it is gone."""
+    if not signal_node(node, signal.SIGKILL if force else signal.SIGTERM):
+        return True
+    if not force:
+        signal_node(node, signal.SIGCONT)  # a paused node handles SIGTERM only once resumed
+    return wait_dead(node, timeout_s)
+
+
+def broker_view(cluster: ClusterFile, timeout_s: float = 1.0) -> dict[str, Any] | None:
+    """GET /cluster from the first node that answers (linearizable: via the active controller)."""
+    for node in cluster.controllers + cluster.brokers:
+        client = AdminClient(node.host, node.admin_port, timeout_s)
+        try:
+            view = client.get_json("/cluster")
+        except (AdminError, OSError):
+            continue
+        finally:
+            client.close()
+        if isinstance(view, dict):
+            return view
+    return None
+
+
+def wait_for_brokers(
+    cluster: ClusterFile,
+    broker_ids: list[int],
+    timeout_s: float,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Poll /cluster until every broker in `broker_ids` is registered and unfenced."""
+    deadline = time.monotonic() + timeout_s
+    last = ""
+    while True:
+        for node in cluster.brokers:
+            proc = _children.get(node.pid or 0)
+            if proc is not None and proc.poll() is not None and node.id in broker_ids:
+                raise ClusterError(
+                    f"broker {node.id} exited with code {proc.returncode}; see {node.log_file}"
+                )
+        view = broker_view(cluster)
+        brokers = {b["id"]: b for b in (view or {}).get("brokers", [])}
+        registered = [i for i in broker_ids if i in brokers]
+        unfenced = [i for i in registered if not brokers[i]["fenced"]]
+        if view is not None and len(unfenced) == len(broker_ids):
+            return view
+        msg = (f"waiting for brokers: {len(registered)}/{len(broker_ids)} registered, "
+               f"{len(unfenced)}/{len(broker_ids)} unfenced")
+        if progress is not None and msg != last:
+            progress(msg)
+            last = msg
+        if time.monotonic() > deadline:
+            raise ClusterError(f"brokers not ready after {timeout_s:.0f} s ({msg})")
+        time.sleep(0.05)

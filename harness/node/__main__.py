@@ -1,0 +1,77 @@
+"""Node process entry point: `python -m harness.node --config FILE` (a controller or, with
+`process.roles=broker`, a broker: see harness/node/runtime.py and broker.py).
+
+Runs the node on an asyncio loop (uvloop when installed), serves the admin API on the node's admin
+listener (127.0.0.1), and on SIGTERM/SIGINT shuts down gracefully: a controller resigns
+(EndQuorumEpoch, so a successor is elected without waiting for a timeout), a broker does a
+controlled shutdown first (KIP-631), and the process exits 0. Logs are structlog JSON lines
+on stderr, which the launcher points at the node's log file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+import structlog
+from aiohttp import web
+
+from harness.logs import configure_logging
+from harness.node.config import ConfigError, load
+
+log = structlog.get_logger()
+
+
+async def serve(config_path: Path) -> int:
+    from harness.admin import build_app
+    from harness.node.runtime import ControllerNode
+
+    config = load(config_path)
+    node = ControllerNode(config)
+    await node.start()
+    runner = web.AppRunner(build_app(node), access_log=None, handle_signals=False)
+    await runner.setup()
+    admin = config.admin_endpoint
+    site = web.TCPSite(runner, admin.host, admin.port, reuse_address=True, backlog=512)
+    await site.start()
+    log.info("node.admin_listening", host=admin.host, port=admin.port)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("node.stopping", reason="signal")
+    await node.stop(resign=True)
+    await runner.cleanup()
+    log.info("node.stopped")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m harness.node")
+    parser.add_argument("--config", required=True, type=Path, help="controller.properties or broker.properties file")
+    parser.add_argument("--log-level", default="info")
+    args = parser.parse_args(argv)
+    configure_logging(level=args.log_level, stream=sys.stderr, json=True)
+    runner = asyncio.run
+    if os.environ.get("KRAFTLAB_EVENT_LOOP", "uvloop") == "uvloop":
+        try:
+            import uvloop  # a faster event loop where installed (docs/benchmarks.md)
+        except ImportError:
+            pass
+        else:
+            runner = uvloop.run
+    try:
+        return runner(serve(args.config))
+    except ConfigError as exc:
+        log.error("node.bad_config", error=str(exc))
+        print(f"kraftlab node: invalid config: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,231 @@
+"""Controller node configuration: a Kafka-style properties file (`key=value` lines, `#` comments).
+
+Names and defaults follow Kafka's (reference doc, section 1) where Kafka has the setting; settings
+that only kraftlab has are prefixed `kraftlab.`. Unknown keys are an error (a typo must not silently
+run with a default). Example, as `kraftlab cluster up` writes it:
+
+    node.id=1
+    process.roles=controller
+    cluster.id=kraftlab-3f2a9c
+    controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095
+    kraftlab.admin.listeners=1@127.0.0.1:8081,2@127.0.0.1:8082,3@127.0.0.1:8083
+    metadata.log.dir=/data/node-1
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+
+class ConfigError(ValueError):
+    """A configuration file or override is invalid (Kafka: INVALID_CONFIG)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    host: str
+    port: int
+
+
+def parse_endpoints(value: str, key: str) -> dict[int, Endpoint]:
+    """`1@127.0.0.1:9093,2@127.0.0.1:9094` -> {1: Endpoint(...), ...}."""
+    out: dict[int, Endpoint] = {}
+    for item in filter(None, (part.strip() for part in value.split(","))):
+        try:
+            node, address = item.split("@", 1)
+            host, port = address.rsplit(":", 1)
+            out[int(node)] = Endpoint(host, int(port))
+        except ValueError:
+            raise ConfigError(f"{key}: expected id@host:port, got {item!r}") from None
+    if not out:
+        raise ConfigError(f"{key} is empty")
+    return out
+
+
+def format_endpoints(endpoints: dict[int, Endpoint]) -> str:
+    return ",".join(f"{i}@{e.host}:{e.port}" for i, e in sorted(endpoints.items()))
+
+
+# Tunables: property name -> (field name, default). Integers in ms unless said otherwise.
+TUNABLES: dict[str, tuple[str, int]] = {
+    "controller.quorum.election.timeout.ms": ("election_timeout_ms", 1000),
+    "controller.quorum.fetch.timeout.ms": ("fetch_timeout_ms", 2000),
+    "controller.quorum.election.backoff.max.ms": ("election_backoff_max_ms", 1000),
+    "controller.quorum.request.timeout.ms": ("request_timeout_ms", 2000),
+    "controller.quorum.retry.backoff.ms": ("retry_backoff_ms", 20),
+    # Kafka's default is 25 ms; kraftlab batches per event-loop iteration instead (see docs).
+    "controller.quorum.append.linger.ms": ("append_linger_ms", 0),
+    "metadata.max.idle.interval.ms": ("max_idle_interval_ms", 500),
+    # Take a snapshot after this many committed records since the last one.
+    "kraftlab.snapshot.interval.records": ("snapshot_interval_records", 10_000),
+    # 1: followers fsync appended entries before acknowledging them (RaftConfig.flush_on_append);
+    # 0 turns that off (the leader's own appends are always flushed by the Raft core).
+    "kraftlab.log.fsync": ("fsync", 1),
+    # Seed of the core's RNG (election timeouts); -1: drawn from the OS at start.
+    "kraftlab.raft.seed": ("seed", -1),
+    # Broker lifecycle (KIP-631). Brokers heartbeat this often; the active controller fences a
+    # broker silent for the session timeout (both are read by controllers and brokers alike).
+    "broker.heartbeat.interval.ms": ("broker_heartbeat_interval_ms", 2000),
+    "broker.session.timeout.ms": ("broker_session_timeout_ms", 9000),
+    # Kafka's leader.imbalance.check.interval.seconds (300), in ms here.
+    "leader.imbalance.check.interval.ms": ("leader_imbalance_check_interval_ms", 300_000),
+    # 1: the active controller runs the periodic preferred-leader rebalance (Kafka's default).
+    "auto.leader.rebalance.enable": ("auto_leader_rebalance_enable", 1),
+    # A broker waits at most this long for should_shut_down on SIGTERM (controlled shutdown).
+    "kraftlab.controlled.shutdown.timeout.ms": ("controlled_shutdown_timeout_ms", 10_000),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    node_id: int
+    cluster_id: str
+    voters: dict[int, Endpoint]
+    admin_listeners: dict[int, Endpoint]
+    metadata_log_dir: Path
+    election_timeout_ms: int = 1000
+    fetch_timeout_ms: int = 2000
+    election_backoff_max_ms: int = 1000
+    request_timeout_ms: int = 2000
+    retry_backoff_ms: int = 20
+    append_linger_ms: int = 0
+    max_idle_interval_ms: int = 500
+    snapshot_interval_records: int = 10_000
+    fsync: int = 1
+    seed: int = -1
+    broker_heartbeat_interval_ms: int = 2000
+    broker_session_timeout_ms: int = 9000
+    leader_imbalance_check_interval_ms: int = 300_000
+    auto_leader_rebalance_enable: int = 1
+    controlled_shutdown_timeout_ms: int = 10_000
+    # "controller" or "broker" (Kafka's process.roles; combined mode is not supported).
+    process_roles: str = "controller"
+    # A broker's own RPC listener (controllers listen on their voter endpoint).
+    listener: Endpoint | None = None
+    rack: str | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_broker(self) -> bool:
+        return self.process_roles == "broker"
+
+    @property
+    def rpc_endpoint(self) -> Endpoint:
+        if self.is_broker:
+            assert self.listener is not None
+            return self.listener
+        return self.voters[self.node_id]
+
+    @property
+    def admin_endpoint(self) -> Endpoint:
+        return self.admin_listeners[self.node_id]
+
+    @property
+    def quorum_state_path(self) -> Path:
+        """Kafka keeps `quorum-state` in the metadata partition directory."""
+        return self.metadata_log_dir / "__cluster_metadata-0" / "quorum-state"
+
+    def to_properties(self) -> str:
+        lines = [
+            f"node.id={self.node_id}",
+            f"process.roles={self.process_roles}",
+            f"cluster.id={self.cluster_id}",
+            f"controller.quorum.voters={format_endpoints(self.voters)}",
+            f"kraftlab.admin.listeners={format_endpoints(self.admin_listeners)}",
+            f"metadata.log.dir={self.metadata_log_dir}",
+        ]
+        if self.listener is not None:
+            lines.append(f"listeners={self.listener.host}:{self.listener.port}")
+        if self.rack is not None:
+            lines.append(f"broker.rack={self.rack}")
+        for key, (name, _) in TUNABLES.items():
+            lines.append(f"{key}={getattr(self, name)}")
+        return "\n".join(lines) + "\n"
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    props: dict[str, str] = {}
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        if "=" not in line:
+            raise ConfigError(f"line {number}: expected key=value, got {raw!r}")
+        key, value = line.split("=", 1)
+        props[key.strip()] = value.strip()
+    return props
+
+
+def tunable_value(key: str, raw: str) -> int:
+    """A tunable's integer value; Kafka's boolean settings also take true/false."""
+    lowered = raw.strip().lower()
+    if lowered in ("true", "false"):
+        return int(lowered == "true")
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigError(f"{key} must be an integer, got {raw!r}") from None
+
+
+def validate_overrides(overrides: dict[str, str]) -> None:
+    """Reject `--config k=v` overrides this node does not know (typos)."""
+    for key, value in overrides.items():
+        if key not in TUNABLES:
+            raise ConfigError(f"unknown config {key!r}; known: {', '.join(sorted(TUNABLES))}")
+        tunable_value(key, value)
+
+
+def from_properties(props: dict[str, str]) -> NodeConfig:
+    required = ("node.id", "cluster.id", "controller.quorum.voters", "kraftlab.admin.listeners",
+                "metadata.log.dir")
+    missing = [key for key in required if key not in props]
+    if missing:
+        raise ConfigError(f"missing required config: {', '.join(missing)}")
+    roles = props.get("process.roles", "controller")
+    if roles not in ("controller", "broker"):
+        raise ConfigError(f"process.roles: expected 'controller' or 'broker', got {roles!r}")
+    known = set(required) | {"process.roles", "listeners", "broker.rack"} | set(TUNABLES)
+    unknown = sorted(set(props) - known)
+    if unknown:
+        raise ConfigError(f"unknown config: {', '.join(unknown)}")
+    tunables: dict[str, Any] = {}
+    for key, (name, _) in TUNABLES.items():
+        if key in props:
+            tunables[name] = tunable_value(key, props[key])
+    try:
+        node_id = int(props["node.id"])
+    except ValueError:
+        raise ConfigError("node.id must be an integer") from None
+    voters = parse_endpoints(props["controller.quorum.voters"], "controller.quorum.voters")
+    admin = parse_endpoints(props["kraftlab.admin.listeners"], "kraftlab.admin.listeners")
+    listener = None
+    if roles == "broker":
+        if node_id in voters:
+            raise ConfigError(f"broker node.id {node_id} must not be a controller voter")
+        if "listeners" not in props:
+            raise ConfigError("a broker needs listeners=host:port (its RPC listener)")
+        listener = parse_endpoints(f"{node_id}@{props['listeners']}", "listeners")[node_id]
+    elif node_id not in voters:
+        raise ConfigError(f"node.id {node_id} is not in controller.quorum.voters")
+    if node_id not in admin:
+        raise ConfigError(f"node.id {node_id} is not in kraftlab.admin.listeners")
+    return NodeConfig(
+        process_roles=roles,
+        listener=listener,
+        rack=props.get("broker.rack"),
+        node_id=node_id,
+        cluster_id=props["cluster.id"],
+        voters=voters,
+        admin_listeners=admin,
+        metadata_log_dir=Path(props["metadata.log.dir"]),
+        **tunables,
+    )
+
+
+def load(path: Path) -> NodeConfig:
+    return from_properties(parse_properties(path.read_text()))
+
+
+assert {f.name for f in fields(NodeConfig)} >= {name for name, _ in TUNABLES.values()}

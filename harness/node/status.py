@@ -1,0 +1,69 @@
+"""What a controller reports about the quorum: API.md /quorum/status and /quorum/replication, in
+the shape kafka-metadata-quorum's `describe --status` / `--replication` print.
+
+Only the leader knows every replica's log end offset and fetch times (DescribeQuorum is answered
+by the leader in Kafka), so lag fields are -1 ("unknown") on other nodes, and /quorum/replication
+is forwarded to the leader by the admin API. Timestamps are Unix epoch ms (KIP-836).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from harness.node.runtime import ControllerNode
+
+
+def quorum_status(node: ControllerNode) -> dict[str, Any]:
+    """This node's view; the lag fields are filled in on the leader only."""
+    status = node.core.status()
+    out: dict[str, Any] = {
+        "cluster_id": node.cluster_id,
+        "node_id": node.node_id,
+        "role": status.role,
+        "leader_id": status.leader_id,
+        "leader_epoch": status.epoch,
+        "high_watermark": status.high_watermark,
+        "log_end_offset": status.log_end_offset,
+        "applied_offset": node.image.applied_offset,
+        "max_follower_lag": -1,
+        "max_follower_lag_time_ms": -1,
+        "current_voters": list(status.voters),
+        "current_observers": [r.node_id for r in status.replicas if not r.is_voter],
+    }
+    voters = [r for r in status.replicas if r.is_voter]
+    if voters:
+        # Kafka: MaxFollowerLag = leader LEO - lowest voter LEO; MaxFollowerLagTimeMs = how long
+        # ago that laggard was last caught up (0 when nobody lags, -1 when never caught up).
+        laggard = min(voters, key=lambda r: r.log_end_offset)
+        lag = status.log_end_offset - laggard.log_end_offset
+        out["max_follower_lag"] = lag
+        if lag == 0:
+            out["max_follower_lag_time_ms"] = 0
+        elif laggard.last_caught_up_ms is not None:
+            out["max_follower_lag_time_ms"] = max(0, node.now_ms() - laggard.last_caught_up_ms)
+    return out
+
+
+def quorum_replication(node: ControllerNode) -> list[dict[str, Any]]:
+    """One row per voter, then per observer (leader only; elsewhere the list is empty)."""
+    status = node.core.status()
+    now_ms = node.now_ms()
+
+    def ts(value: int | None, own: bool) -> int:
+        if own:
+            value = now_ms  # the leader is always caught up with itself
+        return -1 if value is None else node.wall_ms(value)
+
+    rows = []
+    for r in sorted(status.replicas, key=lambda r: (not r.is_voter, r.node_id)):
+        own = r.node_id == node.node_id
+        rows.append({
+            "node_id": r.node_id,
+            "log_end_offset": r.log_end_offset,
+            "lag": max(0, status.log_end_offset - r.log_end_offset),
+            "last_fetch_timestamp": ts(r.last_fetch_ms, own),
+            "last_caught_up_timestamp": ts(r.last_caught_up_ms, own),
+            "status": "Leader" if own else "Follower" if r.is_voter else "Observer",
+        })
+    return rows
