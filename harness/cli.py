@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.compare",
     "harness.bench",
     "harness.jepsen.cli",
+    "harness.jepsen.run_cli",  # `kraftlab jepsen run` (real-process runs)
 )
 
 

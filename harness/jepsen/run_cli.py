@@ -1,0 +1,127 @@
+"""`kraftlab jepsen run`: a Jepsen-style run on real processes (harness/jepsen/runner.py).
+
+    kraftlab jepsen run --workload kv --nemesis NAME [--time-limit S] [--out DIR] [--seed N]
+                        [--consistency linearizable|local] [--data-dir DIR] ...
+
+Progress goes to stderr; the last stdout line is a one-line summary. Exit 0 valid, 1 anomalies,
+2 unknown, 3 the run could not be done (bad option, cluster did not start).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.jepsen.nemesis import FAULTS, GROUPS, NemesisError
+from harness.jepsen.runner import (
+    DEFAULT_OVERRIDES,
+    EXIT_ERROR,
+    PLANNED_WORKLOADS,
+    WORKLOADS,
+    RunError,
+    RunOptions,
+    run,
+)
+from harness.jepsen.workload_kv import KvOptions
+
+
+def _range(text: str) -> tuple[float, float]:
+    try:
+        lo, hi = (float(x) for x in text.split(",", 1)) if "," in text else (float(text),) * 2
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected MIN,MAX seconds, got {text!r}") from None
+    if not 0 <= lo <= hi:
+        raise argparse.ArgumentTypeError(f"need 0 <= MIN <= MAX, got {text!r}")
+    return lo, hi
+
+
+def _progress(message: str) -> None:
+    print(f"  {message}", file=sys.stderr, flush=True)
+
+
+def register(sub: Any) -> None:
+    parser = sub.add_parser("jepsen", help="Jepsen-style runs on real processes")
+    verbs = parser.add_subparsers(dest="jepsen_command", metavar="VERB")
+    verbs.required = True
+    p = verbs.add_parser(
+        "run", help="run a workload under a nemesis on a fresh local cluster, then check it",
+        description="Faults: " + ", ".join(FAULTS) + ". Groups: "
+        + ", ".join(f"{k} ({', '.join(v) or 'no faults'})" for k, v in GROUPS.items()) + ".",
+    )
+    p.add_argument("--workload", default="kv", choices=WORKLOADS + tuple(PLANNED_WORKLOADS))
+    p.add_argument("--nemesis", default="partition",
+                   help="fault names or groups, comma-separated (default: partition)")
+    p.add_argument("--time-limit", type=float, default=10.0, metavar="S",
+                   help="seconds of workload under faults (default 10)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="output directory (default ./kraftlab-jepsen/<workload>-<time>)")
+    p.add_argument("--seed", type=int, default=None, help="seed of clients and nemesis")
+    p.add_argument("--consistency", choices=("linearizable", "local"), default="linearizable",
+                   help="kv reads (local: may be stale; the checker should say so)")
+    p.add_argument("--data-dir", type=Path, default=None,
+                   help="cluster directory (default: a new temporary one, removed afterwards)")
+    p.add_argument("--keys", type=int, default=3, help="kv keys (default 3)")
+    p.add_argument("--concurrency", type=int, default=5, help="client workers (default 5)")
+    p.add_argument("--rate", type=float, default=40.0, help="ops/s, all clients (default 40)")
+    p.add_argument("--op-timeout", type=float, default=2.5, metavar="S",
+                   help="client timeout per operation; then it is info (default 2.5)")
+    p.add_argument("--fault-s", type=_range, default=(1.0, 3.0), metavar="MIN,MAX",
+                   help="how long each fault lasts (default 1,3)")
+    p.add_argument("--quiet-s", type=_range, default=(1.0, 2.0), metavar="MIN,MAX",
+                   help="quiet time after each heal (default 1,2)")
+    p.add_argument("--lead-in", type=float, default=1.0, metavar="S",
+                   help="quiet time before the first fault (default 1)")
+    p.add_argument("--check-timeout", type=float, default=60.0, metavar="S",
+                   help="linearizability search budget; then exit 2 (default 60)")
+    p.add_argument("--config", action="append", metavar="KEY=VALUE",
+                   help="node config override (defaults: "
+                   + ", ".join(f"{k}={v}" for k, v in DEFAULT_OVERRIDES.items()) + ")")
+    p.add_argument("--json", action="store_true", help="print results.json to stdout")
+    p.set_defaults(handler=cmd_run)
+
+
+def options_from_args(args: argparse.Namespace) -> RunOptions:
+    if args.time_limit <= 0 or args.concurrency < 1 or args.keys < 1 or args.rate <= 0:
+        raise RunError("--time-limit, --rate must be > 0; --concurrency, --keys >= 1")
+    overrides = dict(DEFAULT_OVERRIDES)
+    for item in args.config or []:
+        if "=" not in item:
+            raise RunError(f"--config expects key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        overrides[key.strip()] = value.strip()
+    seed = args.seed if args.seed is not None else int(time.time()) % 1_000_000
+    out = args.out or Path("kraftlab-jepsen") / f"{args.workload}-{time.strftime('%Y%m%dT%H%M%S')}"
+    kv = KvOptions(keys=args.keys, concurrency=args.concurrency, rate=args.rate,
+                   op_timeout_s=args.op_timeout, consistency=args.consistency,
+                   check_timeout_s=args.check_timeout)
+    return RunOptions(out_dir=out, workload=args.workload, nemesis=args.nemesis,
+                      time_limit_s=args.time_limit, seed=seed, data_dir=args.data_dir, kv=kv,
+                      fault_s=args.fault_s, quiet_s=args.quiet_s, lead_in_s=args.lead_in,
+                      overrides=overrides, progress=_progress)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    try:
+        options = options_from_args(args)
+        _progress(f"jepsen run: workload {options.workload}, nemesis {options.nemesis}, "
+                  f"seed {options.seed}, {options.time_limit_s} s -> {options.out_dir}")
+        result = run(options)
+    except (RunError, NemesisError, ValueError) as exc:
+        print(json.dumps({"error": "INVALID_REQUEST", "message": str(exc)}), file=sys.stderr)
+        return EXIT_ERROR
+    r = result.results
+    s = r["summary"]
+    if args.json:
+        print(json.dumps(r, default=str))
+    else:
+        print(f"{result.verdict.upper()}: {s['ops']} ops (ok {s['totals']['ok']}, fail "
+              f"{s['totals']['fail']}, info {s['totals']['info']}), availability "
+              f"{s['availability']} (during faults "
+              f"{s['phases']['during_fault']['availability']}), {len(s['faults'])} faults, "
+              f"recovered in {r['recovery_s']} s; anomalies {sorted(r['anomalies']) or 'none'}; "
+              f"report {result.out_dir / 'report.html'}")
+    return result.exit_code
