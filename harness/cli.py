@@ -19,6 +19,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.topic_cli",
     "harness.compare",
     "harness.bench",
+    "harness.sim.cli",
+    "harness.sim.cluster_cli",  # adds `sim cluster` to the sim group (after harness.sim.cli)
     "harness.jepsen.cli",
     "harness.jepsen.run_cli",  # `kraftlab jepsen run` (real-process runs)
 )

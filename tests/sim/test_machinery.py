@@ -1,0 +1,64 @@
+"""The simulator's clock, network and nemesis: deterministic ordering, seeded fate of messages,
+partitions that cut exactly the links between groups."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from harness.sim.events import EventQueue, NemesisStep, Snapshot
+from harness.sim.network import NetworkProfile, SimNetwork
+
+
+def test_events_pop_by_time_then_schedule_order() -> None:
+    q = EventQueue()
+    q.schedule(5, Snapshot(1))
+    q.schedule(3, Snapshot(2))
+    q.schedule(5, Snapshot(3))
+    q.schedule(3, Snapshot(4))
+    order = [q.pop() for _ in range(4)]
+    assert order == [(3, Snapshot(2)), (3, Snapshot(4)), (5, Snapshot(1)), (5, Snapshot(3))]
+    assert q.now_ms == 5
+
+
+def test_scheduling_in_the_past_is_refused() -> None:
+    q = EventQueue()
+    q.schedule(10, NemesisStep())
+    q.pop()
+    with pytest.raises(ValueError, match="before now"):
+        q.schedule(9, NemesisStep())
+
+
+def test_partition_cuts_links_between_groups_only() -> None:
+    net = SimNetwork(random.Random(1), NetworkProfile())
+    net.partition([[1, 2], [3]])
+    assert net.can_reach(1, 2) and net.can_reach(2, 1)
+    assert not net.can_reach(1, 3) and not net.can_reach(3, 2)
+    assert net.can_reach(4, 3) and net.can_reach(1, 4)  # in no group: a bridge keeps its links
+    assert net.delays_ms(1, 3) == []
+    net.heal()
+    assert net.can_reach(1, 3) and not net.is_partitioned()
+
+
+def test_message_fate_is_a_function_of_the_seed() -> None:
+    profile = NetworkProfile(drop_probability=0.2, duplicate_probability=0.2, slow_probability=0.2)
+
+    def fates(seed: int) -> list[list[int]]:
+        net = SimNetwork(random.Random(seed), profile)
+        return [net.delays_ms(1, 2) for _ in range(500)]
+
+    first = fates(7)
+    assert first == fates(7)
+    assert first != fates(8)
+    assert any(f == [] for f in first) and any(len(f) == 2 for f in first)
+    delays = [d for f in first for d in f]
+    assert max(delays) > profile.max_delay_ms  # some messages are slow: reordering
+
+
+def test_faults_off_means_no_drop_no_duplicate() -> None:
+    net = SimNetwork(
+        random.Random(3), NetworkProfile(drop_probability=0.5, duplicate_probability=0.5)
+    )
+    net.faults_enabled = False
+    assert all(len(net.delays_ms(1, 2)) == 1 for _ in range(200))
