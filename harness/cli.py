@@ -44,7 +44,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    configure_logging(level=args.log_level, stream=sys.stderr)
+    configure_logging(level=args.log_level)
     handler = args.handler
     try:
         return int(handler(args) or 0)

@@ -16,6 +16,20 @@ import structlog
 _configured = False
 
 
+class _CurrentStderr:
+    """Writes to whatever `sys.stderr` is at the time of the write, not at configuration time:
+    a stream captured once (by pytest, say) and closed later must not break every later log."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+    def isatty(self) -> bool:
+        return sys.stderr.isatty()
+
+
 def configure_logging(
     *, level: str = "info", stream: TextIO | None = None, json: bool | None = None
 ) -> None:
@@ -26,7 +40,7 @@ def configure_logging(
     global _configured
     if _configured:
         return
-    out = stream if stream is not None else sys.stderr
+    out: TextIO = stream if stream is not None else _CurrentStderr()  # type: ignore[assignment]
     use_json = json if json is not None else not out.isatty()
     processors: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
@@ -46,6 +60,8 @@ def configure_logging(
             logging.getLevelNamesMapping()[level.upper()]
         ),
         logger_factory=structlog.PrintLoggerFactory(file=out),
-        cache_logger_on_first_use=True,
+        # Not cached: a cached logger keeps the processors it was first built with, so
+        # structlog.testing.capture_logs() (the tests' way to check events) would miss it.
+        cache_logger_on_first_use=False,
     )
     _configured = True
