@@ -14,7 +14,10 @@ import pytest
 from harness.sim.runner import quiet_logging
 from harness.sim.simulation import SimConfig, run_seed
 
-quiet_logging()
+
+@pytest.fixture(autouse=True)
+def _quiet_logging() -> None:
+    quiet_logging()  # tests/conftest.py restores the previous configuration afterwards
 
 
 def test_same_seed_same_digest_and_history() -> None:

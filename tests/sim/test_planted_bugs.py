@@ -17,7 +17,10 @@ from tests.sim.planted import (
     UnsyncedLogNode,
 )
 
-quiet_logging()
+
+@pytest.fixture(autouse=True)
+def _quiet_logging() -> None:
+    quiet_logging()  # tests/conftest.py restores the previous configuration afterwards
 MAX_SEEDS = 60
 
 
