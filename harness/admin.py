@@ -2,7 +2,8 @@
 
 Routes: /health, /metrics, /openapi.json, /quorum/status, /quorum/replication, /kv/{key}
 (GET/PUT/DELETE), /kv/{key}/cas (POST), /nemesis/links (GET/POST/DELETE); brokers and topics
-(/cluster, /topics, /topics/{topic}, /elect-leaders, /partitions) live in harness/admin_topics.py.
+(/cluster, /topics, /topics/{topic}, /elect-leaders, /partitions) live in harness/admin_topics.py,
+produce and consume (/topics/{topic}/partitions/{p}/records) in harness/admin_records.py.
 Brokers serve the same app (their writes and linearizable reads are forwarded).
 
 Rules this module keeps:
@@ -29,6 +30,7 @@ import structlog
 from aiohttp import web
 
 from harness.admin_openapi import openapi_document
+from harness.admin_records import add_routes as add_record_routes
 from harness.admin_topics import add_routes as add_topic_routes
 from harness.node.runtime import ControllerNode, NotLeaderError, OutcomeUnknownError
 from harness.transport import LinkFilter
@@ -335,4 +337,5 @@ def build_app(node: ControllerNode) -> web.Application:
     r.add_post("/nemesis/links", api.links_post)
     r.add_delete("/nemesis/links", api.links_delete)
     add_topic_routes(app, api)
+    add_record_routes(app, api)
     return app

@@ -20,9 +20,11 @@ def _errors(*codes: int) -> dict[str, Any]:
         400: "INVALID_REQUEST, INVALID_REPLICATION_FACTOR, INVALID_PARTITIONS, INVALID_CONFIG, "
              "INVALID_TOPIC_EXCEPTION",
         404: "KEY_NOT_FOUND / UNKNOWN_TOPIC_OR_PARTITION",
-        409: "CAS_FAILED / TOPIC_ALREADY_EXISTS",
-        421: "NOT_CONTROLLER (hint: leader)",
-        503: "LEADER_NOT_AVAILABLE",
+        409: "CAS_FAILED / TOPIC_ALREADY_EXISTS / OUT_OF_ORDER_SEQUENCE_NUMBER / "
+             "INVALID_PRODUCER_EPOCH",
+        416: "OFFSET_OUT_OF_RANGE (outside [log_start_offset, high_watermark])",
+        421: "NOT_CONTROLLER / NOT_LEADER_OR_FOLLOWER (hint: leader)",
+        503: "LEADER_NOT_AVAILABLE / NOT_ENOUGH_REPLICAS / NOT_ENOUGH_REPLICAS_AFTER_APPEND",
         504: "REQUEST_TIMED_OUT (indeterminate: the write may or may not have happened)",
     }
     return {str(c): _json(ERROR, names[c]) for c in codes}
@@ -104,16 +106,57 @@ def _topic_paths() -> dict[str, Any]:
                 **_errors(400, 404, 421, 503, 504)}}},
         "/partitions/{topic}/{partition}/isr": {"post": {
             "summary": "kraftlab-only, on the partition leader: AlterPartition to set the ISR "
-                       "(what the data plane will do); the controller validates it",
+                       "(the replica cores do this themselves; a manual override); the controller validates it",
             "parameters": [TOPIC_PARAM, {"name": "partition", "in": "path", "required": True,
                                          "schema": int_}],
             "requestBody": {"content": {"application/json": {"schema": {
                 "type": "object", "properties": {"isr": ids}}}}},
             "responses": {"200": _json({"type": "object"}), **_errors(400, 404, 421, 504)}}},
         "/partitions": {"get": {
-            "summary": "this broker's partition assignments (metadata only until the data plane)",
-            "responses": {"200": _json({"type": "array", "items": {"type": "object"}})}}},
+            "summary": "replicas hosted on this broker, as their replica cores see them",
+            "responses": {"200": _json({"type": "array", "items": {"type": "object",
+                "properties": {"topic": {"type": "string"}, "partition": int_,
+                               "role": {"enum": ["leader", "follower", "offline"]},
+                               "leader_epoch": int_, "log_start_offset": int_,
+                               "log_end_offset": int_, "high_watermark": int_, "isr": ids}}})}}},
+        **_record_paths(),
     }
+
+
+def _record_paths() -> dict[str, Any]:
+    int_ = {"type": "integer"}
+    query = [{"name": n, "in": "query", "schema": s} for n, s in (
+        ("acks", {"enum": ["0", "1", "all"], "default": "all"}),
+        ("timeout_ms", {"type": "integer", "default": 30000}))]
+    fetch_query = [{"name": n, "in": "query", "schema": {"type": "integer"}}
+                   for n in ("offset", "max_records", "max_wait_ms", "max_bytes")]
+    record_in = {"type": "object", "properties": {
+        "key": {"type": ["string", "null"]}, "key_b64": {"type": "string"},
+        "value": {"type": "string"}, "value_b64": {"type": "string"},
+        "headers": {"type": "object"}}}
+    record_out = {"type": "object", "properties": {
+        "offset": int_, "key": {"type": ["string", "null"]}, "value": {"type": ["string", "null"]},
+        "value_b64": {"type": "string"}, "leader_epoch": int_, "timestamp": int_}}
+    return {"/topics/{topic}/partitions/{partition}/records": {
+        "parameters": [TOPIC_PARAM, {"name": "partition", "in": "path", "required": True,
+                                     "schema": int_}],
+        "post": {"summary": "produce records (one batch) to the partition leader; idempotent "
+                            "with producer_id, producer_epoch, base_sequence",
+                 "parameters": query,
+                 "requestBody": {"content": {"application/json": {"schema": {
+                     "type": "object", "required": ["records"], "properties": {
+                         "records": {"type": "array", "items": record_in},
+                         "producer_id": int_, "producer_epoch": int_, "base_sequence": int_}}}}},
+                 "responses": {"200": _json({"type": "object", "properties": {
+                     "base_offset": int_, "last_offset": int_, "leader_epoch": int_}}),
+                     **_errors(400, 404, 409, 421, 503, 504)}},
+        "get": {"summary": "consume records below the high watermark (long poll: max_wait_ms)",
+                "parameters": fetch_query,
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "records": {"type": "array", "items": record_out},
+                    "high_watermark": int_, "log_start_offset": int_}}),
+                    **_errors(400, 404, 416, 421, 504)}},
+    }}
 
 
 def openapi_document() -> dict[str, Any]:

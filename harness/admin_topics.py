@@ -272,7 +272,8 @@ class TopicRoutes:
 
     async def alter_isr(self, request: web.Request) -> web.StreamResponse:
         """kraftlab-only: the partition leader asks the controller for a new ISR (AlterPartition),
-        as its replica manager will once the data plane exists (issue 5)."""
+        as the replica cores now do by themselves (issue 5): a manual override for demos and tests,
+        which may race with the leader's own AlterPartition (the controller rejects the stale one)."""
         from harness.admin import BadRequest, error_response, read_json_object
 
         broker = self.node.broker

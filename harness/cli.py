@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.quorum_cli",
     "harness.kv_cli",
     "harness.topic_cli",
+    "harness.client_cli",  # `kraftlab produce` and `kraftlab consume` (harness.client)
     "harness.compare",
     "harness.bench",
     "harness.sim.cli",

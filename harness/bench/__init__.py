@@ -14,6 +14,8 @@ KINDS: dict[str, str] = {
     "failover": "harness.bench.failover",
     "check": "harness.bench.check",
     "raftcore": "harness.bench.raftcore",
+    "produce": "harness.bench.produce",
+    "consume": "harness.bench.consume",
 }
 
 

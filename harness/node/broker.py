@@ -8,9 +8,10 @@ the applied metadata offset, re-registration, controlled shutdown) on the event 
 runtime.py drives the Raft core: input -> outputs -> re-arm ONE timer at `next_deadline_ms()`.
 The simulator drives the same BrokerSession (harness/sim/cluster_node.py).
 
-It also logs this broker's own partition assignments as they change (`broker.partition_*`):
-the replicas themselves come with the data-plane issue. Controller RPCs go to the leader the
-observer core knows, over the node transport (controller_rpc.py).
+It also logs this broker's own partition assignments as they change (`broker.partition_*`) and
+hands every applied metadata change to the replica manager (replica_manager.py), which hosts the
+data replicas. Controller RPCs (AlterPartition, AllocateProducerIds) go to the leader the observer
+core knows, over the node transport (controller_rpc.py): `send_controller` / `call_controller`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import uuid
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -64,6 +66,9 @@ class BrokerLifecycle:
         self._calls: dict[int, asyncio.Future[Any]] = {}
         self._next_call_id = 1 << 40  # disjoint from the session's request ids
         self._assignments: dict[tuple[str, int], tuple[int, int, tuple[int, ...]]] = {}
+        from harness.node.replica_manager import ReplicaManager
+
+        self.replicas = ReplicaManager(node, self)
 
     @property
     def incarnation_id(self) -> str:
@@ -96,6 +101,7 @@ class BrokerLifecycle:
 
     async def close(self) -> None:
         self._stopped = True
+        self.replicas.close()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
@@ -138,6 +144,8 @@ class BrokerLifecycle:
         )
         for transition in transitions:
             self._log(transition)
+        if any(t.event == "registered" for t in transitions):
+            self.replicas.on_metadata(self.node.image)  # now the broker epoch is known
         self._step()
 
     def _log(self, t: Transition) -> None:
@@ -158,12 +166,43 @@ class BrokerLifecycle:
             case other:
                 log.info(f"broker.{other}", broker_epoch=t.broker_epoch)
 
-    # --- AlterPartition (the data plane's ISR changes; exposed for demos until it exists) ----
+    # --- controller calls (AlterPartition, AllocateProducerIds) ---------------------------------
+
+    def send_controller(self, request: Any, callback: Callable[[Any], None]) -> None:
+        """Send `request` to the active controller; `callback(response)` runs on a later loop
+        iteration with its answer, or with None after request.timeout.ms (or no controller)."""
+        future = self._controller_future(request)
+        future.add_done_callback(lambda f: callback(None if f.cancelled() else f.result()))
+
+    async def call_controller(self, request: Any) -> Any:
+        """`request` to the active controller; its response, or None (timeout, no controller)."""
+        return await self._controller_future(request)
+
+    def _controller_future(self, request: Any) -> asyncio.Future[Any]:
+        future: asyncio.Future[Any] = self.loop.create_future()
+        leader = self.node.leader_id
+        if leader is None or self._stopped:
+            future.set_result(None)
+            return future
+        self._next_call_id += 1
+        call_id = self._next_call_id
+        self._calls[call_id] = future
+        self.node.send(leader, ControllerRpcRequest(call_id, request, self.broker_id))
+
+        def expire() -> None:
+            self._calls.pop(call_id, None)
+            if not future.done():
+                future.set_result(None)
+
+        self.loop.call_later(self.node.config.request_timeout_ms / 1000, expire)
+        future.add_done_callback(lambda _: self._calls.pop(call_id, None))
+        return future
 
     async def alter_isr(self, topic: str, partition: int, isr: list[int]) -> AlterPartitionResponse:
         """As the partition's leader, ask the controller to set the ISR (KIP-497). The controller
         validates epochs and eligibility (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION,
-        INELIGIBLE_REPLICA, ...); NOT_LEADER_OR_FOLLOWER if this broker does not lead it."""
+        INELIGIBLE_REPLICA, ...); NOT_LEADER_OR_FOLLOWER if this broker does not lead it.
+        (Issue 4's manual demo route; the replica cores now do this by themselves.)"""
         image = self.node.image
         t = image.topic(topic)
         part = None if t is None else image.partition(t.topic_id, partition)
@@ -180,20 +219,9 @@ class BrokerLifecycle:
             new_isr_with_epochs=tuple(BrokerState(b) for b in isr),
             partition_epoch=part.partition_epoch,
         )
-        leader = self.node.leader_id
-        if leader is None:
+        if self.node.leader_id is None:
             return AlterPartitionResponse(Errors.NOT_CONTROLLER)
-        self._next_call_id += 1
-        call_id = self._next_call_id
-        future: asyncio.Future[Any] = self.loop.create_future()
-        self._calls[call_id] = future
-        self.node.send(leader, ControllerRpcRequest(call_id, request, self.broker_id))
-        try:
-            response = await asyncio.wait_for(future, self.node.config.request_timeout_ms / 1000)
-        except TimeoutError:
-            response = None
-        finally:
-            self._calls.pop(call_id, None)
+        response = await self.call_controller(request)
         if not isinstance(response, AlterPartitionResponse):
             return AlterPartitionResponse(Errors.REQUEST_TIMED_OUT)
         return response
@@ -207,6 +235,7 @@ class BrokerLifecycle:
             (topic.name, part.partition): (part.leader, part.leader_epoch, part.isr)
             for topic, part in image.partitions_hosted_by(self.broker_id)
         }
+        self.replicas.on_metadata(image)
         if current == self._assignments:
             return
         for key, (leader, leader_epoch, isr) in sorted(current.items()):
@@ -223,14 +252,8 @@ class BrokerLifecycle:
         self._assignments = current
 
     def assignments(self) -> list[dict[str, Any]]:
-        """API.md /partitions (metadata only for now: no log offsets until the data plane)."""
-        return [
-            {"topic": t, "partition": p,
-             "role": "leader" if leader == self.broker_id else "follower",
-             "leader": None if leader == NO_LEADER else leader,
-             "leader_epoch": epoch, "isr": list(isr)}
-            for (t, p), (leader, epoch, isr) in sorted(self._assignments.items())
-        ]
+        """API.md /partitions: the replicas hosted here, as their cores see them."""
+        return self.replicas.statuses()
 
     def status(self) -> dict[str, Any]:
         session = self.session

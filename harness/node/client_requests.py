@@ -1,4 +1,6 @@
-"""Serving the native client path (harness/transport_client.py) on a controller.
+"""Serving the native client paths: key/value requests (harness/transport_client.py) on a
+controller, and the data protocol (harness/client/protocol.py: produce, fetch, metadata, producer
+ids) on a broker, answered by its replica manager.
 
 Requests are answered through future callbacks, never a task per request, and replies are
 batched per loop iteration by the transport. Semantics match the admin API: writes answer once
@@ -12,6 +14,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from harness.client.protocol import DataCall
+from harness.node.data_requests import answer_data_call
 from harness.transport_client import KvRequest, KvResponse
 from quorum.metadata import KvCas, KvDelete, KvPut
 
@@ -22,6 +26,9 @@ if TYPE_CHECKING:
 def answer_client_request(node: ControllerNode, conn: Any, request: Any) -> None:
     from harness.node.runtime import NotLeaderError
 
+    if isinstance(request, DataCall):
+        answer_data_call(node, conn, request)
+        return
     if not isinstance(request, KvRequest):
         conn.reply(KvResponse(-1, "INVALID_REQUEST"))
         return

@@ -75,6 +75,13 @@ TUNABLES: dict[str, tuple[str, int]] = {
     "auto.leader.rebalance.enable": ("auto_leader_rebalance_enable", 1),
     # A broker waits at most this long for should_shut_down on SIGTERM (controlled shutdown).
     "kraftlab.controlled.shutdown.timeout.ms": ("controlled_shutdown_timeout_ms", 10_000),
+    # Data replication (brokers; Kafka's names and defaults, docs/replication.md).
+    "replica.lag.time.max.ms": ("replica_lag_time_max_ms", 30_000),
+    "replica.fetch.wait.max.ms": ("replica_fetch_wait_max_ms", 500),
+    "replica.fetch.backoff.ms": ("replica_fetch_backoff_ms", 1_000),
+    # Kafka's default is 30000. A fetch frame dropped by a reconnecting link (transport.py) is
+    # only resent after this, so kraftlab waits less: a restarted follower resumes in seconds.
+    "replica.socket.timeout.ms": ("replica_socket_timeout_ms", 3_000),
 }
 
 
@@ -100,6 +107,10 @@ class NodeConfig:
     leader_imbalance_check_interval_ms: int = 300_000
     auto_leader_rebalance_enable: int = 1
     controlled_shutdown_timeout_ms: int = 10_000
+    replica_lag_time_max_ms: int = 30_000
+    replica_fetch_wait_max_ms: int = 500
+    replica_fetch_backoff_ms: int = 1_000
+    replica_socket_timeout_ms: int = 3_000
     # "controller" or "broker" (Kafka's process.roles; combined mode is not supported).
     process_roles: str = "controller"
     # A broker's own RPC listener (controllers listen on their voter endpoint).

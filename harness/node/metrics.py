@@ -68,4 +68,37 @@ def render_metrics(node: ControllerNode) -> str:
     summary.append(f"{name}_sum {lat.total_ms}")
     summary.append(f"{name}_count {lat.count}")
     parts.append("\n".join(summary) + "\n")
+    if node.broker is not None:
+        parts.append(_replica_metrics(node))
     return "".join(parts)
+
+
+def _replica_metrics(node: ControllerNode) -> str:
+    """Data replicas of a broker: Kafka's ReplicaManager gauges (LeaderCount, PartitionCount,
+    UnderReplicatedPartitions) plus per-partition LEO/HW and the fetch batching counters."""
+    assert node.broker is not None
+    rm = node.broker.replicas
+    statuses = [r.core.status() for r in rm.replicas.values()]
+    leaders = [s for s in statuses if s.role == "leader"]
+    out = [
+        _line("kraftlab_replica_partition_count", len(statuses), "replicas hosted here"),
+        _line("kraftlab_replica_leader_count", len(leaders), "partitions led here"),
+        _line("kraftlab_replica_under_replicated_partitions",
+              sum(1 for s in leaders if len(s.isr) < len(s.followers) + 1),
+              "led partitions whose ISR is smaller than the replica set"),
+        _line("kraftlab_replica_fetch_frames_sent_total", rm.fetch_frames_sent,
+              "ReplicaFetchBatch frames sent (one per source broker per loop iteration)",
+              "counter"),
+        _line("kraftlab_replica_fetch_requests_sent_total", rm.fetch_requests_sent,
+              "partition fetch requests carried by those frames", "counter"),
+        _line("kraftlab_replica_produce_batches_total", rm.produced_batches,
+              "produce requests handed to leader replicas", "counter"),
+    ]
+    for name, field in (("log_end_offset", "log_end_offset"), ("high_watermark", "high_watermark")):
+        metric = f"kraftlab_replica_{name}"
+        lines = [f"# HELP {metric} per partition replica", f"# TYPE {metric} gauge"]
+        for (topic, partition), r in sorted(rm.by_name.items()):
+            value = getattr(r.core, field)
+            lines.append(f'{metric}{{topic="{topic}",partition="{partition}"}} {value}')
+        out.append("\n".join(lines) + "\n")
+    return "".join(out)

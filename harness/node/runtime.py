@@ -48,6 +48,7 @@ from harness.node.controller_rpc import (
 )
 from harness.node.metrics import LatencyWindow, render_metrics
 from harness.node.quorum_state import QuorumStateFile
+from harness.node.replica_manager import ReplicaFetchBatch, ReplicaFetchBatchResponse
 from harness.node.status import quorum_replication, quorum_status
 from harness.raftlog import RaftLogStore
 from harness.transport import FrameError, Transport
@@ -228,6 +229,14 @@ class ControllerNode:
                 self.broker.on_response(message)
             elif self.rpc_server is not None:
                 self.rpc_server.on_response(message)
+            return
+        if isinstance(message, ReplicaFetchBatch | ReplicaFetchBatchResponse):
+            if self.broker is None:
+                raise FrameError("a controller hosts no data replicas")
+            if isinstance(message, ReplicaFetchBatch):
+                self.broker.replicas.on_fetch_batch(src, message)
+            else:
+                self.broker.replicas.on_fetch_batch_response(src, message)
             return
         if not isinstance(message, RaftMessage):
             # A well-formed frame of a type peers never send: the peer is broken, not us.

@@ -4,9 +4,9 @@ broker (new leaders and ISRs within session timeout + 2 s), its restart (re-regi
 unfenced), preferred leader election, and kill -9 of the active controller losing nothing.
 
 The tests share one cluster and run in file order (each builds on the previous state).
-No data plane exists yet: a restarted broker does not rejoin ISRs by itself, so the demo puts it
-back with the partition leader's AlterPartition (POST /partitions/{t}/{p}/isr on that broker),
-which is what the replica manager will do once caught up (the replication issue).
+With the data plane (issue 5), a restarted broker's replicas catch up and their leaders put it
+back into the ISRs by themselves (AlterPartition from the replica cores), so preferred election
+restores the preferred leaders with no special route.
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def test_demo_create_describe_kill_broker_restart_and_preferred_election(
         "Topic: first\tPartition: 2\tLeader: 103\tReplicas: 103,101,102\tIsr: 103,101,102",
     ]
     before = brokers_view(bcluster)[102]
-    # Each broker logs its own assignments (no data plane yet).
+    # Each broker logs its own assignments.
     log_102 = Path(bcluster.file.node(102).log_file)
     poll(lambda: "broker.partition_leader" in log_102.read_text(), 5, "102's assignment log")
 
@@ -198,17 +198,11 @@ def test_demo_create_describe_kill_broker_restart_and_preferred_election(
                  10, "102 registered and unfenced")
     assert after["epoch"] > before["epoch"]
     assert after["incarnation_id"] != before["incarnation_id"]
-    # No data plane yet: 102 is not back in any ISR, so preferred election cannot pick it.
-    assert all(102 not in p["isr"] for p in partitions(bcluster, "first"))
-    out = kraftlab("elect-leaders", "--topic", "first", "--partition", "1",
-                   "--election-type", "preferred", "--data-dir", str(bcluster.data_dir))
-    assert out.returncode == 1 and "PREFERRED_LEADER_NOT_AVAILABLE" in out.stdout
-
-    # The partition leader (103) expands the ISR (what its replica manager will do once 102
-    # has caught up), then preferred election restores 102 as leader of partition 1.
-    status, altered = bcluster.client(103).request(
-        "POST", "/partitions/first/1/isr", {"isr": [103, 101, 102]})
-    assert status == 200 and altered["isr"] == [103, 101, 102], altered
+    # The data plane: 102's replicas catch up and each partition leader puts it back into the
+    # ISR by itself (AlterPartition, issue 5); then preferred election restores 102 as leader
+    # of partition 1, with no special route.
+    poll(lambda: all(102 in p["isr"] for p in partitions(bcluster, "first")), 30,
+         "102 back in every ISR")
     status, refused = bcluster.client(101).request(  # not the leader of partition 1
         "POST", "/partitions/first/1/isr", {"isr": [103]})
     assert (status, refused["error"]) == (421, "NOT_LEADER_OR_FOLLOWER")
@@ -217,7 +211,7 @@ def test_demo_create_describe_kill_broker_restart_and_preferred_election(
     assert "Valid replica already elected for partitions first-0" in out
     lines = describe_lines(bcluster)
     assert lines[1].startswith(
-        "Topic: first\tPartition: 1\tLeader: 102\tReplicas: 102,103,101\tIsr: 103,101,102")
+        "Topic: first\tPartition: 1\tLeader: 102\tReplicas: 102,103,101\tIsr: 101,102,103")
 
 
 def metadata_state(c: LiveCluster, node_id: int, consistency: str) -> dict[str, Any]:
@@ -293,17 +287,15 @@ def test_kill_9_and_immediate_restart_retries_duplicate_registration(bcluster: L
 
 
 def test_sigterm_of_a_broker_is_a_controlled_shutdown(bcluster: LiveCluster) -> None:
-    # 101 leads partition 0; give it a second ISR member (103, unfenced again) so that its
-    # leadership can move during the controlled shutdown.
+    # 101 leads partition 0 with a full ISR (the replica cores keep it so), so its leadership
+    # can move during the controlled shutdown.
+    poll(lambda: partitions(bcluster, "first")[0]["isr"] == [101, 102, 103], 30, "a full ISR")
     assert partitions(bcluster, "first")[0]["leader"] == 101
-    status, altered = bcluster.client(101).request("POST", "/partitions/first/0/isr",
-                                                   {"isr": [101, 103]})
-    assert status == 200 and altered["isr"] == [101, 103], altered
     cli(bcluster, "cluster", "restart", "101")  # SIGTERM (controlled shutdown), then start
     log = Path(bcluster.file.node(101).log_file).read_text()
     assert "broker.controlled_shutdown_granted" in log
-    part = partitions(bcluster, "first")[0]
-    # The controller moved the leadership and took 101 out of the ISR before it stopped; back
-    # (re-registered and unfenced) it does not rejoin the ISR without a data plane.
-    assert (part["leader"], part["isr"]) == (103, [103])
+    # The controller moved the leadership away before 101 stopped (the next preferred replica);
+    # back, re-registered and unfenced, 101 catches up and its leader puts it back in the ISR.
+    assert partitions(bcluster, "first")[0]["leader"] == 102
     assert brokers_view(bcluster)[101]["fenced"] is False
+    poll(lambda: 101 in partitions(bcluster, "first")[0]["isr"], 30, "101 back in the ISR")

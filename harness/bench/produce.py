@@ -1,0 +1,175 @@
+"""Produce throughput and latency: 3 brokers, RF 3, one producer, 100-byte records, acks=1 and all.
+
+Method: a fresh cluster (`--controllers`, default 1, and `--brokers`, default 3, on 127.0.0.1, the
+same launcher as `kraftlab cluster up`) with one topic of `--partitions` (default 1) partitions
+and replication factor 3. One harness.client Producer in this process (native msgpack protocol,
+idempotent, linger.ms 5, batch.size 64 KiB, at most 8 batches queued per partition by default)
+sends `--records` records of `--record-size` random bytes as fast as it can, for each `--acks`
+value, after a warm-up of 10%.
+Throughput = records acknowledged / wall time from the first send to the last acknowledgement
+(MB = 2^20 bytes of record values, as in Kafka's published figures). Latency = send() to
+acknowledgement of every 16th record (p50, p99, max). CPU seconds of every node process and of
+this client are reported too: the producer, the brokers and the controller share the same cores
+(Kafka's figure used three brokers and a producer on separate machines).
+
+Reference: Kafka's "Benchmarking Apache Kafka: 2 million writes per second (on three cheap
+machines)" (Kreps, 2014): one producer thread, 3x replication, 100-byte records, 6 partitions:
+786,980 records/s (75.1 MB/s) with async replication (acks=1) and 421,823 records/s (40.2 MB/s)
+with synchronous replication (acks=all).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from harness import cluster as cl
+from harness.admin_client import AdminClient
+from harness.bench.quorum import cluster_cpu, percentile
+from harness.client import run as client_run
+
+ACKS = {"1": 1, "all": -1, "0": 0}
+
+
+@contextmanager
+def data_cluster(args: argparse.Namespace, topic: str) -> Iterator[cl.ClusterFile]:
+    """A fresh cluster with `topic` (RF = min(3, brokers)) created and its leaders elected."""
+    from harness.cluster_cli import parse_overrides
+
+    base = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="kraftlab-bench-"))
+    cluster = cl.create_cluster(base, args.controllers, parse_overrides(args.config),
+                                brokers=args.brokers)  # fmt: skip
+    base = base.resolve()
+    try:
+        for node in cluster.nodes:
+            cl.start_node(cluster, base, node)
+        cl.wait_for_leader(cluster, [n.id for n in cluster.nodes], 30)
+        cl.wait_for_brokers(cluster, [n.id for n in cluster.brokers], 30)
+        admin = AdminClient(cluster.controllers[0].host, cluster.controllers[0].admin_port, 10)
+        admin.request("POST", "/topics", {"name": topic, "partitions": args.partitions,
+                                          "replication_factor": min(3, args.brokers)})
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # every partition led and its ISR full
+            parts = admin.get_json(f"/topics/{topic}")["partitions"]
+            if all(p["leader"] is not None and len(p["isr"]) == len(p["replicas"]) for p in parts):
+                break
+            time.sleep(0.05)
+        admin.close()
+        yield cluster
+    finally:
+        for node in cluster.nodes:
+            cl.stop_node(node, force=True, timeout_s=5)
+            node.pid = None
+        cluster.save(base)
+
+
+def client_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+async def produce_run(cluster: cl.ClusterFile, topic: str, acks: int, records: int,
+                      record_size: int, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
+    from harness.client import Bootstrap, ClusterClient, Producer, ProducerConfig
+
+    bootstrap = Bootstrap(cluster.cluster_id, tuple((n.id, n.host, n.rpc_port) for n in cluster.brokers))
+    client = ClusterClient(bootstrap)
+    producer = await Producer.create(client, ProducerConfig(
+        acks=acks, linger_ms=args.linger_ms, batch_size=args.batch_size,
+        buffer_batches=args.buffer_batches))  # fmt: skip
+    value = os.urandom(record_size)
+    latencies: list[float] = []
+
+    def sampled(sent: float) -> Any:
+        def done(f: Any) -> None:
+            if f.exception() is None:
+                latencies.append((time.perf_counter() - sent) * 1000)
+
+        return done
+
+    warmup = max(1, records // 10)
+    for _ in range(warmup):
+        await producer.send(topic, value)
+    await producer.flush()
+    cpu0, ccpu0 = cluster_cpu(cluster), client_cpu()
+    started = time.perf_counter()
+    futures = []
+    for i in range(records):
+        future = await producer.send(topic, value)
+        if i % 16 == 0:
+            future.add_done_callback(sampled(time.perf_counter()))
+            futures.append(future)
+    await producer.flush()
+    elapsed = time.perf_counter() - started
+    cpu1, ccpu1 = cluster_cpu(cluster), client_cpu()
+    failed = sum(1 for f in futures if f.exception() is not None)
+    await producer.close()
+    client.close()
+    node_cpu = {n: round(cpu1[n] - cpu0[n], 2) for n in cpu0}
+    return {
+        "acks": "all" if acks == -1 else str(acks),
+        "records": records,
+        "record_bytes": record_size,
+        "elapsed_s": round(elapsed, 3),
+        "records_per_s": round(records / elapsed),
+        "mb_per_s": round(records * record_size / elapsed / 2**20, 2),
+        "p50_ms": round(percentile(latencies, 0.5), 2) if latencies else None,
+        "p99_ms": round(percentile(latencies, 0.99), 2) if latencies else None,
+        "max_ms": round(max(latencies), 2) if latencies else None,
+        "failed_sampled": failed,
+        "node_cpu_s": node_cpu,
+        "client_cpu_s": round(ccpu1 - ccpu0, 2),
+    }
+
+
+def add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--controllers", type=int, default=1)
+    parser.add_argument("--brokers", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=1)
+    parser.add_argument("--records", type=int, default=200_000)
+    parser.add_argument("--record-size", type=int, default=100)
+    parser.add_argument("--linger-ms", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=65_536)
+    parser.add_argument("--buffer-batches", type=int, default=8,
+                        help="batches queued per partition before send() waits (latency vs depth)")
+    parser.add_argument("--data-dir", help="fresh cluster directory (default: a temp dir)")
+    parser.add_argument("--config", action="append", metavar="KEY=VALUE",
+                        help="node config override (e.g. replica.fetch.wait.max.ms=100)")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_common(parser)
+    parser.add_argument("--acks", default="1,all", help="comma-separated: 0, 1, all")
+
+
+def print_row(r: dict[str, Any], what: str) -> None:
+    print(f"{what} acks={r['acks']}: {r['records']} x {r['record_bytes']} B in {r['elapsed_s']} s "
+          f"= {r['records_per_s']} records/s, {r['mb_per_s']} MB/s; latency p50 {r['p50_ms']} ms, "
+          f"p99 {r['p99_ms']} ms, max {r['max_ms']} ms; CPU s: nodes {r['node_cpu_s']}, "
+          f"client {r['client_cpu_s']}", flush=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    acks_list = [ACKS[a.strip()] for a in args.acks.split(",")]
+    topic = "bench"
+    results = []
+    with data_cluster(args, topic) as cluster:
+        for acks in acks_list:
+            result = client_run(produce_run(cluster, topic, acks, args.records,
+                                             args.record_size, args))  # fmt: skip
+            results.append(result)
+            if not args.json:
+                print_row(result, "produce")
+    if args.json:
+        print(json.dumps({"bench": "produce", "brokers": args.brokers,
+                          "controllers": args.controllers, "partitions": args.partitions,
+                          "replication_factor": min(3, args.brokers), "runs": results}))
+    return 0

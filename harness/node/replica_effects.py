@@ -1,0 +1,75 @@
+"""Executing a replica core's effects (partition/replica/effects.py), in order, for a driver.
+
+One function shared by every driver of ReplicaCore (the broker runtime here; the simulator can
+pass its own env), so the effect semantics cannot drift apart (STYLE.md: one execute_effects):
+
+- the five log effects go to `LocalReplicaLog.execute` (the PartitionLog, through LogManager so a
+  truncation rewrites the checkpoints);
+- SendFetch / SendFetchResponse / SendAlterPartition / CompleteProduce / LeadershipChanged go to
+  the env, which must only *queue* work (send buffers, future callbacks scheduled by the loop):
+  nothing here may feed an input back into the same core while its list is running (the core's
+  contract: effects run synchronously, in order, before its next input).
+
+Order is the durability contract: a CompleteProduce is reached only after the AppendAsLeader it
+reports, a follower's next SendFetch only after the append or truncation before it.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, assert_never
+
+from partition.replica import (
+    AppendAsFollower,
+    AppendAsLeader,
+    CompleteProduce,
+    Effect,
+    LeadershipChanged,
+    LocalReplicaLog,
+    SendAlterPartition,
+    SendFetch,
+    SendFetchResponse,
+    TruncateFully,
+    TruncateTo,
+    UpdateHighWatermark,
+)
+from partition.replica.messages import FetchRequest, FetchResponse, ProduceResponse
+from quorum.controller.messages import AlterPartitionRequest
+
+
+class ReplicaEffectsEnv(Protocol):
+    """What a driver provides for the non-log effects of one replica."""
+
+    def send_fetch(self, to: int, request: FetchRequest) -> None: ...
+
+    def send_fetch_response(self, to: int, response: FetchResponse) -> None:
+        """`to` is a broker id, or -1 (CONSUMER_REPLICA_ID): route by `response.request_id`."""
+        ...
+
+    def send_alter_partition(self, request: AlterPartitionRequest) -> None: ...
+
+    def complete_produce(self, response: ProduceResponse) -> None: ...
+
+    def leadership_changed(self, effect: LeadershipChanged) -> None: ...
+
+
+def execute_replica_effects(
+    effects: list[Effect], log: LocalReplicaLog, env: ReplicaEffectsEnv
+) -> None:
+    for effect in effects:
+        match effect:
+            case AppendAsLeader() | AppendAsFollower() | TruncateTo() | TruncateFully() | (
+                UpdateHighWatermark()
+            ):
+                log.execute(effect)
+            case SendFetch(to=to, request=request):
+                env.send_fetch(to, request)
+            case SendFetchResponse(to=to, response=response):
+                env.send_fetch_response(to, response)
+            case SendAlterPartition(request=request):
+                env.send_alter_partition(request)
+            case CompleteProduce(response=response):
+                env.complete_produce(response)
+            case LeadershipChanged():
+                env.leadership_changed(effect)
+            case _:
+                assert_never(effect)
