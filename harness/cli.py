@@ -24,6 +24,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.sim.cluster_cli",  # adds `sim cluster` to the sim group (after harness.sim.cli)
     "harness.jepsen.cli",
     "harness.jepsen.run_cli",  # `kraftlab jepsen run` (real-process runs)
+    "harness.spark.cli",  # `kraftlab analyze` (Spark comparison, docs/compare.md)
 )
 
 

@@ -1,0 +1,190 @@
+"""Aggregating run-summary rows with the Spark DataFrame API (no UDFs, no collect).
+
+Definitions (docs/compare.md, "How to read the report"):
+- A second `s` (operations *invoked* in [1000*s, 1000*s + 1000) ms) is **during the fault** when
+  fault_start_ms <= 1000*s < heal_ms, and **after heal** when 1000*s >= heal_ms. Runs without a
+  fault (nemesis none) have no such seconds; their `*_all` availability is the whole run.
+- **Availability** of a group and phase = sum(succeeded) / sum(attempted) over those seconds of
+  every run in the group (pooled, so a long run weighs more than a short one); null when nothing
+  was attempted.
+- A run's **unavailability** = its longest unavailability window (0 if none); p50/p99 are exact
+  percentiles (linear interpolation, Spark `percentile`) over the group's runs.
+- **Recovery**: p50/max of recovery_time_ms over runs that recovered; `never_recovered` counts
+  runs with a heal and no recovery.
+- **Loss** = sum(lost_writes) * 1e6 / sum(acked_writes): acknowledged writes lost per million
+  acknowledged (null when nothing was acknowledged).
+- A run is **anomalous** if it lost a write or has a duplicate, divergent offset, stale or
+  non-monotonic read, or a non-linearizable metadata history. The fraction over runs gets a
+  95% Wilson score interval (seeds are the independent trials).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from harness.matrix_schema import SCHEMA, SchemaError
+
+# The configuration a row was run with (issue 8), then the fault it was run under.
+CONFIG_KEYS = ("source", "replication_mode", "acks", "min_insync_replicas",
+               "unclean_leader_election", "eligible_leader_replicas", "replication_factor",
+               "leader_epoch_enable")
+FAULT_KEYS = ("nemesis", "fault_duration_ms")
+GROUP_KEYS = CONFIG_KEYS + FAULT_KEYS
+# Quorum and ISR rows are paired when all of these are equal (same RF and durability setting).
+PAIR_KEYS = tuple(k for k in GROUP_KEYS if k != "replication_mode")
+WILSON_Z = 1.959963984540054  # two-sided 95%
+
+_PHASES = {
+    "fault": "CAST(x.second AS BIGINT) * 1000 >= fault_start_ms "
+             "AND CAST(x.second AS BIGINT) * 1000 < heal_ms",
+    "heal": "CAST(x.second AS BIGINT) * 1000 >= heal_ms",
+    "all": "true",
+}
+_OPS = {"w": "writes", "r": "reads"}
+
+
+def check_columns(df: DataFrame) -> None:
+    """Raise SchemaError if a column the job needs is missing from the input."""
+    missing = [name for name in SCHEMA.names if name not in df.columns]
+    if missing:
+        raise SchemaError(f"input lacks columns {missing} (see docs/compare.md for the schema)")
+
+
+# Row invariants of harness.matrix_schema.validate_row that the aggregates rely on, as SQL, for
+# datasets written without that validator (e.g. straight from Spark).
+_INVALID = {
+    "source": "source NOT IN ('sim', 'jepsen')",
+    "replication_mode": "replication_mode NOT IN ('isr', 'quorum')",
+    "acks": "acks NOT IN ('0', '1', 'all')",
+    "lost_writes > acked_writes": "lost_writes > acked_writes",
+    "negative count": "LEAST(acked_writes, lost_writes, duplicates, divergent_offsets, "
+                      "stale_reads, nonmonotonic_reads, leader_elections, unclean_elections) < 0",
+    "attempted != succeeded + failed + indeterminate": (
+        "exists(per_second, x -> x.writes_attempted != x.writes_succeeded + x.writes_failed"
+        " + x.writes_indeterminate OR x.reads_attempted != x.reads_succeeded + x.reads_failed"
+        " + x.reads_indeterminate)"),
+    "fault window/heal partly null": (
+        "(fault_start_ms IS NULL) != (heal_ms IS NULL) "
+        "OR (fault_end_ms IS NULL) != (heal_ms IS NULL)"),
+}
+
+
+def check_values(df: DataFrame) -> None:
+    """Raise SchemaError naming up to 5 runs that break a row invariant (one pass, ids only)."""
+    problem = F.lit(None).cast("string")
+    for what, predicate in reversed(_INVALID.items()):
+        problem = F.when(F.expr(predicate), F.lit(what)).otherwise(problem)
+    bad = (df.select("run_id", problem.alias("problem")).filter(F.col("problem").isNotNull())
+           .limit(5).collect())
+    if bad:
+        listed = ", ".join(f"{r['run_id']!r} ({r['problem']})" for r in bad)
+        raise SchemaError(f"invalid rows: {listed}")
+
+
+def _phase_sum(phase: str, field: str) -> Column:
+    # A null predicate (no fault: fault_start_ms/heal_ms null) drops the second, giving 0.
+    return F.expr(f"aggregate(filter(per_second, x -> {_PHASES[phase]}), 0L, "
+                  f"(acc, x) -> acc + x.{field})")
+
+
+def run_level(df: DataFrame) -> DataFrame:
+    """One row per run with its group keys and the per-run numbers the aggregates pool."""
+    check_columns(df)
+    cols: list[Any] = [F.col(k) for k in GROUP_KEYS] + [F.col("seed"), F.col("run_id")]
+    for phase in _PHASES:
+        for short, op in _OPS.items():
+            cols.append(_phase_sum(phase, f"{op}_attempted").alias(f"{short}_att_{phase}"))
+            cols.append(_phase_sum(phase, f"{op}_succeeded").alias(f"{short}_ok_{phase}"))
+    lengths = "transform(unavailability_windows, w -> w.end_ms - w.start_ms)"
+    cols += [
+        F.coalesce(F.expr(f"array_max({lengths})"), F.lit(0)).cast("long")
+        .alias("max_unavailable_ms"),
+        F.expr(f"aggregate({lengths}, 0L, (a, v) -> a + v)").alias("total_unavailable_ms"),
+        F.col("recovery_time_ms"),
+        (F.col("heal_ms").isNotNull() & F.col("recovery_time_ms").isNull()).cast("int")
+        .alias("never_recovered"),
+        F.col("acked_writes"), F.col("lost_writes"), F.col("divergent_offsets"),
+        ((F.col("lost_writes") > 0) | (F.col("duplicates") > 0)
+         | (F.col("divergent_offsets") > 0) | (F.col("stale_reads") > 0)
+         | (F.col("nonmonotonic_reads") > 0)
+         | F.coalesce(~F.col("metadata_linearizable"), F.lit(False))).cast("int")
+        .alias("anomalous"),
+        (F.col("divergent_offsets") > 0).cast("int").alias("divergent"),
+        F.col("leader_elections"), F.col("unclean_elections"),
+        F.col("isr_shrinks"), F.col("isr_expands"),
+    ]
+    return df.select(*cols)
+
+
+def _ratio(num: str, den: str, scale: float = 1.0) -> Column:
+    return F.when(F.col(den) > 0, F.col(num) * F.lit(scale) / F.col(den))
+
+
+def _wilson(k: str, n: str) -> tuple[Column, Column]:
+    """95% Wilson score interval for k successes in n trials (Wilson 1927)."""
+    z2 = WILSON_Z * WILSON_Z
+    p = F.col(k) / F.col(n)
+    nn = F.col(n)
+    centre = (p + F.lit(z2) / (2 * nn)) / (1 + F.lit(z2) / nn)
+    half = (F.lit(WILSON_Z) * F.sqrt(p * (1 - p) / nn + F.lit(z2) / (4 * nn * nn))
+            / (1 + F.lit(z2) / nn))
+    low = F.greatest(F.lit(0.0), centre - half)
+    high = F.least(F.lit(1.0), centre + half)
+    return low, high
+
+
+def summarize(runs: DataFrame, keys: tuple[str, ...]) -> DataFrame:
+    """The aggregates of `run_level` rows grouped by `keys`, ordered by them."""
+    sums = [F.sum(f"{s}_{kind}_{p}").alias(f"{s}_{kind}_{p}")
+            for p in _PHASES for s in _OPS for kind in ("att", "ok")]
+    agg = runs.groupBy(*keys).agg(
+        F.count(F.lit(1)).alias("runs"),
+        F.countDistinct("seed").alias("seeds"),
+        *sums,
+        F.expr("percentile(max_unavailable_ms, 0.5)").alias("p50_unavailable_ms"),
+        F.expr("percentile(max_unavailable_ms, 0.99)").alias("p99_unavailable_ms"),
+        F.expr("percentile(recovery_time_ms, 0.5)").alias("recovery_p50_ms"),
+        F.max("recovery_time_ms").alias("recovery_max_ms"),
+        F.sum("never_recovered").alias("never_recovered"),
+        F.sum("acked_writes").alias("acked_writes"),
+        F.sum("lost_writes").alias("lost_writes"),
+        F.sum("anomalous").alias("anomalous_runs"),
+        F.sum("divergent").alias("divergent_runs"),
+        F.sum("divergent_offsets").alias("divergent_offsets"),
+        F.avg("leader_elections").alias("leader_elections_mean"),
+        F.sum("unclean_elections").alias("unclean_elections"),
+        F.avg("unclean_elections").alias("unclean_elections_mean"),
+        F.avg("isr_shrinks").alias("isr_shrinks_mean"),
+        F.avg("isr_expands").alias("isr_expands_mean"),
+    )
+    for phase in _PHASES:
+        for short, op in _OPS.items():
+            agg = agg.withColumn(f"{op[:-1]}_availability_{phase}",
+                                 _ratio(f"{short}_ok_{phase}", f"{short}_att_{phase}"))
+    low, high = _wilson("anomalous_runs", "runs")
+    agg = (agg.withColumn("lost_per_million", _ratio("lost_writes", "acked_writes", 1e6))
+           .withColumn("anomaly_fraction", F.col("anomalous_runs") / F.col("runs"))
+           .withColumn("anomaly_wilson_low", low)
+           .withColumn("anomaly_wilson_high", high))
+    return agg.orderBy(*keys)
+
+
+DELTA_METRICS = ("write_availability_fault", "read_availability_fault",
+                 "write_availability_heal", "p50_unavailable_ms", "recovery_p50_ms",
+                 "lost_per_million", "anomaly_fraction", "leader_elections_mean")
+
+
+def quorum_vs_isr(groups: DataFrame) -> DataFrame:
+    """Quorum and ISR aggregates side by side at equal PAIR_KEYS; delta_x = quorum - ISR."""
+    def side(mode: str) -> DataFrame:
+        return groups.filter(F.col("replication_mode") == mode).select(
+            *PAIR_KEYS, F.col("runs").alias(f"{mode}_runs"),
+            *[F.col(m).alias(f"{mode}_{m}") for m in DELTA_METRICS])
+
+    pairs = side("quorum").join(side("isr"), on=list(PAIR_KEYS), how="inner")
+    for m in DELTA_METRICS:
+        pairs = pairs.withColumn(f"delta_{m}", F.col(f"quorum_{m}") - F.col(f"isr_{m}"))
+    return pairs.orderBy(*PAIR_KEYS)

@@ -1,0 +1,179 @@
+"""The comparison job: run-summary Parquet in, compare.md + tables + plots out.
+
+Runs as `kraftlab analyze --input DIR --out DIR [--master URL]` (harness/spark/cli.py) or as
+`spark-submit harness/spark/compare.py --input DIR --out DIR` (the `__main__` block below).
+The heavy work stays in Spark (DataFrame API, aggregate.py); only the aggregates, a few rows
+per configuration, come back to the driver to be written. Progress goes to stderr, one line
+per stage with the elapsed time.
+
+Exit codes: 0 report written; 3 bad input (missing directory, no Parquet, wrong schema), with
+a JSON line `{"error": "INVALID_REQUEST", "message": ...}` on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_BAD_INPUT = 0, 3
+STAGES = ("start Spark", "read runs", "aggregate", "pair quorum with ISR", "collect aggregates",
+          "write tables", "plot", "write compare.md")
+
+
+@dataclass(slots=True)
+class Progress:
+    """Prints `[analyze 3/8 +12.4s] aggregate` lines; `quiet` keeps only the record."""
+
+    quiet: bool = False
+    started: float = field(default_factory=time.perf_counter)
+    seen: list[str] = field(default_factory=list)
+
+    def stage(self, name: str) -> None:
+        self.seen.append(name)
+        if not self.quiet:
+            elapsed = time.perf_counter() - self.started
+            print(f"[analyze {STAGES.index(name) + 1}/{len(STAGES)} +{elapsed:.1f}s] {name}",
+                  file=sys.stderr, flush=True)
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    report: Path
+    files: tuple[Path, ...]
+    tables: dict[str, Any]
+    sentences: dict[str, list[str]]
+
+
+def is_uri(location: str) -> bool:
+    """hdfs://..., s3a://..., file:/...: left to Spark's file systems."""
+    return re.match(r"^[A-Za-z][A-Za-z0-9+.-]+:", location) is not None
+
+
+def check_input(location: str | Path) -> None:
+    """Fail before Spark starts if a local input has nothing to read (URIs are Spark's)."""
+    from harness.matrix_schema import SchemaError
+
+    if is_uri(str(location)):
+        return
+    path = Path(location)
+    if not path.exists():
+        raise SchemaError(f"input {path} does not exist")
+    if path.is_dir() and not any(path.rglob("*.parquet")):
+        raise SchemaError(f"no .parquet files under {path} (write them with "
+                          f"harness.matrix_schema.write_dataset)")
+
+
+def analyze(spark: Any, input_path: str | Path, out: Path,
+            progress: Progress | None = None) -> Result:
+    """The job on an existing SparkSession (the tests share one)."""
+    from harness.spark import aggregate as ag
+    from harness.spark import conclude, report
+
+    progress = progress or Progress(quiet=True)
+    check_input(input_path)
+    progress.stage("read runs")
+    raw = (spark.read.option("recursiveFileLookup", "true")
+           .option("pathGlobFilter", "*.parquet").parquet(str(input_path)))
+    ag.check_columns(raw)
+    ag.check_values(raw)
+    runs = ag.run_level(raw).cache()
+    progress.stage("aggregate")
+    frames = {
+        "groups": ag.summarize(runs, ag.GROUP_KEYS),
+        "configs": ag.summarize(runs, ag.CONFIG_KEYS),
+        "nemeses": ag.summarize(runs, ("source", "replication_mode", "nemesis")),
+        "durability": ag.summarize(runs, ("source", "replication_mode", "acks",
+                                          "min_insync_replicas")),
+    }
+    progress.stage("pair quorum with ISR")
+    frames["pairs"] = ag.quorum_vs_isr(frames["groups"])
+    progress.stage("collect aggregates")
+    # Aggregates only: one row per group, never the raw runs.
+    tables: dict[str, Any] = {name: frame.toPandas() for name, frame in frames.items()}
+    total_runs = int(tables["configs"]["runs"].sum())
+    runs.unpersist()
+    out.mkdir(parents=True, exist_ok=True)
+    progress.stage("write tables")
+    files = report.write_tables(out, tables)
+    progress.stage("plot")
+    files += report.write_plots(out, tables)
+    progress.stage("write compare.md")
+    sentences = conclude.conclusions(tables["groups"], tables["pairs"])
+    sources = ", ".join(f"{s}: {int(n)}" for s, n in
+                        tables["configs"].groupby("source")["runs"].sum().items())
+    path = report.write_markdown(out, tables, sentences, {
+        "input": str(input_path), "runs": total_runs, "sources": sources or "none",
+        "master": spark.sparkContext.master})
+    return Result(report=path, files=(path, *files), tables=tables, sentences=sentences)
+
+
+def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
+    from harness.spark.session import DEFAULT_MASTER
+
+    parser = parser or argparse.ArgumentParser(
+        prog="compare.py", description="quorum-vs-ISR comparison over run-summary Parquet")
+    # A string, not a Path: Path would turn hdfs:///runs into hdfs:/runs.
+    parser.add_argument("--input", required=True,
+                        help="directory (or file, or hdfs://, s3a:// URI) of run-summary "
+                             "Parquet (docs/compare.md)")
+    parser.add_argument("--out", required=True, type=Path, help="report directory")
+    parser.add_argument("--master", default=None,
+                        help=f"Spark master URL (default {DEFAULT_MASTER}; under spark-submit, "
+                             "the one spark-submit was given)")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines")
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    from pyspark.errors import AnalysisException
+
+    from harness.matrix_schema import SchemaError
+    from harness.spark.session import DEFAULT_MASTER, build_session
+
+    progress = Progress(quiet=args.quiet)
+    try:
+        check_input(args.input)
+    except SchemaError as exc:
+        print(json.dumps({"error": "INVALID_REQUEST", "message": str(exc)}), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    # Under spark-submit the master is spark-submit's own unless --master overrides it.
+    master = args.master or (None if _under_spark_submit() else DEFAULT_MASTER)
+    progress.stage("start Spark")
+    spark = build_session(master)
+    try:
+        result = analyze(spark, args.input, args.out, progress)
+    except (SchemaError, AnalysisException) as exc:
+        print(json.dumps({"error": "INVALID_REQUEST", "message": str(exc)}), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    finally:
+        spark.stop()
+    for source, said in result.sentences.items():
+        print(f"{source}:")
+        for sentence in said:
+            print(f"  - {sentence}")
+    print(f"report: {result.report}")
+    return EXIT_OK
+
+
+def _under_spark_submit() -> bool:
+    """spark-submit starts the JVM first and hands Python its gateway port in the environment."""
+    import os
+
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run(build_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    # spark-submit runs this file as a script: make the repository importable.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.exit(main())

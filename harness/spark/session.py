@@ -1,0 +1,49 @@
+"""Building the SparkSession for `kraftlab analyze`.
+
+Local masters (`local`, `local[N]`, `local[*]`) are pinned to loopback: SPARK_LOCAL_IP and the
+driver's bind address and host are 127.0.0.1, so the job runs on a machine without a network
+(team rule: 127.0.0.1 only). Any other master (`spark://host:7077`, `yarn`, `k8s://...`) is
+used as given; the cluster's own settings decide addresses.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+DEFAULT_MASTER = "local[*]"
+
+
+def is_local(master: str) -> bool:
+    return master == "local" or master.startswith("local[")
+
+
+def build_session(master: str | None = DEFAULT_MASTER, app_name: str = "kraftlab-analyze",
+                  shuffle_partitions: int | None = None) -> Any:
+    """A SparkSession on `master` (getOrCreate: an existing session is reused as is).
+
+    `master=None` leaves the master to the launcher (spark-submit's `--master`).
+    """
+    local = master is not None and is_local(master)
+    if local:
+        # Must be set before the JVM starts; the JVM reads it at launch.
+        os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if master is not None:
+        builder = builder.master(master)
+    builder = (builder.config("spark.sql.session.timeZone", "UTC")
+               # Our own stage lines are the progress; Spark's bar would garble them.
+               .config("spark.ui.showConsoleProgress", "false"))
+    if local:
+        builder = (builder.config("spark.driver.bindAddress", "127.0.0.1")
+                   .config("spark.driver.host", "127.0.0.1")
+                   .config("spark.ui.enabled", "false"))
+        # Aggregates are small: a few shuffle partitions instead of 200 saves seconds locally.
+        builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions or 4))
+    elif shuffle_partitions:
+        builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session

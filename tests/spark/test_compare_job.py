@@ -1,0 +1,242 @@
+"""The Spark comparison job on local[2] over the hand-computed fixture (tests/spark/fixture_runs).
+
+One SparkSession and one run of the job serve the whole module (JVM start-up is most of the
+cost). Expected numbers are worked out from the fixture by hand in the comments.
+"""
+
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from harness.matrix_schema import SchemaError, write_dataset
+from harness.spark import conclude
+from harness.spark.compare import Progress, analyze
+from harness.spark.report import PLOTS
+from harness.spark.session import build_session
+from tests.spark.fixture_runs import LCF, TAIL, fixture_rows
+
+pytestmark = pytest.mark.integration  # needs Java (Spark)
+
+Z = 1.959963984540054
+
+
+def wilson(k: int, n: int) -> tuple[float, float]:
+    p, z2 = k / n, Z * Z
+    centre = (p + z2 / (2 * n)) / (1 + z2 / n)
+    half = Z * math.sqrt(p * (1 - p) / n + z2 / (4 * n * n)) / (1 + z2 / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@pytest.fixture(scope="module")
+def spark():
+    session = build_session("local[2]", app_name="kraftlab-tests", shuffle_partitions=2)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="module")
+def result(spark, tmp_path_factory):
+    rows = fixture_rows()
+    data = tmp_path_factory.mktemp("runs")
+    write_dataset(rows[:9], data, part="slice-0")
+    write_dataset(rows[9:], data, part="slice-1")
+    out = tmp_path_factory.mktemp("report")
+    progress = Progress(quiet=True)
+    res = analyze(spark, data, out, progress)
+    return SimpleNamespace(report=res.report, files=res.files, tables=res.tables,
+                           sentences=res.sentences, progress=progress.seen)
+
+
+def one(frame: pd.DataFrame, **match) -> pd.Series:
+    sel = frame
+    for column, value in match.items():
+        sel = sel[sel[column] == value]
+    assert len(sel) == 1, f"{match}: {len(sel)} rows"
+    return sel.iloc[0]
+
+
+def group(result, mode="isr", acks="all", min_isr=1, nemesis=LCF, source="sim", **extra):
+    keys = dict(source=source, replication_mode=mode, acks=acks, min_insync_replicas=min_isr,
+                nemesis=nemesis, unclean_leader_election=False, eligible_leader_replicas=False,
+                leader_epoch_enable=True)
+    keys.update(extra)
+    return one(result.tables["groups"], **keys)
+
+
+def test_availability_pools_the_fault_and_heal_seconds(result):
+    g1 = group(result)
+    # writes in seconds 2-3: g1-a 20/20, g1-b 14/20, g1-c 0/20 (info is not success)
+    assert (g1["w_ok_fault"], g1["w_att_fault"]) == (34, 60)
+    assert g1["write_availability_fault"] == pytest.approx(34 / 60, abs=1e-12)
+    assert g1["read_availability_fault"] == pytest.approx(17 / 30, abs=1e-12)
+    assert g1["write_availability_heal"] == pytest.approx(55 / 60, abs=1e-12)
+    assert g1["write_availability_all"] == pytest.approx(129 / 160, abs=1e-12)
+    assert math.isnan(g1["read_availability_heal"])  # no reads after heal: not 0, unknown
+    assert group(result, min_isr=2)["write_availability_fault"] == pytest.approx(0.25)
+    g8 = group(result, acks="1", nemesis="none")
+    assert math.isnan(g8["write_availability_fault"])
+    assert g8["write_availability_all"] == 1.0
+
+
+def test_loss_per_million_acknowledged(result):
+    assert group(result)["lost_per_million"] == pytest.approx(50_000.0)  # 10 of 200
+    assert group(result, min_isr=2)["lost_per_million"] == 0.0
+    assert group(result, nemesis=TAIL, unclean_leader_election=True)["lost_per_million"] \
+        == pytest.approx(100_000.0)
+    assert math.isnan(group(result, mode="quorum", nemesis="kill-2-of-3")["lost_per_million"])
+    durability = result.tables["durability"]
+    # isr acks=all min.isr=1 over all nemeses: 10 + 0 + 10 lost of 200 + 20 + 100
+    assert one(durability, source="sim", replication_mode="isr", acks="all",
+               min_insync_replicas=1)["lost_per_million"] == pytest.approx(62_500.0)
+
+
+def test_anomaly_fraction_and_wilson_interval(result):
+    g1 = group(result)
+    assert (g1["anomalous_runs"], g1["runs"], g1["seeds"]) == (2, 3, 3)
+    assert g1["anomaly_fraction"] == pytest.approx(2 / 3)
+    assert (g1["anomaly_wilson_low"], g1["anomaly_wilson_high"]) == pytest.approx(wilson(2, 3))
+    assert (g1["anomaly_wilson_low"], g1["anomaly_wilson_high"]) == pytest.approx(
+        (0.2076596, 0.9385081), abs=1e-7)
+    g2 = group(result, min_isr=2)
+    assert g2["anomaly_fraction"] == 0.0
+    assert (g2["anomaly_wilson_low"], g2["anomaly_wilson_high"]) == pytest.approx(
+        (0.0, Z * Z / (2 + Z * Z)))  # k=0: upper bound z^2/(n+z^2) = 0.657620
+    q = group(result, mode="quorum")  # one stale read in two runs
+    assert q["anomaly_fraction"] == 0.5
+    jepsen = group(result, source="jepsen")  # metadata not linearizable counts as an anomaly
+    assert (jepsen["runs"], jepsen["anomaly_fraction"]) == (1, 1.0)
+    assert jepsen["anomaly_wilson_low"] == pytest.approx(0.2065493, abs=1e-7)
+
+
+def test_unavailability_percentiles_and_recovery(result):
+    g1 = group(result)
+    # longest window per run: 0, 600, 2000 -> p50 600, p99 600 + 0.98 * 1400
+    assert (g1["p50_unavailable_ms"], g1["p99_unavailable_ms"]) == (600.0, 1972.0)
+    assert g1["recovery_p50_ms"] == 1000.0 and g1["recovery_max_ms"] == 3000
+    q = group(result, mode="quorum")  # 0 and 300
+    assert (q["p50_unavailable_ms"], q["p99_unavailable_ms"]) == (150.0, 297.0)
+    killed = group(result, mode="quorum", nemesis="kill-2-of-3")
+    assert killed["never_recovered"] == 1 and math.isnan(killed["recovery_p50_ms"])
+    assert g1["leader_elections_mean"] == 2.0
+    unclean = group(result, nemesis=TAIL, unclean_leader_election=True)
+    assert unclean["unclean_elections"] == 1
+
+
+def test_quorum_minus_isr_pairs(result):
+    pairs = result.tables["pairs"]
+    assert sorted(pairs["nemesis"]) == ["kill-2-of-3", LCF]
+    assert set(pairs["source"]) == {"sim"}  # the jepsen run has no quorum counterpart
+    lcf = one(pairs, nemesis=LCF)
+    assert (lcf["quorum_runs"], lcf["isr_runs"]) == (2, 3)
+    assert lcf["delta_write_availability_fault"] == pytest.approx(36 / 40 - 34 / 60)
+    assert lcf["delta_lost_per_million"] == pytest.approx(-50_000.0)
+    assert lcf["delta_anomaly_fraction"] == pytest.approx(0.5 - 2 / 3)
+    assert lcf["delta_p50_unavailable_ms"] == -450.0
+    killed = one(pairs, nemesis="kill-2-of-3")
+    assert killed["delta_write_availability_fault"] == -1.0
+    assert math.isnan(killed["delta_lost_per_million"])
+
+
+def test_files_and_progress(result):
+    out = result.report.parent
+    for name in ("groups", "configs", "nemeses", "durability", "pairs"):
+        assert (out / f"{name}.csv").stat().st_size > 0
+        back = pq.read_table(out / f"{name}.parquet")
+        assert back.num_rows == len(result.tables[name])
+    for plot in PLOTS:
+        assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert pd.read_csv(out / "groups.csv")["runs"].sum() == 16
+    assert result.progress == ["read runs", "aggregate", "pair quorum with ISR",
+                               "collect aggregates", "write tables", "plot", "write compare.md"]
+
+
+def test_conclusion_reflects_the_fixture(result):
+    sim = result.sentences["sim"]
+    assert sim[0] == (
+        "Under leader-cut-from-followers-only, ISR with acks=all and min.insync.replicas=1 lost "
+        "50000.0 acknowledged writes per million (10 of 200, 3 runs); with "
+        "min.insync.replicas=2 it lost 0.0 acknowledged writes per million (0 of 100, 2 runs).")
+    assert sim[1] == ("So min.insync.replicas=2 prevented the loss seen with "
+                      "min.insync.replicas=1 there.")
+    assert "So ISR stayed writable with fewer live replicas than quorum mode needs." in sim
+    assert "So unclean election traded loss for availability." in sim
+    assert "So ELR avoided the last-replica loss." in sim
+    assert "So disabling leader epochs shows the KIP-101 divergence." in sim
+    assert any(s.startswith("4 of 10 configuration-nemesis groups lost acknowledged writes; "
+                            "the most was 100000.0 per million with isr acks=all "
+                            "min.insync.replicas=1 unclean=true") for s in sim)
+    assert "Under isolate-partition-leader, quorum mode (acks=all) has no data; ISR (acks=all, " \
+           "min.insync.replicas=1) has no data." in sim
+    assert sim[-1].startswith("Across 2 quorum/ISR pairs under a fault, quorum mode had lower "
+                              "write availability during the fault in 1, higher in 1")
+    jepsen = result.sentences["jepsen"]
+    assert jepsen[0].endswith("with min.insync.replicas=2 it has no data.")
+    text = result.report.read_text()
+    assert sim[0] in text and "## Quorum minus ISR at equal RF and durability (sim)" in text
+
+
+def test_verdicts_follow_the_numbers(result):
+    # The same rules over doctored aggregates must change their verdicts.
+    groups = result.tables["groups"].copy()
+    min2 = ((groups["source"] == "sim") & (groups["min_insync_replicas"] == 2)
+            & (groups["nemesis"] == LCF))
+    groups.loc[min2, "lost_writes"] = 20  # 20 of 100: more than min.isr=1's 10 of 200
+    said = conclude.rule_min_isr(groups[groups["source"] == "sim"])
+    assert said[1] == "So min.insync.replicas=2 did not reduce that loss."
+    elr = groups["eligible_leader_replicas"] & (groups["source"] == "sim")
+    groups.loc[elr, "lost_writes"] = 5
+    assert conclude.rule_elr(groups[groups["source"] == "sim"])[-1] == \
+        "ELR did not reduce the loss there."
+    unclean = groups["unclean_leader_election"] & (groups["source"] == "sim")
+    groups.loc[unclean, "lost_writes"] = 0
+    assert conclude.rule_unclean(groups[groups["source"] == "sim"])[-1] == \
+        "So unclean election gained availability without more loss."
+    empty = groups.iloc[0:0]
+    assert conclude.rule_worst(empty) == ["No run acknowledged a write, so loss cannot be judged."]
+
+
+def test_missing_column_is_a_schema_error(spark, tmp_path):
+    pq.write_table(pa.table({"run_id": ["x"], "seed": [1]}), tmp_path / "part-x.parquet")
+    with pytest.raises(SchemaError, match="input lacks columns"):
+        analyze(spark, tmp_path, tmp_path / "out")
+
+
+def test_rows_written_by_spark_read_back_equal(spark, tmp_path):
+    # The path `sim matrix --engine spark` takes: records -> Spark DataFrame -> Parquet.
+    from harness.matrix_schema import read_dataset, spark_schema
+
+    rows = fixture_rows()
+    frame = spark.createDataFrame([r.to_record() for r in rows], schema=spark_schema())
+    frame.coalesce(1).write.parquet(str(tmp_path / "spark-runs"))
+    assert sorted(read_dataset(tmp_path / "spark-runs"), key=lambda r: r.run_id) == \
+        sorted(rows, key=lambda r: r.run_id)
+
+
+def test_empty_dataset_gives_a_report_without_conclusions(spark, tmp_path):
+    write_dataset([], tmp_path / "runs")
+    res = analyze(spark, f"file://{tmp_path / 'runs'}", tmp_path / "out")  # a URI input too
+    assert res.sentences == {}
+    assert "0 runs (none)" in res.report.read_text()
+    for plot in PLOTS:
+        assert (tmp_path / "out" / plot).exists()
+
+
+def test_rows_breaking_an_invariant_are_named(spark, tmp_path):
+    # Written without the validator (as a Spark producer could): the job refuses, naming runs.
+    from harness.matrix_schema import SCHEMA
+
+    records = [r.to_record() for r in fixture_rows()[:3]]
+    records[1]["lost_writes"] = records[1]["acked_writes"] + 1
+    records[2]["acks"] = "-1"
+    pq.write_table(pa.Table.from_pylist(records, schema=SCHEMA), tmp_path / "part-0.parquet")
+    with pytest.raises(SchemaError) as info:
+        analyze(spark, tmp_path, tmp_path / "out")
+    assert "'g1-b' (lost_writes > acked_writes)" in str(info.value)
+    assert "'g1-c' (acks)" in str(info.value)
+    assert "g1-a" not in str(info.value)
