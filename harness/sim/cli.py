@@ -177,11 +177,7 @@ def _run_single(config: SimConfig, args: argparse.Namespace) -> int:
 
 
 def _print_failure(summary: RunSummary, trace: bool) -> None:
-    from harness.sim.simulation import known_core_bug
-
-    known = known_core_bug(summary.violation)
-    note = f" (known core bug: {known})" if known else ""
-    print(f"VIOLATION seed {summary.seed}{note}: {summary.violation}", flush=True)
+    print(f"VIOLATION seed {summary.seed}: {summary.violation}", flush=True)
     if trace:
         for line in summary.trace_tail:
             print(f"  {line}")

@@ -1,6 +1,5 @@
-"""Classifying a failing seed: why a node did not converge (a stable word for reports), which
-failures are core bugs already reported (KNOWN_CORE_BUGS, tolerated by tests/sim with a warning
-until fixed), and where in the code an exception came from.
+"""Classifying a failing seed: why a node did not converge (a stable word for reports) and where
+in the code an exception came from.
 
 Invariant: these functions only read; they never change a node or draw randomness, so calling
 them does not alter a run's trace.
@@ -11,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from harness.sim.invariants import Violation
     from harness.sim.node import SimNode
 
 
@@ -41,39 +39,6 @@ def diagnose_lagging(node: SimNode, leader: SimNode) -> str:
         ):
             return "divergence-livelock"
     return "lagging"
-
-
-KNOWN_CORE_BUGS: dict[str, tuple[str, ...]] = {
-    # name -> fragments that all occur in the violation text of that bug.
-    #
-    # A voter that led epoch E and fell back to Prospective still names itself as the leader
-    # (RaftCore.leader_id returns the persisted leader_id, itself) in its NOT_LEADER_OR_FOLLOWER
-    # fetch answers; an observer told "not leader, the leader is 3" by node 3 follows 3 again
-    # and refetches at once, without backoff: a message storm (exponential with duplicates).
-    # Seeds 20194, 40139, 40242 (3 voters), 30247, 30256 (5 voters), all --duration-ms 20000,
-    # reproduced on code dab921f1a802.
-    "self-named-leader-fetch-storm": ("[event-storm]", "NOT_LEADER_OR_FOLLOWER"),
-    # An observer whose Fetch to a voter is refused (process down) asks the next voter at once
-    # (peer_unreachable resets the bootstrap timer to now): with every voter down it spins, and
-    # duplicates multiply the chains. Seed 40218 (3 voters, --duration-ms 20000), reproduced on
-    # code dab921f1a802.
-    "observer-refused-bootstrap-storm": ("[event-storm]", "[refused-loop]"),
-}
-"""Failures already reported to their owner and not yet fixed, recognised by their text, so
-tests/sim tolerates them (with a warning) and still fails on anything new. Every other bug the
-simulator found was fixed in the session that found it (the list, with seeds, is in the
-simulator's report). Remove an entry once its bug is fixed."""
-
-
-def known_core_bug(violation: Violation | str | None) -> str | None:
-    """The KNOWN_CORE_BUGS name a violation matches, if any."""
-    if violation is None:
-        return None
-    text = str(violation)
-    for name, fragments in KNOWN_CORE_BUGS.items():
-        if all(fragment in text for fragment in fragments):
-            return name
-    return None
 
 
 def where(exc: BaseException) -> str:

@@ -40,7 +40,7 @@ from harness.sim.events import (
     Snapshot,
     TimerFired,
 )
-from harness.sim.findings import KNOWN_CORE_BUGS, diagnose_lagging, known_core_bug, where
+from harness.sim.findings import diagnose_lagging, where
 from harness.sim.invariants import SafetyChecker, SafetyViolation, Violation
 from harness.sim.nemesis import Nemesis, NemesisProfile
 from harness.sim.network import NetworkProfile, SimNetwork
@@ -561,11 +561,9 @@ def run_seed(config: SimConfig, node_factory: NodeFactory | None = None) -> SimR
 SeedRunner = Callable[[SimConfig], SimResult]
 
 __all__ = [
-    "KNOWN_CORE_BUGS",
     "SimConfig",
     "SimResult",
     "Simulation",
     "draw_raft_config",
-    "known_core_bug",
     "run_seed",
 ]

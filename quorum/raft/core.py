@@ -13,6 +13,11 @@ Invariants enforced here (InvariantViolation when broken):
 - at most one leader and one vote per epoch (QuorumState);
 - responses are matched statelessly (see quorum.raft.messages): stale ones are dropped.
 
+Liveness rules (no message storms; tests/raft/test_no_storms.py): a node names itself leader
+only while it leads, and names no leader it has lost (RaftCore.leader_id, _leader_hint); an
+observer whose Fetch is refused, or answered NOT_LEADER without a usable hint, waits a backoff
+before it asks the next voter, never at the same instant.
+
 This module holds the API and dispatch; elections live in quorum.raft.elections and replication
 in quorum.raft.replication (mixins over the same object).
 """
@@ -162,10 +167,18 @@ class RaftCore(ElectionMixin, ReplicationMixin):
 
     @property
     def leader_id(self) -> int | None:
-        """The leader of the current epoch, if known (None while a leader resigns)."""
-        if isinstance(self._qs.role, Resigned):
-            return None
-        return self._qs.leader_id
+        """The leader of the current epoch, if known. Never this node unless it leads now
+        (KIP-595: a replica only names a leader it knows for the epoch): a former leader that
+        resigned, restarted or fell back to a pre-vote keeps leader_id = itself in its persisted
+        ElectionState, but naming itself would send every fetcher and client straight back here
+        (the self-named-leader fetch storm the simulator found)."""
+        role = self._qs.role
+        if isinstance(role, LeaderRole):
+            return self._node_id
+        leader = self._qs.leader_id
+        if isinstance(role, Resigned | Unattached) or leader == self._node_id:
+            return None  # Unattached: an observer that lost its leader and bootstraps again
+        return leader
 
     @property
     def is_leader(self) -> bool:
@@ -344,17 +357,25 @@ class RaftCore(ElectionMixin, ReplicationMixin):
 
     def peer_unreachable(self, peer: int, now_ms: int) -> list[Effect]:
         """The driver could not connect to `peer` (refused). A voter whose leader is gone starts a
-        pre-vote at once (ours, not Kafka's: pre-vote keeps it from disturbing a live leader)."""
+        pre-vote at once (ours, not Kafka's: pre-vote keeps it from disturbing a live leader).
+
+        An observer asks the next voter only after controller.quorum.retry.backoff.ms (Kafka's
+        RequestManager backs a failed node off for retry.backoff.ms): asking at once spins at
+        one instant when every voter is down (the refused-bootstrap storm the simulator found),
+        since each refusal comes back immediately and triggers the next request."""
         self._begin(now_ms)
         role = self._qs.role
+        retry_ms = now_ms + self._config.retry_backoff_ms
         if isinstance(role, Follower) and role.leader_id == peer:
             if not self._qs.is_voter:
-                return self._qs.to_unattached(self.epoch, now_ms) + self._maybe_bootstrap(now_ms)
+                self._bootstrap_next_ms = retry_ms
+                return self._qs.to_unattached(self.epoch, now_ms)
             if self._config.fast_pre_vote_on_unreachable and self._config.pre_vote:
                 return self._start_prospective(now_ms, leader_lost=True)
         elif isinstance(role, Unattached) and not self._qs.is_voter:
-            self._bootstrap_next_ms = now_ms
-            return self._maybe_bootstrap(now_ms)
+            # Sooner than the unanswered-fetch retry, never at once: at most one bootstrap Fetch
+            # per retry.backoff.ms, however many refusals (or duplicates of them) arrive.
+            self._bootstrap_next_ms = retry_ms
         return []
 
     def resign(self, now_ms: int) -> list[Effect]:

@@ -37,7 +37,7 @@ from quorum.raft.messages import (
     LeaderChangeRecord,
     NoOpRecord,
 )
-from quorum.raft.state import Follower, QuorumState, Resigned, Unattached
+from quorum.raft.state import Follower, Prospective, QuorumState, Unattached
 
 
 class ReplicationMixin:
@@ -55,6 +55,9 @@ class ReplicationMixin:
     _bootstrap_next_ms: int
 
     if TYPE_CHECKING:  # defined by RaftCore and ElectionMixin; stubs only for the type checker
+
+        @property
+        def leader_id(self) -> int | None: ...
 
         def _observe(self, leader_id: int | None, epoch: int, now_ms: int) -> list[Effect]: ...
 
@@ -145,7 +148,7 @@ class ReplicationMixin:
         return None
 
     def _on_fetch_response(self, src: int, resp: FetchResponse, now_ms: int) -> list[Effect]:
-        effects = self._observe(resp.leader_id, resp.leader_epoch, now_ms)
+        effects = self._observe(_usable_hint(src, resp), resp.leader_epoch, now_ms)
         role = self._current_leader_reply(src, resp.leader_epoch)
         if role is None:
             if not self._qs.is_voter and isinstance(self._qs.role, Unattached):
@@ -224,7 +227,7 @@ class ReplicationMixin:
     def _on_fetch_snapshot_response(
         self, src: int, resp: FetchSnapshotResponse, now_ms: int
     ) -> list[Effect]:
-        effects = self._observe(resp.leader_id, resp.leader_epoch, now_ms)
+        effects = self._observe(_usable_hint(src, resp), resp.leader_epoch, now_ms)
         role = self._current_leader_reply(src, resp.leader_epoch)
         if role is None or role.snapshot_id != resp.snapshot_id:
             return effects
@@ -333,12 +336,14 @@ class ReplicationMixin:
         return effects
 
     def _leader_hint(self) -> int | None:
-        """Who we believe leads our epoch; None while we resign (we stopped leading) or while
-        our leader seems gone (resigned, or refused our connection)."""
+        """Who we believe leads our epoch, for NOT_LEADER answers: never ourselves (we do not
+        lead, or the answer would not be an error; see RaftCore.leader_id), and None while our
+        leader seems gone (it resigned, refused our connection or timed out), so the fetcher
+        backs off and asks another voter instead of being sent to a dead leader."""
         role = self._qs.role
-        if isinstance(role, Resigned) or (isinstance(role, Follower) and role.leader_lost):
+        if isinstance(role, Follower | Prospective) and role.leader_lost:
             return None
-        return self._qs.leader_id
+        return self.leader_id
 
     def _fetch_error(self, req: FetchRequest, error: ErrorCode) -> FetchResponse:
         return FetchResponse(
@@ -484,3 +489,13 @@ class ReplicationMixin:
             effects += [Send(v, begin) for v in sorted(ls.unacked_begin)]
             ls.begin_resend_ms = now_ms + cfg.begin_quorum_resend_ms
         return effects
+
+
+def _usable_hint(src: int, resp: FetchResponse | FetchSnapshotResponse) -> int | None:
+    """The leader a fetch answer names, unless the answer contradicts itself: "not the leader,
+    and the leader is me" from `src`. Following that hint would refetch from `src` at once, and
+    again on every answer, with no backoff (the self-named-leader storm); without a usable hint
+    the fetcher backs off instead (observer_bootstrap_backoff_ms, or its fetch retry)."""
+    if resp.error == ErrorCode.NOT_LEADER_OR_FOLLOWER and resp.leader_id == src:
+        return None
+    return resp.leader_id

@@ -1,11 +1,13 @@
-"""Bugs the simulator found in other modules and that are still open, pinned as small
-deterministic tests (a seed's trajectory moves whenever the core changes; these do not). Each is
-`xfail(strict=True)`: it fails loudly once the bug is fixed, so whoever fixes it removes the mark
-and the matching entry of harness.sim.simulation.KNOWN_CORE_BUGS."""
+"""Bugs the simulator found in other modules, pinned as small deterministic tests (a seed's
+trajectory moves whenever the core changes; these do not). Both were message storms in the Raft
+core, now fixed (quorum/raft; core-level tests in tests/raft/test_liveness.py):
+
+- self-named-leader-fetch-storm (seeds 20194, 40139, 40242 with 3 voters; 30247, 30256 with 5):
+  a former leader in Prospective named itself leader in NOT_LEADER_OR_FOLLOWER answers;
+- observer-refused-bootstrap-storm (seed 40218, 3 voters): an observer whose Fetch was refused
+  asked the next voter at once, forever, when every voter was down."""
 
 from __future__ import annotations
-
-import pytest
 
 from harness.sim.invariants import SafetyChecker
 from harness.sim.node import SimNode
@@ -15,11 +17,6 @@ from quorum.raft.effects import ElectionState
 from quorum.raft.messages import ErrorCode, FetchRequest, FetchResponse
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="quorum/raft: a former leader in Prospective names ITSELF as leader in its "
-    "NOT_LEADER_OR_FOLLOWER fetch answers (KNOWN_CORE_BUGS self-named-leader-fetch-storm)",
-)
 def test_a_voter_that_does_not_lead_never_names_itself_leader() -> None:
     config = RaftConfig(election_timeout_ms=100, fetch_timeout_ms=300)
     node = SimNode(3, (1, 2, 3), config, SafetyChecker())
@@ -38,11 +35,6 @@ def test_a_voter_that_does_not_lead_never_names_itself_leader() -> None:
     assert answers[0].leader_id != 3  # it does not lead: "the leader is me" sends 101 back here
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="quorum/raft: an observer whose Fetch is refused asks the next voter at once, forever, "
-    "with no backoff, when every voter is down (KNOWN_CORE_BUGS observer-refused-bootstrap-storm)",
-)
 def test_an_observer_backs_off_when_every_voter_refuses() -> None:
     config = RaftConfig(election_timeout_ms=100, fetch_timeout_ms=300)
     node = SimNode(101, (1, 2, 3), config, SafetyChecker())

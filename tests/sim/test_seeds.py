@@ -1,8 +1,8 @@
 """Many seeded simulation runs of the real quorum (RaftCore + RaftLogStore on SimStorage +
 MetadataImage) under partitions, crashes that lose unsynced data, restarts, pauses, drops,
-duplicates and reordering: zero safety violations and every run converges, except failures that
-match a core bug already reported to its owner (harness.sim.simulation.KNOWN_CORE_BUGS), which
-are listed as a warning. Anything else fails, with the seeds and their replay commands.
+duplicates and reordering: zero safety violations and every run converges. Any violation fails,
+with the seeds and their replay commands (nothing is tolerated: a known open bug is pinned by a
+strict-xfail test in tests/sim/test_found_bugs.py instead).
 
 1,000 runs over 2 worker processes (one in five with 5 voters), a few simulated seconds each.
 A failure message lists every failing seed with the one command that replays it.
@@ -10,13 +10,12 @@ A failure message lists every failing seed with the one command that replays it.
 
 from __future__ import annotations
 
-import warnings
 from collections import Counter
 
 import pytest
 
 from harness.sim.runner import RunSummary, run_many
-from harness.sim.simulation import SimConfig, known_core_bug
+from harness.sim.simulation import SimConfig
 
 RUNS = 1000
 JOBS = 2
@@ -58,11 +57,7 @@ def test_runs_exercise_faults_elections_and_commits(summaries: list[RunSummary])
 
 
 def _failures(summaries: list[RunSummary], liveness: bool) -> list[RunSummary]:
-    failing = [s for s in summaries if not s.ok and (s.invariant == "Liveness") == liveness]
-    known = [s for s in failing if known_core_bug(s.violation)]
-    if known:
-        warnings.warn(f"known core bugs hit (reported):\n{_report(known)}", stacklevel=2)
-    return [s for s in failing if s not in known]
+    return [s for s in summaries if not s.ok and (s.invariant == "Liveness") == liveness]
 
 
 def test_no_safety_violation(summaries: list[RunSummary]) -> None:
