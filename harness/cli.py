@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.bench",
     "harness.sim.cli",
     "harness.sim.cluster_cli",  # adds `sim cluster` to the sim group (after harness.sim.cli)
+    "harness.sim.matrix_cli",  # adds `sim matrix` (data-plane scenario matrix, issue 8)
     "harness.jepsen.cli",
     "harness.jepsen.run_cli",  # `kraftlab jepsen run` (real-process runs)
     "harness.spark.cli",  # `kraftlab analyze` (Spark comparison, docs/compare.md)

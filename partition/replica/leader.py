@@ -404,8 +404,13 @@ class LeaderMixin:
             return self._send_alter_partition(leader, self._isr(), now_ms)
         isr = self._isr()
         floor = max(self._hw, leader.epoch_start_offset)
+        lag = self.config.replica_lag_time_max_ms
+        # Kafka expands only on a follower's fetch (Partition.updateFollowerFetchState): a
+        # follower that has not fetched within the lag time is not rejoined on stale state
+        # (found by the data-plane simulation: cut followers re-added right after a shrink).
         joining = {f.replica_id for f in leader.followers.values()
-                   if f.replica_id not in isr and f.log_end_offset >= floor and self._is_eligible(f)}  # fmt: skip
+                   if f.replica_id not in isr and f.log_end_offset >= floor and self._is_eligible(f)
+                   and now_ms - f.last_fetch_time_ms <= lag}  # fmt: skip
         return self._send_alter_partition(leader, isr | joining, now_ms) if joining else []
 
     def _maybe_resend_alter_partition(self, leader: Leader, now_ms: int) -> list[Effect]:

@@ -1,0 +1,190 @@
+"""One deterministic data-plane run: brokers hosting ReplicaCores, the active controller,
+producers and a consumer, one nemesis shape; then the checkers. `run_data(config)` is a pure
+function of its config (the seed included): same config, same history, same summary row.
+
+Phases (simulated ms): brokers register and the topic (1 partition, RF `replication_factor`) is
+created; the workload starts at WORKLOAD_START_MS; the fault starts at FAULT_START_MS and is
+healed `fault_duration_ms` later (nemesis shapes: harness/sim/data_nemesis.py); the workload runs
+AFTER_HEAL_MS more, then stops; after SETTLE_MS of quiet the final drain reads the leader's log.
+
+Checked after every event (harness/sim/data_world.py): a leader's HW never exceeds the minimum ISR
+LEO it knows (the majority LEO in quorum mode); no replica holds, below its HW, a record that
+differs from the one first seen committed at that offset (committed-prefix agreement, which
+`leader.epoch.enable=true` must guarantee when no unclean election happens); leader epochs a
+broker sees never go back. After the run: Jepsen's queue checker (harness/jepsen/queue.py) over
+the send/poll history with the final drain: lost-write, duplicate, inconsistent-offsets, ...
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from harness.jepsen.history import pair_operations
+from harness.jepsen.queue import QueueResult, check_queue
+from harness.sim.data_nemesis import Nemesis, Span
+from harness.sim.data_workload import Consumer, History, Producer, final_drain
+from harness.sim.data_world import CLIENT_BASE, World, WorldTiming
+from partition.replica import ACKS_ALL, ACKS_LEADER, ReplicaConfig
+from quorum.controller import ControllerConfig, CreateTopicRequest
+
+TOPIC_CREATE_MS = 300
+WORKLOAD_START_MS = 1000
+FAULT_START_MS = 3000
+AFTER_HEAL_MS = 3000
+SETTLE_MS = 2500
+PRODUCERS = 3
+WRITE_INTERVAL_MS = 60  # per producer: ~50 writes/s in all
+POLL_INTERVAL_MS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class DataRunConfig:
+    seed: int = 1
+    replication_mode: str = "isr"
+    acks: str = "all"  # "1" | "all"
+    min_insync_replicas: int = 2
+    unclean_leader_election: bool = False
+    eligible_leader_replicas: bool = False
+    leader_epoch_enable: bool = True
+    replication_factor: int = 3
+    nemesis: str = "none"
+    fault_duration_ms: int = 5000
+    timing: WorldTiming = field(default_factory=WorldTiming)
+
+    @property
+    def brokers(self) -> int:
+        return self.replication_factor
+
+    def key(self) -> str:
+        return (f"{self.replication_mode}-acks{self.acks}-isr{self.min_insync_replicas}-"
+                f"u{int(self.unclean_leader_election)}-elr{int(self.eligible_leader_replicas)}-"
+                f"le{int(self.leader_epoch_enable)}-rf{self.replication_factor}-{self.nemesis}-"
+                f"{self.fault_duration_ms}ms-s{self.seed}")
+
+
+@dataclass
+class DataRunResult:
+    config: DataRunConfig
+    history: History
+    queue: QueueResult
+    violations: dict[str, int]
+    violation_examples: list[str]
+    leader_elections: int
+    unclean_elections: int
+    isr_shrinks: int
+    isr_expands: int
+    timeline: list[Span]
+    fault_start_ms: int | None
+    fault_end_ms: int | None
+    heal_ms: int | None
+    workload_end_ms: int
+    sim_ms: int
+    events: int
+    wall_ms: int
+    drained: bool
+
+    @property
+    def lost_writes(self) -> int:
+        return self.queue.counts.get("lost-write", 0)
+
+    def anomalies(self) -> dict[str, int]:
+        return {k: v for k, v in self.queue.counts.items() if v}
+
+
+def build_world(config: DataRunConfig) -> World:
+    replica_config = ReplicaConfig(
+        replica_lag_time_max_ms=config.timing.replica_lag_time_max_ms,
+        min_insync_replicas=config.min_insync_replicas,
+        replication_mode=config.replication_mode,
+        leader_epoch_enable=config.leader_epoch_enable,
+        replica_fetch_wait_max_ms=config.timing.replica_fetch_wait_max_ms,
+        replica_fetch_backoff_ms=100,
+        replica_socket_timeout_ms=config.timing.request_timeout_ms,
+        alter_partition_timeout_ms=config.timing.request_timeout_ms,
+    )
+    controller_config = ControllerConfig(
+        broker_heartbeat_interval_ms=config.timing.heartbeat_interval_ms,
+        broker_session_timeout_ms=config.timing.session_timeout_ms,
+        eligible_leader_replicas_enable=config.eligible_leader_replicas,
+        auto_leader_rebalance_enable=False,
+    )
+    return World(config.seed, config.brokers, replica_config, controller_config, config.timing)
+
+
+def topic_request(config: DataRunConfig) -> CreateTopicRequest:
+    return CreateTopicRequest("t", 1, config.replication_factor, (
+        ("min.insync.replicas", str(config.min_insync_replicas)),
+        ("unclean.leader.election.enable", str(config.unclean_leader_election).lower()),
+        ("replication.mode", config.replication_mode),
+    ))
+
+
+class DataSimulation:
+    def __init__(self, config: DataRunConfig) -> None:
+        self.config = config
+        self.world = world = build_world(config)
+        self.history = History()
+        world.controller.on_partition_change = self._on_change
+        acks = ACKS_ALL if config.acks == "all" else ACKS_LEADER
+        values = [1]
+        concurrency = PRODUCERS + 1
+        self.producers = [Producer(world, CLIENT_BASE + i, self.history, i, concurrency, acks,
+                                   WRITE_INTERVAL_MS, values) for i in range(PRODUCERS)]
+        self.consumer = Consumer(world, CLIENT_BASE + PRODUCERS, self.history, PRODUCERS,
+                                 concurrency, POLL_INTERVAL_MS)
+        self.nemesis = Nemesis(world, config.nemesis, FAULT_START_MS, config.fault_duration_ms)
+
+    def _on_change(self, old: Any, new: Any) -> None:
+        if old is None and not self.world.topic_id:
+            self.world.topic_id = new.topic_id
+        self.world._count_change(old, new)
+
+    def _create_topic(self) -> None:
+        if self.world.topic_id:
+            return
+        self.world.controller.submit((-1, 0), topic_request(self.config))
+        self.world.queue.at(self.world.queue.now_ms + 500, self._create_topic)
+
+    def run(self) -> DataRunResult:
+        started = time.monotonic()
+        w = self.world
+        for b in sorted(w.brokers):
+            w.queue.at(0, w.brokers[b].start)
+        w.controller.pump()
+        w.queue.at(TOPIC_CREATE_MS, self._create_topic)
+        for i, p in enumerate(self.producers):
+            p.start(WORKLOAD_START_MS + i * (WRITE_INTERVAL_MS // PRODUCERS))
+        self.consumer.start(WORKLOAD_START_MS + 7)
+        self.nemesis.schedule()
+        heal = FAULT_START_MS + self.config.fault_duration_ms
+        if self.config.nemesis == "unclean-crash-losing-unflushed-tail":
+            heal += 500
+        workload_end = heal + AFTER_HEAL_MS
+        w.queue.run_until(workload_end - 1)  # no operation is invoked at workload_end
+        for client in (*self.producers, self.consumer):
+            client.stopped = True
+        w.queue.run_until(workload_end + SETTLE_MS)
+        drained = final_drain(w, self.history, 2 * (PRODUCERS + 1) * 1000)
+        ops = pair_operations(self.history.events)
+        queue = check_queue(ops)
+        c = w.counters
+        has_fault = self.config.nemesis != "none"
+        return DataRunResult(
+            config=self.config, history=self.history, queue=queue,
+            violations=dict(c.violations), violation_examples=list(c.examples),
+            leader_elections=c.leader_elections, unclean_elections=c.unclean_elections,
+            isr_shrinks=c.isr_shrinks, isr_expands=c.isr_expands,
+            timeline=list(self.nemesis.timeline),
+            fault_start_ms=FAULT_START_MS if has_fault else None,
+            fault_end_ms=FAULT_START_MS + self.config.fault_duration_ms if has_fault else None,
+            heal_ms=max(self.nemesis.heal_ms or heal, FAULT_START_MS + self.config.fault_duration_ms)
+            if has_fault else None,
+            workload_end_ms=workload_end, sim_ms=w.queue.now_ms, events=w.queue.events,
+            wall_ms=int((time.monotonic() - started) * 1000), drained=drained,
+        )
+
+
+def run_data(config: DataRunConfig) -> DataRunResult:
+    return DataSimulation(config).run()

@@ -1,0 +1,73 @@
+"""What the literature says, found by the data-plane simulation (issue 5 and issue 8 acceptance):
+- acks=1: the simulator FINDS a lost acknowledged write (zombie leader, reference item 4);
+- ISR, acks=all, min.insync.replicas=1: a leader cut off from its followers (ISR shrinks to the
+  leader) that then loses leadership loses acknowledged writes when an unclean election is
+  allowed; without it the partition goes offline instead; min.insync.replicas=2 loses nothing;
+- quorum mode loses nothing there and stops acknowledging writes on the minority side;
+- the last replica standing (KIP-966, reference item 7): min.insync.replicas=2 without ELR loses
+  acknowledged writes when the last ISR member loses its unflushed tail; ELR prevents it.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.sim.data_simulation import FAULT_START_MS, DataRunConfig, run_data
+from harness.sim.runner import quiet_logging
+
+
+@pytest.fixture(autouse=True)
+def _quiet_logging() -> None:
+    quiet_logging()  # tests/conftest.py restores the previous configuration afterwards
+
+SEEDS = (1, 2, 3, 4)
+
+
+def _lost(**kw: object) -> list[int]:
+    return [run_data(DataRunConfig(seed=s, **kw)).lost_writes for s in SEEDS]  # type: ignore[arg-type]
+
+
+def test_acks_1_zombie_leader_loses_acknowledged_writes() -> None:
+    assert any(_lost(acks="1", min_insync_replicas=1, nemesis="zombie-leader"))
+    assert not any(_lost(acks="all", min_insync_replicas=1, nemesis="zombie-leader"))
+
+
+def test_min_isr_1_with_unclean_election_loses_writes_min_isr_2_does_not() -> None:
+    common = dict(acks="all", nemesis="isolate-partition-leader", fault_duration_ms=5000)
+    unclean = [run_data(DataRunConfig(seed=s, min_insync_replicas=1, unclean_leader_election=True,
+                                      **common)) for s in SEEDS]  # type: ignore[arg-type]
+    assert any(r.lost_writes for r in unclean)
+    assert all(r.unclean_elections >= 1 for r in unclean)
+    assert not any(_lost(min_insync_replicas=1, **common))  # offline instead of lossy
+    assert not any(_lost(min_insync_replicas=2, unclean_leader_election=True, **common))
+
+
+def test_quorum_mode_loses_nothing_and_refuses_writes_on_the_minority_side() -> None:
+    for seed in SEEDS:
+        result = run_data(DataRunConfig(seed=seed, replication_mode="quorum", acks="all",
+                                        nemesis="leader-cut-from-followers-only",
+                                        fault_duration_ms=5000))
+        assert result.lost_writes == 0 and result.violations == {}
+        # While cut from both followers, the leader (a minority of one) acknowledges nothing.
+        acked_in_fault = [e for e in result.history.events
+                          if e.f == "send" and e.type == "ok"
+                          and FAULT_START_MS + 100 <= e.time // 1_000_000 < FAULT_START_MS + 5000]
+        assert acked_in_fault == []
+
+
+def test_elr_avoids_loss_when_the_last_replica_loses_its_tail() -> None:
+    common = dict(acks="all", min_insync_replicas=2, nemesis="unclean-crash-losing-unflushed-tail",
+                  fault_duration_ms=5000)
+    assert all(_lost(eligible_leader_replicas=False, **common))
+    assert not any(_lost(eligible_leader_replicas=True, **common))
+
+
+@pytest.mark.xfail(strict=True, reason="FINDING for P/C: quorum-mode elections use stale "
+                   "replica positions while the old leader keeps committing with a follower "
+                   "that is cut from the controller (see the D2 report)")
+def test_quorum_mode_loses_nothing_when_the_controller_is_cut_from_the_majority() -> None:
+    # random-halves seed 3: {controller, broker 2} | {leader 1, broker 3}. The controller fences
+    # 1 and elects 2 (LEO 100) while 1 and 3, a majority, commit up to offset 151.
+    result = run_data(DataRunConfig(seed=3, replication_mode="quorum", acks="all",
+                                    nemesis="random-halves", fault_duration_ms=1000))
+    assert result.lost_writes == 0
