@@ -1,17 +1,25 @@
-"""`kraftlab compare`: the README's main job (for now: a live check of the metadata quorum).
+"""`kraftlab compare`: the README's main job.
 
-What it does, and nothing more (the report says the same): bring up a 3-controller cluster in a
-fresh directory under OUT (default ./kraftlab-report/), wait for an agreed leader, write one key
-through every controller and read every key back linearizably from every controller, SIGKILL the
-leader and time how long until a write issued after the kill succeeds, then write OUT/report.md
-with the quorum status and these measurements, stop the cluster and print the report's path.
-A later issue grows this into the quorum-versus-ISR comparison (sim matrix + Spark analysis).
+Three phases, each reported in OUT (default ./kraftlab-report/):
+
+1. live: a 3-controller cluster on 127.0.0.1 in a fresh directory under OUT/live, an agreed
+   leader, one write through every controller and a linearizable read of every key from every
+   controller, then a SIGKILL of the leader timed to the first successful write issued after
+   it (OUT/live/report.md). The cluster is stopped afterwards.
+2. matrix: the default scenario matrix on the deterministic simulator (harness/sim/matrix.py:
+   both replication modes, the main durability settings, every nemesis shape, a few seeds),
+   one run-summary row per run in OUT/runs (Parquet, docs/compare.md).
+3. analysis: the Spark job (harness/spark/compare.py) on `local[*]` by default, or `--master`,
+   writing OUT/analysis/compare.md with tables, plots and computed conclusions.
+
+OUT/report.md links the three; the command prints the conclusions and that path.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 import time
 from datetime import UTC, datetime
@@ -114,8 +122,8 @@ def leader_status(cluster: cl.ClusterFile) -> tuple[str, str]:
             format_replication(client.get_json("/quorum/replication"), human=False))
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    out = Path(args.out).resolve()
+def live_check(out: Path) -> tuple[Path | None, bool]:
+    """Phase 1: (the live report's path or None on failure, every read returned its value)."""
     out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     data_dir = out / f"cluster-{stamp}"
@@ -139,7 +147,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         for node in cluster.nodes:
             cl.stop_node(node, force=True, timeout_s=5)
-        return 1
+        return None, False
     data = {
         "generated": datetime.now(UTC).isoformat(timespec="seconds"),
         "cluster_id": cluster.cluster_id,
@@ -160,11 +168,87 @@ def cmd_compare(args: argparse.Namespace) -> int:
         node.pid = None
     cluster.save(data_dir)
     progress("cluster stopped")
-    print(path)
-    return 0 if data["kv_all_ok"] else 1
+    return path, bool(data["kv_all_ok"])
+
+
+def run_matrix(out: Path, seeds: int, jobs: int | None) -> tuple[Path, float]:
+    """Phase 2: the default simulated scenario matrix, as run-summary Parquet under `out`."""
+    from harness.sim.matrix import run_default
+
+    if out.exists():
+        shutil.rmtree(out)  # rows of an earlier run must not mix into this analysis
+    out.mkdir(parents=True)
+    path, wall_s = run_default(out, seeds=seeds, jobs=jobs)
+    return Path(path), wall_s
+
+
+def run_analysis(runs: Path, out: Path, master: str | None) -> Any:
+    """Phase 3: the Spark comparison over `runs`, written to `out`."""
+    from harness.spark.compare import Progress, analyze
+    from harness.spark.session import DEFAULT_MASTER, build_session
+
+    stages = Progress()
+    stages.stage("start Spark")
+    spark = build_session(master or DEFAULT_MASTER)
+    try:
+        return analyze(spark, runs, out, stages)
+    finally:
+        spark.stop()
+
+
+def write_index(out: Path, live: Path | None, live_ok: bool, runs: Path, matrix_wall_s: float,
+                result: Any) -> Path:
+    lines = [
+        "# kraftlab compare",
+        "",
+        f"Generated {datetime.now(UTC).isoformat(timespec='seconds')} by `kraftlab compare`.",
+        "",
+        "1. Live cluster check (3 controller processes on 127.0.0.1): "
+        + (f"[{live.relative_to(out)}]({live.relative_to(out)}), every linearizable read "
+           f"returned the written value: **{live_ok}**." if live else "skipped or failed."),
+        f"2. Simulated scenario matrix: run-summary Parquet in `{runs.relative_to(out)}` "
+        f"({matrix_wall_s:.0f} s wall).",
+        f"3. Spark analysis: [{result.report.relative_to(out)}]({result.report.relative_to(out)})"
+        " (tables, plots, conclusions).",
+        "",
+        "## Conclusions (computed from the runs)",
+        "",
+    ]
+    for source, said in result.sentences.items():
+        lines.append(f"### {source}")
+        lines += [f"- {sentence}" for sentence in said]
+        lines.append("")
+    path = out / "report.md"
+    path.write_text("\n".join(lines))
+    return path
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    out = Path(args.out).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    live, live_ok = None, True
+    if not args.skip_live:
+        progress("phase 1/3: live cluster check")
+        live, live_ok = live_check(out / "live")
+    progress("phase 2/3: simulated scenario matrix")
+    runs, wall_s = run_matrix(out / "runs", args.seeds, args.jobs)
+    progress("phase 3/3: Spark analysis")
+    result = run_analysis(out / "runs", out / "analysis", args.master)
+    index = write_index(out, live, live_ok, runs, wall_s, result)
+    for source, said in result.sentences.items():
+        print(f"{source}:")
+        for sentence in said:
+            print(f"  - {sentence}")
+    print(f"report: {index}")
+    return 0 if (args.skip_live or live is not None) and live_ok else 1
 
 
 def register(sub: Any) -> None:
-    parser = sub.add_parser("compare", help="the main job: run the quorum check, write a report")
+    parser = sub.add_parser(
+        "compare", help="the main job: live cluster check, simulated matrix, Spark analysis")
     parser.add_argument("--out", default="./kraftlab-report", help="report directory")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds per matrix cell (default 3)")
+    parser.add_argument("--jobs", type=int, default=None, help="simulator processes (default: all cores)")
+    parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
+    parser.add_argument("--skip-live", action="store_true", help="skip the live cluster check")
     parser.set_defaults(handler=cmd_compare)
