@@ -71,6 +71,8 @@ class NodeEntry:
     data_dir: str
     log_file: str
     config_file: str = ""
+    # The broker's Kafka wire-protocol listener (harness/kafka); None for controllers.
+    kafka_port: int | None = None
 
     @property
     def admin_url(self) -> str:
@@ -194,6 +196,8 @@ def write_node_config(node: NodeEntry, cluster: ClusterFile, overrides: dict[str
         metadata_log_dir=Path(node.data_dir),
         process_roles=node.role,
         listener=Endpoint(node.host, node.rpc_port) if is_broker else None,
+        kafka_listener=(Endpoint(node.host, node.kafka_port)
+                        if is_broker and node.kafka_port else None),
     )
     text = config.to_properties()
     for key, value in overrides.items():
@@ -217,7 +221,7 @@ def create_cluster(
     validate_overrides(overrides)
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    ports = free_ports(2 * (controllers + brokers))
+    ports = free_ports(3 * (controllers + brokers))
     cluster = ClusterFile(random_cluster_id())
     layout = [(i + 1, "controller") for i in range(controllers)]
     layout += [(FIRST_BROKER_ID + i, "broker") for i in range(brokers)]
@@ -229,8 +233,9 @@ def create_cluster(
                 id=node_id,
                 role=role,
                 host=HOST,
-                rpc_port=ports[2 * i],
-                admin_port=ports[2 * i + 1],
+                rpc_port=ports[3 * i],
+                admin_port=ports[3 * i + 1],
+                kafka_port=ports[3 * i + 2] if role == "broker" else None,
                 pid=None,
                 data_dir=str(node_dir),
                 log_file=str(node_dir / "node.log"),

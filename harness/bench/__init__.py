@@ -16,6 +16,7 @@ KINDS: dict[str, str] = {
     "raftcore": "harness.bench.raftcore",
     "produce": "harness.bench.produce",
     "consume": "harness.bench.consume",
+    "kafka-produce": "harness.bench.kafka_produce",
 }
 
 

@@ -52,7 +52,8 @@ class BrokerLifecycle:
         self.session = BrokerSession(
             broker_id=node.node_id,
             incarnation_id=base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="),
-            endpoints=(Endpoint("rpc", rpc.host, rpc.port), Endpoint("admin", admin.host, admin.port)),
+            endpoints=(Endpoint("rpc", rpc.host, rpc.port), Endpoint("admin", admin.host, admin.port))
+            + ((Endpoint("kafka", kl.host, kl.port),) if (kl := config.kafka_listener) else ()),
             timing=BrokerTiming(
                 heartbeat_interval_ms=config.broker_heartbeat_interval_ms,
                 request_timeout_ms=config.request_timeout_ms,

@@ -115,6 +115,9 @@ class NodeConfig:
     process_roles: str = "controller"
     # A broker's own RPC listener (controllers listen on their voter endpoint).
     listener: Endpoint | None = None
+    # A broker's Kafka wire-protocol listener (`listeners=...,PLAINTEXT://host:port`,
+    # harness/kafka): None when the broker's `listeners` names no PLAINTEXT entry.
+    kafka_listener: Endpoint | None = None
     rack: str | None = None
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -148,7 +151,10 @@ class NodeConfig:
             f"metadata.log.dir={self.metadata_log_dir}",
         ]
         if self.listener is not None:
-            lines.append(f"listeners={self.listener.host}:{self.listener.port}")
+            value = f"{self.listener.host}:{self.listener.port}"
+            if self.kafka_listener is not None:
+                value += f",PLAINTEXT://{self.kafka_listener.host}:{self.kafka_listener.port}"
+            lines.append(f"listeners={value}")
         if self.rack is not None:
             lines.append(f"broker.rack={self.rack}")
         for key, (name, _) in TUNABLES.items():
@@ -211,13 +217,22 @@ def from_properties(props: dict[str, str]) -> NodeConfig:
         raise ConfigError("node.id must be an integer") from None
     voters = parse_endpoints(props["controller.quorum.voters"], "controller.quorum.voters")
     admin = parse_endpoints(props["kraftlab.admin.listeners"], "kraftlab.admin.listeners")
-    listener = None
+    listener = kafka_listener = None
     if roles == "broker":
         if node_id in voters:
             raise ConfigError(f"broker node.id {node_id} must not be a controller voter")
         if "listeners" not in props:
             raise ConfigError("a broker needs listeners=host:port (its RPC listener)")
-        listener = parse_endpoints(f"{node_id}@{props['listeners']}", "listeners")[node_id]
+        # `host:port` is the RPC listener; `PLAINTEXT://host:port` the Kafka one (harness/kafka).
+        for item in props["listeners"].split(","):
+            item = item.strip()
+            if item.startswith("PLAINTEXT://"):
+                address = item.removeprefix("PLAINTEXT://")
+                kafka_listener = parse_endpoints(f"{node_id}@{address}", "listeners")[node_id]
+            elif item:
+                listener = parse_endpoints(f"{node_id}@{item}", "listeners")[node_id]
+        if listener is None:
+            raise ConfigError("a broker needs listeners=host:port (its RPC listener)")
     elif node_id not in voters:
         raise ConfigError(f"node.id {node_id} is not in controller.quorum.voters")
     if node_id not in admin:
@@ -225,6 +240,7 @@ def from_properties(props: dict[str, str]) -> NodeConfig:
     return NodeConfig(
         process_roles=roles,
         listener=listener,
+        kafka_listener=kafka_listener,
         rack=props.get("broker.rack"),
         node_id=node_id,
         cluster_id=props["cluster.id"],

@@ -399,8 +399,10 @@ class ReplicaManager:
                                      leader_epoch=r.core.leader_epoch))  # fmt: skip
 
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int, max_wait_ms: int,
-              callback: FetchCallback) -> None:  # fmt: skip
-        """A consumer fetch (below the HW only, long-polling up to max_wait_ms)."""
+              callback: FetchCallback, current_leader_epoch: int = -1) -> None:  # fmt: skip
+        """A consumer fetch (below the HW only, long-polling up to max_wait_ms). A
+        current_leader_epoch >= 0 is checked by the core (KIP-320: FENCED_LEADER_EPOCH /
+        UNKNOWN_LEADER_EPOCH)."""
         r, error, leader, epoch = self._lookup(topic, partition)
         request_id = self._request_id()
         if r is None:
@@ -409,6 +411,7 @@ class ReplicaManager:
             return
         self._fetch_waiters[request_id] = callback
         self._step(r, FetchRequest(r.topic_id, partition, CONSUMER_REPLICA_ID, offset,
+                                   current_leader_epoch=current_leader_epoch,
                                    max_bytes=max_bytes, max_wait_ms=max_wait_ms,
                                    request_id=request_id))  # fmt: skip
 

@@ -161,6 +161,7 @@ class ControllerNode:
         self.active: ActiveController | None = None
         self.rpc_server: ControllerRpcServer | None = None
         self.broker: BrokerLifecycle | None = None
+        self.kafka_listener: Any = None  # harness.kafka.server.KafkaListener on brokers
         if config.is_broker:
             self.broker = BrokerLifecycle(self)
         else:
@@ -196,11 +197,19 @@ class ControllerNode:
         self._step(self.core.tick)
         if self.broker is not None:
             self.broker.start()
+            kafka = self.config.kafka_listener
+            if kafka is not None:  # the Kafka wire protocol (harness/kafka, issue 9)
+                from harness.kafka.server import KafkaListener
+
+                self.kafka_listener = KafkaListener(self, kafka.host, kafka.port)
+                await self.kafka_listener.start()
         log.info("node.started", voters=sorted(self.config.voters), epoch=self.epoch,
                  process_roles=self.config.process_roles)
 
     async def stop(self, *, resign: bool) -> None:
         """Graceful shutdown: resign (EndQuorumEpoch to the others, KIP-595) then close."""
+        if self.kafka_listener is not None:
+            await self.kafka_listener.close()
         if self.broker is not None:
             await self.broker.controlled_shutdown()
             await self.broker.close()

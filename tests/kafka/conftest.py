@@ -1,0 +1,132 @@
+"""A real 3-controller + 3-broker cluster on loopback for the Kafka protocol tests, and a raw
+Kafka wire client (kafka-python's message classes over a plain socket) to send requests the
+client libraries would never send (bad sequences, stale leader epochs, garbage).
+
+The cluster is shared by every test in tests/kafka (session scope) and torn down by PID
+(tests/integration/conftest.kill_recorded) whatever the tests did.
+"""
+
+from __future__ import annotations
+
+import io
+import socket
+import struct
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from harness import cluster as cl
+from tests.integration.conftest import FAST, LiveCluster, kill_recorded, kraftlab, poll
+
+BROKERS = [101, 102, 103]
+
+
+class KafkaCluster(LiveCluster):
+    def kafka_port(self, broker_id: int) -> int:
+        port = self.file.node(broker_id).kafka_port
+        assert port is not None
+        return port
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{self.kafka_port(b)}" for b in BROKERS)
+
+    def cli(self, *args: str, timeout_s: float = 60) -> str:
+        done = kraftlab(*args, "--data-dir", str(self.data_dir), timeout_s=timeout_s)
+        assert done.returncode == 0, done.stderr + done.stdout
+        return done.stdout
+
+    def create_topic(self, name: str, partitions: int = 1, *configs: str) -> None:
+        extra = [a for kv in configs for a in ("--config", kv)]
+        self.cli("topic", "create", name, "--partitions", str(partitions),
+                 "--replication-factor", "3", *extra)  # fmt: skip
+
+        def ready() -> bool:
+            with Wire(self.kafka_port(BROKERS[0])) as w:
+                md = w.metadata([name])
+            t = md.topics[0]
+            return t.error_code == 0 and all(p.leader_id >= 0 for p in t.partitions) and len(
+                t.partitions) == partitions  # fmt: skip
+
+        poll(ready, 20, f"topic {name} with leaders in Metadata")
+
+    def leader(self, topic: str, partition: int = 0) -> tuple[int, int]:
+        """(leader id, leader epoch) from Metadata."""
+        with Wire(self.kafka_port(BROKERS[0])) as w:
+            p = w.metadata([topic]).topics[0].partitions[partition]
+        return p.leader_id, p.leader_epoch
+
+    def pid(self, node_id: int) -> int:
+        node = self.file.node(node_id)
+        assert cl.is_our_process(node.pid, node.config_file), f"node {node_id} is not running"
+        assert node.pid is not None
+        return node.pid
+
+
+class Wire:
+    """One Kafka connection: `call(RequestClass[v](...))` returns the decoded response."""
+
+    def __init__(self, port: int, timeout_s: float = 10.0) -> None:
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
+        self.correlation_id = 0
+
+    def __enter__(self) -> Wire:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.sock.close()
+
+    def send_raw(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def send(self, request: Any) -> int:
+        self.correlation_id += 1
+        request.with_header(correlation_id=self.correlation_id, client_id="kraftlab-test")
+        self.sock.sendall(bytes(request.encode(header=True, framed=True)))
+        return self.correlation_id
+
+    def recv_frame(self) -> bytes:
+        size = struct.unpack(">i", self._read(4))[0]
+        return self._read(size)
+
+    def call(self, request: Any) -> Any:
+        cid = self.send(request)
+        payload = self.recv_frame()
+        response_cls = request.header.get_response_class()
+        buf = io.BytesIO(payload)
+        header = response_cls.parse_header(buf)
+        assert header.correlation_id == cid
+        return response_cls.decode(payload[buf.tell() :])
+
+    def metadata(self, topics: list[str] | None, version: int = 12) -> Any:
+        from kafka.protocol.metadata import MetadataRequest
+
+        cls = MetadataRequest[version]
+        req = cls(topics=None if topics is None else [cls.MetadataRequestTopic(name=t)
+                                                      for t in topics],
+                  allow_auto_topic_creation=False)  # fmt: skip
+        return self.call(req)
+
+    def _read(self, n: int) -> bytes:
+        out = bytearray()
+        while len(out) < n:
+            chunk = self.sock.recv(n - len(out))
+            if not chunk:
+                raise ConnectionError("closed by the broker")
+            out += chunk
+        return bytes(out)
+
+
+@pytest.fixture(scope="session")
+def kcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
+    data_dir = tmp_path_factory.mktemp("kafka")
+    try:
+        up = kraftlab("cluster", "up", "--controllers", "3", "--brokers", "3",
+                      "--data-dir", str(data_dir), *FAST,
+                      "--config", "broker.session.timeout.ms=3000",
+                      "--config", "broker.heartbeat.interval.ms=500")  # fmt: skip
+        assert up.returncode == 0, up.stderr + up.stdout
+        yield KafkaCluster(data_dir)
+    finally:
+        kill_recorded(data_dir)
