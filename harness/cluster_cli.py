@@ -48,7 +48,7 @@ def print_status(cluster: cl.ClusterFile) -> None:
                 "shutdown" if b.get("in_controlled_shutdown") else
                 "fenced" if b["fenced"] else "unfenced"
             ) + f" epoch {b['epoch']}"
-    print(f"{'NodeId':<7} {'Role':<11} {'Pid':<8} {'Rpc':<6} {'Admin':<6} {'Leader':<7} "
+    print(f"{'NodeId':<7} {'Role':<11} {'Pid':<8} {'Rpc':<6} {'Admin':<6} {'Kafka':<6} {'Leader':<7} "
           f"{'Epoch':<6} {'HighWatermark':<14} LogEndOffset")
     for node in cluster.nodes:
         alive = cl.is_our_process(node.pid, node.config_file)
@@ -57,7 +57,7 @@ def print_status(cluster: cl.ClusterFile) -> None:
             state = "running?" if alive else "stopped"
             known = f"  ({broker_state[node.id]})" if node.id in broker_state else ""
             print(f"{node.id:<7} {state:<11} {node.pid or '-'!s:<8} {node.rpc_port:<6} "
-                  f"{node.admin_port:<6} -{known}")
+                  f"{node.admin_port:<6} {node.kafka_port or '-'!s:<6} -{known}")
             continue
         role = view.get("role", "?")
         extra = ""
@@ -65,7 +65,8 @@ def print_status(cluster: cl.ClusterFile) -> None:
             role = "broker"
             extra = f"  ({broker_state.get(node.id, 'not registered')})"
         print(f"{node.id:<7} {role:<11} {node.pid or '-'!s:<8} {node.rpc_port:<6} "
-              f"{node.admin_port:<6} {view.get('leader_id')!s:<7} {view.get('leader_epoch')!s:<6} "
+              f"{node.admin_port:<6} {node.kafka_port or '-'!s:<6} "
+              f"{view.get('leader_id')!s:<7} {view.get('leader_epoch')!s:<6} "
               f"{view.get('high_watermark')!s:<14} {view.get('log_end_offset')}{extra}")
 
 

@@ -148,6 +148,10 @@ def add_common(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common(parser)
     parser.add_argument("--acks", default="1,all", help="comma-separated: 0, 1, all")
+    parser.add_argument("--client", choices=("native", "confluent-kafka", "kafka-python"),
+                        default="native",
+                        help="the producer: kraftlab's own client (native protocol) or a real "
+                             "Kafka client on the brokers' Kafka listener (harness.bench.kafka_produce)")
 
 
 def print_row(r: dict[str, Any], what: str) -> None:
@@ -158,6 +162,10 @@ def print_row(r: dict[str, Any], what: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if getattr(args, "client", "native") != "native":
+        from harness.bench import kafka_produce
+
+        return kafka_produce.run(args)
     acks_list = [ACKS[a.strip()] for a in args.acks.split(",")]
     topic = "bench"
     results = []
