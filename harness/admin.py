@@ -161,9 +161,18 @@ class AdminApi:
                     body=payload, status=resp.status, content_type=resp.content_type
                 )
         except (aiohttp.ClientError, TimeoutError) as exc:
+            if request.method in ("GET", "HEAD") or isinstance(exc, aiohttp.ClientConnectorError):
+                return error_response(
+                    503, "LEADER_NOT_AVAILABLE", f"forwarding to leader {leader} failed: {exc!r}",
+                    leader_id=leader, leader_epoch=node.epoch,
+                )
+            # Not a read and the connection was made: the write may have reached the leader
+            # before the failure, so its outcome is unknown, never "did not happen" (found by
+            # the Jepsen kv workload under kill-leader).
             return error_response(
-                503, "LEADER_NOT_AVAILABLE", f"forwarding to leader {leader} failed: {exc!r}",
-                leader_id=leader, leader_epoch=node.epoch,
+                504, "REQUEST_TIMED_OUT",
+                f"forwarding to leader {leader} failed, outcome unknown: {exc!r}",
+                indeterminate=True, leader_id=leader, leader_epoch=node.epoch,
             )
 
     def leader_error(self, exc: NotLeaderError) -> web.Response:
@@ -314,7 +323,10 @@ def build_app(node: ControllerNode) -> web.Application:
 
     async def on_startup(app: web.Application) -> None:
         api.session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=256, keepalive_timeout=30)
+            # A fresh connection per forwarded request: aiohttp resends an idempotent request
+            # once when a reused keep-alive connection turns out broken, which would turn "the
+            # first send may have committed" into a clean "connection refused" (forward()).
+            connector=aiohttp.TCPConnector(limit=256, force_close=True)
         )
 
     async def on_cleanup(app: web.Application) -> None:
