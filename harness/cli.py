@@ -14,6 +14,7 @@ from collections.abc import Sequence
 # Modules that contribute commands, in the order they appear in --help.
 COMMAND_MODULES: tuple[str, ...] = (
     "harness.cluster_cli",
+    "harness.config_cli",  # `kraftlab config show` (issue 6)
     "harness.quorum_cli",
     "harness.kv_cli",
     "harness.topic_cli",

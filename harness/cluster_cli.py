@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import cluster as cl
+from harness.config_cli import check_overrides
 from harness.node.config import ConfigError
 
 
@@ -73,6 +74,7 @@ def print_status(cluster: cl.ClusterFile) -> None:
 def cmd_up(args: argparse.Namespace) -> int:
     data_dir = data_dir_of(args)
     overrides = parse_overrides(args.config)
+    check_overrides(overrides)  # unknown keys, bad values, topic keys: before anything starts
     path = cl.ClusterFile.path_in(data_dir)
     if path.exists():
         cluster = cl.ClusterFile.load(data_dir)
@@ -184,6 +186,12 @@ def cmd_restart(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_logs(args: argparse.Namespace) -> int:
+    from harness.logs_cli import cmd_logs as show_logs
+
+    return show_logs(args, data_dir_of(args).resolve())
+
+
 def guarded(fn: Any) -> Any:
     def run(args: argparse.Namespace) -> int:
         try:
@@ -224,6 +232,10 @@ def register(sub: Any) -> None:
     pause.add_argument("id", type=int)
     resume = verb("resume", cmd_signal, "SIGCONT a paused node")
     resume.add_argument("id", type=int)
+    logs = verb("logs", cmd_logs, "print one node's log file (JSON lines)")
+    logs.add_argument("id", type=int)
+    logs.add_argument("--follow", action="store_true",
+                      help="keep printing new lines until Ctrl-C or the node exits")
     restart = verb("restart", cmd_restart, "stop (SIGTERM) and start one node, wait until healthy")
     restart.add_argument("id", type=int)
     restart.add_argument("--force", action="store_true", help="SIGKILL instead of SIGTERM")

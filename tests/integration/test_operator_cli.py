@@ -1,0 +1,71 @@
+"""Operator commands of issue 6 on real processes: `kraftlab config show`, validation of
+`cluster up --config` (a bad key or value starts nothing and names the key), `cluster logs ID`."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from harness.node.config import TUNABLES
+from quorum.metadata.configs import TOPIC_CONFIG_DEFAULTS
+from tests.integration.conftest import FAST, LiveCluster, kill_recorded, kraftlab
+
+pytestmark = pytest.mark.integration
+
+
+def test_config_show_lists_every_key_with_its_default_and_scope() -> None:
+    done = kraftlab("config", "show")
+    assert done.returncode == 0, done.stderr
+    table = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines()[1:]
+             if line.strip() and not line.startswith("node keys")}
+    assert set(table) == set(TUNABLES) | set(TOPIC_CONFIG_DEFAULTS)
+    assert table["controller.quorum.election.timeout.ms"] == ["1000", "controller,broker"]
+    assert table["replica.lag.time.max.ms"] == ["30000", "broker"]
+    assert table["auto.leader.rebalance.enable"] == ["true", "controller"]
+    assert table["min.insync.replicas"] == ["1", "topic"]
+    assert table["unclean.leader.election.enable"] == ["false", "topic"]
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("no.such.key=1", "unknown config 'no.such.key'"),
+    ("broker.session.timeout.ms=abc", "broker.session.timeout.ms must be an integer"),
+    ("broker.session.timeout.ms=-5", "broker.session.timeout.ms must be >= 1"),
+    ("replica.lag.time.max.ms=true", "replica.lag.time.max.ms must be an integer"),
+    ("auto.leader.rebalance.enable=2", "auto.leader.rebalance.enable must be true or false"),
+    ("min.insync.replicas=2", "min.insync.replicas is a topic config"),
+    ("novalue", "--config expects key=value"),
+])
+def test_cluster_up_rejects_bad_config_and_starts_nothing(
+    tmp_path: Path, override: str, message: str
+) -> None:
+    done = kraftlab("cluster", "up", "--controllers", "1", "--data-dir", str(tmp_path),
+                    "--config", override)
+    assert done.returncode == 1
+    assert message in done.stderr, done.stderr
+    assert not (tmp_path / "cluster.json").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.fixture(scope="module")
+def one(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
+    data_dir = tmp_path_factory.mktemp("operator")
+    try:
+        up = kraftlab("cluster", "up", "--controllers", "1", "--data-dir", str(data_dir), *FAST,
+                      "--config", "auto.leader.rebalance.enable=false")
+        assert up.returncode == 0, up.stderr + up.stdout
+        yield LiveCluster(data_dir)
+    finally:
+        kill_recorded(data_dir)
+
+
+def test_cluster_logs_prints_the_node_log_as_json_lines(one: LiveCluster) -> None:
+    done = kraftlab("cluster", "logs", "1", "--data-dir", str(one.data_dir))
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert events, done.stdout[:500]
+    assert done.stdout == Path(one.file.node(1).log_file).read_text()[: len(done.stdout)]
+    unknown = kraftlab("cluster", "logs", "7", "--data-dir", str(one.data_dir))
+    assert unknown.returncode == 1 and "no node 7" in unknown.stderr
