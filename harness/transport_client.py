@@ -14,13 +14,9 @@ linearizable (read barrier); errors are Kafka error names.
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
-from typing import Any
 
-import msgpack  # type: ignore[import-untyped]
-
-from harness.transport import PROTOCOL_VERSION, FrameError, FrameProtocol
+from harness.pipelined import PipelinedConnection
 from quorum import codec
 
 
@@ -50,84 +46,30 @@ class ClientError(Exception):
         super().__init__(f"{response.error} (leader hint {response.leader_id})")
 
 
-class _ClientProtocol(FrameProtocol):
-    def __init__(self, client: NativeKvClient) -> None:
-        super().__init__()
-        self.client = client
-        self.ack: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-
-    def on_frame(self, payload: bytes) -> None:
-        if not self.ack.done():
-            self.ack.set_result(msgpack.unpackb(payload, raw=False))
-            return
-        try:
-            response = codec.decode(payload, KvResponse)
-        except codec.DecodeError as exc:
-            raise FrameError(str(exc)) from None
-        future = self.client.pending.pop(response.request_id, None)
-        if future is not None and not future.done():
-            future.set_result(response)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        super().connection_lost(exc)
-        if not self.ack.done():
-            self.ack.set_exception(ConnectionResetError("closed during handshake"))
-        self.client.on_lost()
-
-
 class NativeKvClient:
-    """Pipelined key/value client for one controller's RPC port."""
+    """Pipelined key/value client for one controller's RPC port (harness/pipelined.py)."""
 
     def __init__(self) -> None:
-        self.pending: dict[int, asyncio.Future[KvResponse]] = {}
+        self._conn: PipelinedConnection | None = None
         self._next_id = 1
-        self._proto: _ClientProtocol | None = None
-        self._out = bytearray()
-        self._flush_scheduled = False
 
     async def connect(self, host: str, port: int, cluster_id: str) -> None:
-        loop = asyncio.get_running_loop()
-        _, proto = await loop.create_connection(lambda: _ClientProtocol(self), host, port)
-        proto.write_frame(
-            msgpack.packb({"kraftlab": PROTOCOL_VERSION, "cluster_id": cluster_id, "client": True})
-        )
-        ack = await asyncio.wait_for(proto.ack, 5)
-        if not ack.get("ok"):
-            raise ConnectionRefusedError(str(ack))
-        self._proto = proto
-
-    def on_lost(self) -> None:
-        self._proto = None
-        for future in self.pending.values():
-            if not future.done():
-                future.set_exception(ConnectionResetError("connection to the controller lost"))
-        self.pending.clear()
+        conn = PipelinedConnection(host, port, f"controller at {host}:{port}")
+        await conn.connect(cluster_id, 5)
+        self._conn = conn
 
     def close(self) -> None:
-        if self._proto is not None and self._proto.transport is not None:
-            self._proto.transport.close()
-
-    def _flush(self) -> None:
-        self._flush_scheduled = False
-        if self._proto is not None and self._proto.transport is not None and self._out:
-            self._proto.transport.write(bytes(self._out))
-        self._out.clear()
+        if self._conn is not None:
+            self._conn.close()
 
     async def call(self, op: str, key: str, value: str | None = None,
                    expected: str | None = None) -> KvResponse:
-        if self._proto is None:
+        if self._conn is None or not self._conn.is_open:
             raise ConnectionResetError("not connected")
         request_id = self._next_id
         self._next_id += 1
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[KvResponse] = loop.create_future()
-        self.pending[request_id] = future
-        payload = codec.encode(KvRequest(request_id, op, key, value, expected))
-        self._out += len(payload).to_bytes(4, "big") + payload
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            loop.call_soon(self._flush)
-        response = await future
+        response: KvResponse = await self._conn.submit(
+            KvRequest(request_id, op, key, value, expected))
         if response.error != "NONE":
             raise ClientError(response)
         return response

@@ -1,9 +1,9 @@
 """Connections and cluster metadata for the native data client.
 
-`BrokerConnection`: one TCP connection to a broker's RPC listener (harness/transport.py framing,
-`"client": true` handshake), requests pipelined and matched to responses by request id, writes
-batched per loop iteration. A lost connection fails every outstanding call with
-`ConnectionResetError`; a call not answered within its timeout fails with `TimeoutError`.
+`BrokerConnection`: one pipelined connection to a broker's RPC listener (harness/pipelined.py:
+requests matched to responses by request id, writes batched per loop iteration; a lost
+connection fails every outstanding call with `ConnectionResetError`, an unanswered one with
+`TimeoutError`).
 
 `ClusterClient`: the bootstrap list, one connection per broker (opened on demand), and the
 partition leaders learned from MetadataCall (served by any broker from its metadata image).
@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import msgpack  # type: ignore[import-untyped]
-
 from harness.client.protocol import (
     FetchCall,
     FetchResult,
@@ -33,8 +31,7 @@ from harness.client.protocol import (
     ProduceCall,
     ProduceResult,
 )
-from harness.transport import PROTOCOL_VERSION, FrameError, FrameProtocol
-from quorum import codec
+from harness.pipelined import PipelinedConnection
 
 CONNECT_TIMEOUT_S = 3.0
 
@@ -47,106 +44,17 @@ class ClientError(Exception):
         super().__init__(f"{error}: {message}" if message else error)
 
 
-class _Protocol(FrameProtocol):
-    def __init__(self, conn: BrokerConnection) -> None:
-        super().__init__()
-        self.conn = conn
-        self.ack: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-
-    def on_frame(self, payload: bytes) -> None:
-        if not self.ack.done():
-            self.ack.set_result(msgpack.unpackb(payload, raw=False))
-            return
-        try:
-            response: Any = codec.decode(payload)
-        except codec.DecodeError as exc:
-            raise FrameError(str(exc)) from None
-        future = self.conn.pending.pop(getattr(response, "request_id", -1), None)
-        if future is not None and not future.done():
-            future.set_result(response)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        super().connection_lost(exc)
-        if not self.ack.done():
-            self.ack.set_exception(ConnectionResetError("closed during handshake"))
-        self.conn.on_lost()
-
-
-class BrokerConnection:
-    """A pipelined connection to one broker."""
+class BrokerConnection(PipelinedConnection):
+    """A pipelined connection to one broker (harness/pipelined.py)."""
 
     _ids = itertools.count(1)
 
     def __init__(self, broker_id: int, host: str, port: int) -> None:
+        super().__init__(host, port, f"broker {broker_id}")
         self.broker_id = broker_id
-        self.host = host
-        self.port = port
-        self.pending: dict[int, asyncio.Future[Any]] = {}
-        self._proto: _Protocol | None = None
-        self._out = bytearray()
-        self._flush_scheduled = False
-        self.closed = False
 
-    @property
-    def is_open(self) -> bool:
-        return self._proto is not None and not self._proto.closed
-
-    async def connect(self, cluster_id: str) -> None:
-        loop = asyncio.get_running_loop()
-        _, proto = await asyncio.wait_for(
-            loop.create_connection(lambda: _Protocol(self), self.host, self.port), CONNECT_TIMEOUT_S
-        )
-        proto.write_frame(msgpack.packb(
-            {"kraftlab": PROTOCOL_VERSION, "cluster_id": cluster_id, "client": True}))  # fmt: skip
-        ack = await asyncio.wait_for(proto.ack, CONNECT_TIMEOUT_S)
-        if not ack.get("ok"):
-            proto.fail("handshake refused")
-            raise ConnectionRefusedError(f"broker {self.broker_id}: {ack.get('error')}")
-        self._proto = proto
-
-    def on_lost(self) -> None:
-        self._proto = None
-        pending, self.pending = self.pending, {}
-        for future in pending.values():
-            if not future.done():
-                future.set_exception(ConnectionResetError(f"connection to {self.broker_id} lost"))
-
-    def close(self) -> None:
-        self.closed = True
-        if self._proto is not None and self._proto.transport is not None:
-            self._proto.transport.close()
-
-    def _flush(self) -> None:
-        self._flush_scheduled = False
-        proto = self._proto
-        if proto is not None and proto.transport is not None and self._out:
-            proto.transport.write(bytes(self._out))
-        self._out.clear()
-
-    def submit(self, message: Any, timeout_s: float) -> asyncio.Future[Any]:
-        """Send `message` (its request_id must come from `next_id`); the future resolves with
-        the response, or fails (ConnectionResetError, TimeoutError)."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = loop.create_future()
-        if self._proto is None:
-            future.set_exception(ConnectionResetError(f"not connected to {self.broker_id}"))
-            return future
-        rid = message.request_id
-        self.pending[rid] = future
-        payload = codec.encode(message)
-        self._out += len(payload).to_bytes(4, "big")
-        self._out += payload
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            loop.call_soon(self._flush)
-        handle = loop.call_later(timeout_s, self._expire, rid)
-        future.add_done_callback(lambda _: handle.cancel())
-        return future
-
-    def _expire(self, rid: int) -> None:
-        future = self.pending.pop(rid, None)
-        if future is not None and not future.done():
-            future.set_exception(TimeoutError(f"no answer from broker {self.broker_id}"))
+    async def connect(self, cluster_id: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
+        await super().connect(cluster_id, timeout_s)
 
     @classmethod
     def next_id(cls) -> int:
