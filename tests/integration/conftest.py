@@ -8,6 +8,7 @@ synchronise).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -98,3 +99,27 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
         yield LiveCluster(data_dir)
     finally:
         kill_recorded(data_dir)
+
+
+BROKER_SESSION_TIMEOUT_MS = 3000  # fast fencing for tests (Kafka's default: 9000)
+
+
+@contextlib.contextmanager
+def broker_cluster(data_dir: Path) -> Iterator[LiveCluster]:
+    """3 controllers + brokers 101-103 with fast elections and fencing, killed afterwards."""
+    try:
+        up = kraftlab("cluster", "up", "--controllers", "3", "--brokers", "3",
+                      "--data-dir", str(data_dir), *FAST,
+                      "--config", f"broker.session.timeout.ms={BROKER_SESSION_TIMEOUT_MS}",
+                      "--config", "broker.heartbeat.interval.ms=500")
+        assert up.returncode == 0, up.stderr + up.stdout
+        yield LiveCluster(data_dir)
+    finally:
+        kill_recorded(data_dir)
+
+
+def cli(c: LiveCluster, *args: str, timeout_s: float = 60) -> str:
+    """Run `kraftlab ARGS --data-dir DIR` on the cluster; it must succeed; its stdout."""
+    done = kraftlab(*args, "--data-dir", str(c.data_dir), timeout_s=timeout_s)
+    assert done.returncode == 0, done.stderr + done.stdout
+    return done.stdout

@@ -22,32 +22,25 @@ import pytest
 
 from harness import cluster as cl
 from harness.admin_client import AdminError
-from tests.integration.conftest import FAST, LiveCluster, kill_recorded, kraftlab, poll
+from tests.integration.conftest import (
+    BROKER_SESSION_TIMEOUT_MS as SESSION_TIMEOUT_MS,
+)
+from tests.integration.conftest import (
+    LiveCluster,
+    broker_cluster,
+    cli,
+    poll,
+)
 
 pytestmark = pytest.mark.integration
 
-SESSION_TIMEOUT_MS = 3000
 BROKERS = [101, 102, 103]
 
 
 @pytest.fixture(scope="module")
 def bcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    data_dir = tmp_path_factory.mktemp("brokers")
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "3", "--brokers", "3",
-                      "--data-dir", str(data_dir), *FAST,
-                      "--config", f"broker.session.timeout.ms={SESSION_TIMEOUT_MS}",
-                      "--config", "broker.heartbeat.interval.ms=500")
-        assert up.returncode == 0, up.stderr + up.stdout
-        yield LiveCluster(data_dir)
-    finally:
-        kill_recorded(data_dir)
-
-
-def cli(c: LiveCluster, *args: str) -> str:
-    done = kraftlab(*args, "--data-dir", str(c.data_dir))
-    assert done.returncode == 0, done.stderr + done.stdout
-    return done.stdout
+    with broker_cluster(tmp_path_factory.mktemp("brokers")) as live:
+        yield live
 
 
 def brokers_view(c: LiveCluster, node_id: int = 1) -> dict[int, dict[str, Any]]:

@@ -27,32 +27,22 @@ import pytest
 
 from harness import cluster as cl
 from harness.admin_client import AdminError
-from tests.integration.conftest import FAST, LiveCluster, kill_recorded, kraftlab, poll
+from tests.integration.conftest import (
+    LiveCluster,
+    broker_cluster,
+    cli,
+    poll,
+)
 
 pytestmark = pytest.mark.integration
 
 BROKERS = [101, 102, 103]
-SESSION_TIMEOUT_MS = 3000
 
 
 @pytest.fixture(scope="module")
 def rcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    data_dir = tmp_path_factory.mktemp("replication")
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "3", "--brokers", "3",
-                      "--data-dir", str(data_dir), *FAST,
-                      "--config", f"broker.session.timeout.ms={SESSION_TIMEOUT_MS}",
-                      "--config", "broker.heartbeat.interval.ms=500")
-        assert up.returncode == 0, up.stderr + up.stdout
-        yield LiveCluster(data_dir)
-    finally:
-        kill_recorded(data_dir)
-
-
-def cli(c: LiveCluster, *args: str, timeout_s: float = 60) -> str:
-    done = kraftlab(*args, "--data-dir", str(c.data_dir), timeout_s=timeout_s)
-    assert done.returncode == 0, done.stderr + done.stdout
-    return done.stdout
+    with broker_cluster(tmp_path_factory.mktemp("replication")) as live:
+        yield live
 
 
 def create_topic(c: LiveCluster, name: str, *configs: str) -> None:
