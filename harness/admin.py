@@ -7,7 +7,9 @@ produce and consume (/topics/{topic}/partitions/{p}/records) in harness/admin_re
 Brokers serve the same app (their writes and linearizable reads are forwarded).
 
 Rules this module keeps:
-- Bound to 127.0.0.1 (the launcher passes the address; nothing else is accepted here).
+- Bound to the node's admin listener (127.0.0.1 unless `kraftlab.bind.host` says otherwise);
+  on any other address, or with `kraftlab.admin.require.token`, writes need the cluster's bearer
+  token (harness/admin_auth.py); /metrics times every route (harness/node/metrics.py).
 - Errors are `{"error": KAFKA_NAME, "message": ..., hints}`. Bad input (JSON, fields, query values)
   is 400 INVALID_REQUEST, never a 500; an unexpected exception is logged and answered as
   500 UNKNOWN_SERVER_ERROR (a bug, not a contract).
@@ -20,6 +22,7 @@ Rules this module keeps:
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 from collections.abc import Awaitable, Callable
@@ -29,9 +32,11 @@ import aiohttp
 import structlog
 from aiohttp import web
 
+from harness.admin_auth import auth_middleware, bearer
 from harness.admin_openapi import openapi_document
 from harness.admin_records import add_routes as add_record_routes
 from harness.admin_topics import add_routes as add_topic_routes
+from harness.node.metrics import CONTENT_TYPE
 from harness.node.runtime import ControllerNode, NotLeaderError, OutcomeUnknownError
 from harness.transport import LinkFilter
 from quorum.metadata import Errors, KvCas, KvDelete, KvPut
@@ -79,7 +84,10 @@ async def read_json_object(request: web.Request) -> dict[str, Any]:
 
 
 def value_field(body: dict[str, Any], name: str, *, nullable: bool = False) -> str | bytes | None:
-    """`name` as a UTF-8 string, or `name_b64` as bytes (API.md)."""
+    """`name` as a UTF-8 string, or `name_b64` as bytes (API.md): one of them, never both
+    (the OpenAPI document says `oneOf`; which one would win is not the client's guess to make)."""
+    if name in body and f"{name}_b64" in body:
+        raise BadRequest(f"give '{name}' or '{name}_b64', not both")
     if name in body:
         value = body[name]
         if value is None and nullable:
@@ -151,10 +159,12 @@ class AdminApi:
             body = await request.read()
         assert self.session is not None
         timeout = aiohttp.ClientTimeout(total=node.config.request_timeout_ms / 1000 + 1)
+        headers = {FORWARDED_HEADER: str(node.node_id), "Content-Type": "application/json"}
+        if node.admin_token is not None:
+            headers.update(bearer(node.admin_token))  # the leader may require it (admin_auth.py)
         try:
             async with self.session.request(
-                request.method, url, data=body, timeout=timeout,
-                headers={FORWARDED_HEADER: str(node.node_id), "Content-Type": "application/json"},
+                request.method, url, data=body, timeout=timeout, headers=headers,
             ) as resp:
                 payload = await resp.read()
                 return web.Response(
@@ -198,7 +208,8 @@ class AdminApi:
         return web.json_response(out)
 
     async def metrics(self, request: web.Request) -> web.Response:
-        return web.Response(text=self.node.metrics_text(), content_type="text/plain")
+        return web.Response(body=self.node.metrics.render(),
+                            headers={"Content-Type": CONTENT_TYPE})
 
     async def openapi(self, request: web.Request) -> web.Response:
         return web.json_response(openapi_document())
@@ -287,27 +298,72 @@ class AdminApi:
         return await self._write(request, KvDelete(key=key), b"")
 
     # --- nemesis ----------------------------------------------------------------------------
+    # The link filter (harness/transport.py LinkFilter) covers HTTP too. A request is *cut off*
+    # when it comes from a cut-off source: a forwarded request (FORWARDED_HEADER names the node
+    # that forwarded it) is peer traffic, cut iff that node is in `drop`; any other request is a
+    # client's, cut iff `drop_clients`. A cut-off request is never executed: it is held, like a
+    # packet lost in a partition, until the filter changes (or LOST_REQUEST_HOLD_S passes), then
+    # its connection is aborted unanswered; an answer ready while its source is cut off is lost
+    # the same way. /nemesis/* is never cut: it is the operator's out-of-band channel (Jepsen's
+    # ssh + iptables), so a node can always be healed.
+
+    LOST_REQUEST_HOLD_S = 120.0
+    LINKS_FIELDS = frozenset({"drop", "delay_ms", "delay_to", "drop_clients"})
+
+    def cut_off(self, request: web.Request) -> bool:
+        if request.path.startswith("/nemesis/"):
+            return False
+        links = self.node.transport.links
+        forwarded_by = request.headers.get(FORWARDED_HEADER, "")
+        if forwarded_by.isdigit():
+            return int(forwarded_by) in links.drop
+        return links.drop_clients
+
+    @web.middleware
+    async def links_middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if not self.cut_off(request):
+            response = await handler(request)
+            if not self.cut_off(request):
+                return response
+        transport = self.node.transport
+        try:
+            async with asyncio.timeout(self.LOST_REQUEST_HOLD_S):
+                while self.cut_off(request):
+                    await transport.links_changed()
+        except TimeoutError:
+            pass
+        if request.transport is not None:
+            request.transport.abort()
+        raise asyncio.CancelledError  # nothing is written on the aborted connection
+
+    @staticmethod
+    def _node_ids(body: dict[str, Any], name: str) -> frozenset[int]:
+        value = body.get(name, [])
+        if not isinstance(value, list) or not all(
+            isinstance(i, int) and not isinstance(i, bool) and 0 <= i < 2**31 for i in value
+        ):
+            raise BadRequest(f"'{name}' must be a list of node ids")
+        return frozenset(value)
 
     async def links_get(self, request: web.Request) -> web.Response:
         return web.json_response(self.node.transport.links.to_json())
 
     async def links_post(self, request: web.Request) -> web.Response:
         body = await read_json_object(request)
-        drop = body.get("drop", [])
+        unknown = sorted(set(body) - self.LINKS_FIELDS)
+        if unknown:
+            raise BadRequest(f"unknown field '{unknown[0]}'; fields are "
+                             f"{', '.join(sorted(self.LINKS_FIELDS))}")
+        drop = self._node_ids(body, "drop")
         delay_ms = body.get("delay_ms", 0)
-        delay_to = body.get("delay_to")
-        if not isinstance(drop, list) or not all(isinstance(i, int) for i in drop):
-            raise BadRequest("'drop' must be a list of node ids")
         if not isinstance(delay_ms, int) or isinstance(delay_ms, bool) or not 0 <= delay_ms <= 60_000:
             raise BadRequest("'delay_ms' must be an integer in [0, 60000]")
-        if delay_to is not None and (
-            not isinstance(delay_to, list) or not all(isinstance(i, int) for i in delay_to)
-        ):
-            raise BadRequest("'delay_to' must be a list of node ids")
-        links = LinkFilter(
-            drop=frozenset(drop), delay_ms=delay_ms,
-            delay_to=None if delay_to is None else frozenset(delay_to),
-        )
+        delay_to = None if body.get("delay_to") is None else self._node_ids(body, "delay_to")
+        drop_clients = body.get("drop_clients", False)
+        if not isinstance(drop_clients, bool):
+            raise BadRequest("'drop_clients' must be true or false")
+        links = LinkFilter(drop=drop, delay_ms=delay_ms, delay_to=delay_to,
+                           drop_clients=drop_clients)
         self.node.transport.set_links(links)
         return web.json_response(links.to_json())
 
@@ -318,7 +374,13 @@ class AdminApi:
 
 def build_app(node: ControllerNode) -> web.Application:
     api = AdminApi(node)
-    app = web.Application(middlewares=[error_middleware], client_max_size=4 * 1024 * 1024)
+    middlewares: list[Any] = [error_middleware]
+    if node is not None:  # None: only the router is wanted (the OpenAPI completeness test)
+        middlewares.insert(0, node.metrics.middleware())  # outermost: times every answer
+        if node.config.admin_token_required:
+            assert node.admin_token is not None  # ControllerNode refuses to start without it
+            middlewares.append(auth_middleware(node.admin_token))
+    app = web.Application(middlewares=middlewares, client_max_size=4 * 1024 * 1024)
     app[NODE_KEY] = node
 
     async def on_startup(app: web.Application) -> None:
@@ -341,13 +403,15 @@ def build_app(node: ControllerNode) -> web.Application:
     r.add_get("/openapi.json", api.openapi)
     r.add_get("/quorum/status", api.quorum_status)
     r.add_get("/quorum/replication", api.quorum_replication)
-    r.add_get("/kv/{key}", api.kv_get)
-    r.add_put("/kv/{key}", api.kv_put)
-    r.add_delete("/kv/{key}", api.kv_delete)
-    r.add_post("/kv/{key}/cas", api.kv_cas)
+    # [^/]+ rather than aiohttp's default [^{}/]+: a key may contain braces (found by the fuzz).
+    r.add_get("/kv/{key:[^/]+}", api.kv_get)
+    r.add_put("/kv/{key:[^/]+}", api.kv_put)
+    r.add_delete("/kv/{key:[^/]+}", api.kv_delete)
+    r.add_post("/kv/{key:[^/]+}/cas", api.kv_cas)
     r.add_get("/nemesis/links", api.links_get)
     r.add_post("/nemesis/links", api.links_post)
     r.add_delete("/nemesis/links", api.links_delete)
+    app.middlewares.insert(0, api.links_middleware)  # outermost: a cut-off request runs nothing
     add_topic_routes(app, api)
     add_record_routes(app, api)
     return app

@@ -4,14 +4,29 @@ It keeps one HTTP/1.1 keep-alive connection per node. Errors come back as `Admin
 HTTP status and the Kafka error name from the body (`{"error": NAME, "message": ...}`); transport
 failures (refused, timeout) are `OSError`s, so callers can tell "the node said no" from "the node
 did not answer".
+
+Bearer token (docs/operations.md "Security"): a client sends `Authorization: Bearer <token>` when
+it knows the cluster's token: given explicitly, registered for its (host, port) by
+harness/cluster.py when cluster.json is loaded (so the CLI, benchmarks and Jepsen runs send it
+without being told), or from $KRAFTLAB_ADMIN_TOKEN. The token is never put into an exception,
+a repr or a log line.
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import os
 from typing import Any
 from urllib.parse import quote
+
+# (host, admin port) -> the cluster's bearer token (filled by harness/cluster.py).
+_TOKENS: dict[tuple[str, int], str] = {}
+TOKEN_ENV = "KRAFTLAB_ADMIN_TOKEN"
+
+
+def register_token(host: str, port: int, token: str) -> None:
+    _TOKENS[(host, port)] = token
 
 
 class AdminError(Exception):
@@ -25,11 +40,17 @@ class AdminError(Exception):
 
 
 class AdminClient:
-    def __init__(self, host: str, port: int, timeout_s: float = 5.0) -> None:
+    def __init__(
+        self, host: str, port: int, timeout_s: float = 5.0, token: str | None = None
+    ) -> None:
         self.host = host
         self.port = port
         self.timeout_s = timeout_s
+        self._token = token or _TOKENS.get((host, port)) or os.environ.get(TOKEN_ENV) or None
         self._conn: http.client.HTTPConnection | None = None
+
+    def __repr__(self) -> str:
+        return f"AdminClient({self.host}:{self.port}, token={'set' if self._token else 'none'})"
 
     def close(self) -> None:
         if self._conn is not None:
@@ -40,6 +61,8 @@ class AdminClient:
         """One request; returns (status, parsed JSON or text). Retries once on a stale keep-alive."""
         payload = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if payload is not None else {}
+        if self._token is not None:
+            headers["Authorization"] = f"Bearer {self._token}"
         for attempt in range(2):
             if self._conn is None:
                 self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)

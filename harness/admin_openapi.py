@@ -36,9 +36,12 @@ WRITE_OK = {
     "properties": {"key": {"type": "string"}, "version": {"type": "integer"},
                    "offset": {"type": "integer"}},
 }
+# A value is `value` (UTF-8 text) or `value_b64` (bytes), exactly one (admin.py value_field).
+ONE_VALUE = [{"required": ["value"]}, {"required": ["value_b64"]}]
 VALUE_BODY = {
     "type": "object",
     "properties": {"value": {"type": "string"}, "value_b64": {"type": "string"}},
+    "oneOf": ONE_VALUE,
 }
 
 
@@ -110,7 +113,7 @@ def _topic_paths() -> dict[str, Any]:
             "parameters": [TOPIC_PARAM, {"name": "partition", "in": "path", "required": True,
                                          "schema": int_}],
             "requestBody": {"content": {"application/json": {"schema": {
-                "type": "object", "properties": {"isr": ids}}}}},
+                "type": "object", "required": ["isr"], "properties": {"isr": ids}}}}},
             "responses": {"200": _json({"type": "object"}), **_errors(400, 404, 421, 504)}}},
         "/partitions": {"get": {
             "summary": "replicas hosted on this broker, as their replica cores see them",
@@ -130,10 +133,10 @@ def _record_paths() -> dict[str, Any]:
         ("timeout_ms", {"type": "integer", "default": 30000}))]
     fetch_query = [{"name": n, "in": "query", "schema": {"type": "integer"}}
                    for n in ("offset", "max_records", "max_wait_ms", "max_bytes")]
-    record_in = {"type": "object", "properties": {
+    record_in = {"type": "object", "oneOf": ONE_VALUE, "properties": {
         "key": {"type": ["string", "null"]}, "key_b64": {"type": "string"},
         "value": {"type": "string"}, "value_b64": {"type": "string"},
-        "headers": {"type": "object"}}}
+        "headers": {"type": "object", "additionalProperties": {"type": ["string", "null"]}}}}
     record_out = {"type": "object", "properties": {
         "offset": int_, "key": {"type": ["string", "null"]}, "value": {"type": ["string", "null"]},
         "value_b64": {"type": "string"}, "leader_epoch": int_, "timestamp": int_}}
@@ -159,7 +162,29 @@ def _record_paths() -> dict[str, Any]:
     }}
 
 
+READ_METHODS = ("get", "head", "options")
+
+
+def _secure(doc: dict[str, Any]) -> dict[str, Any]:
+    """Every write: the bearer token requirement (harness/admin_auth.py) and its 401; every
+    request body is required (a write without one is a 400)."""
+    for item in doc["paths"].values():
+        for method, op in item.items():
+            if method == "parameters" or method in READ_METHODS:
+                continue
+            op["security"] = [{}, {"bearerAuth": []}]  # {}: none needed on 127.0.0.1
+            op["responses"]["401"] = _json(ERROR, "SASL_AUTHENTICATION_FAILED: the admin API is "
+                                           "not on 127.0.0.1 and no valid bearer token was sent")
+            if "requestBody" in op:
+                op["requestBody"]["required"] = True
+    return doc
+
+
 def openapi_document() -> dict[str, Any]:
+    return _secure(_document())
+
+
+def _document() -> dict[str, Any]:
     int_ = {"type": "integer"}
     return {
         "openapi": "3.1.0",
@@ -211,10 +236,16 @@ def openapi_document() -> dict[str, Any]:
                 "parameters": [KEY_PARAM],
                 "post": {
                     "summary": "compare-and-set (expected null: key absent)",
-                    "requestBody": {"content": {"application/json": {"schema": {
-                        "type": "object", "properties": {
-                            "expected": {"type": ["string", "null"]},
-                            "value": {"type": "string"}}}}}},
+                    "requestBody": {"required": True, "content": {"application/json": {
+                        "schema": {
+                            "type": "object", "allOf": [
+                                {"oneOf": [{"required": ["expected"]},
+                                           {"required": ["expected_b64"]}]},
+                                {"oneOf": ONE_VALUE}],
+                            "properties": {
+                                "expected": {"type": ["string", "null"]},
+                                "expected_b64": {"type": "string"},
+                                "value": {"type": "string"}, "value_b64": {"type": "string"}}}}}},
                     "responses": {"200": _json(WRITE_OK), **_errors(400, 409, 503, 504)},
                 },
             },
@@ -231,12 +262,29 @@ def openapi_document() -> dict[str, Any]:
             },
             **_topic_paths(),
         },
-        "components": {"schemas": {
+        "components": {
+            "securitySchemes": {"bearerAuth": {
+                "type": "http", "scheme": "bearer",
+                "description": "the cluster's token (DIR/admin-token, written by `kraftlab "
+                               "cluster up`); required on writes unless bound to 127.0.0.1"}},
+            "schemas": {
             "Error": {"type": "object", "required": ["error", "message"], "properties": {
                 "error": {"type": "string", "description": "Kafka error name"},
                 "message": {"type": "string"}}},
-            "Links": {"type": "object", "properties": {
-                "drop": {"type": "array", "items": int_}, "delay_ms": int_,
-                "delay_to": {"type": "array", "items": int_}}},
+            "Links": {"type": "object", "additionalProperties": False, "properties": {
+                "drop": {"type": "array", "items": {"type": "integer", "minimum": 0},
+                         "description": "peers (node ids) whose traffic to and from this node "
+                                        "is dropped: Raft, controller RPC, replica fetches and "
+                                        "admin requests they forward; never client traffic"},
+                "delay_ms": {"type": "integer", "minimum": 0, "maximum": 60000,
+                             "description": "delay of outgoing peer traffic"},
+                "delay_to": {"type": "array", "items": {"type": "integer", "minimum": 0},
+                             "description": "only delay traffic to these peers"},
+                "drop_clients": {"type": "boolean", "default": False,
+                                 "description": "also silence client traffic: admin HTTP "
+                                                "requests (except /nemesis/*) and native "
+                                                "key/value and data client connections; a "
+                                                "cut-off request is never executed and never "
+                                                "answered (its connection is aborted at heal)"}}},
         }},
     }

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from harness.node.runtime import NotLeaderError, OutcomeUnknownError
+from harness.node.status import partition_health
 from quorum.controller import (
     ControllerRequest,
     ControllerResponse,
@@ -148,6 +149,8 @@ class TopicRoutes:
             "controller_epoch": image.controller_epoch,
             "applied_offset": image.applied_offset,
             "brokers": brokers,
+            # Offline / under-replicated / under-min-ISR partitions, Kafka's definitions.
+            "partition_health": partition_health(image).to_json(),
         })
 
     # --- /topics ------------------------------------------------------------------------------

@@ -8,6 +8,17 @@ reader never sees half a file. Processes are started detached (`start_new_sessio
 outlive the command that started them; they are only ever signalled by their recorded PID, and only
 after checking that the PID still runs *our* node (its command line names its config file), so a
 recycled PID is never killed.
+
+Configuration: cluster-wide overrides go into every node's properties file, per-node overrides
+(`broker.101.rack=a`, validated by harness/config_cli.py) into that node's file only; both are
+recorded in cluster.json (`overrides`, and `overrides` per node) so `kraftlab config show` can say
+where each effective value came from. `kraftlab.bind.host` (default 127.0.0.1) is the address
+every listener binds.
+
+Security: `create_cluster` writes a fresh admin bearer token to DIR/admin-token with 0600
+permissions (created with that mode, never world-readable even briefly); node configs name the
+file, not the token. `ClusterFile.load` registers the token with harness/admin_client.py for every
+node's admin address, so every client built from cluster.json sends it without being told.
 """
 
 from __future__ import annotations
@@ -15,6 +26,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -26,11 +38,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.admin_client import AdminClient, AdminError
-from harness.node.config import Endpoint, NodeConfig, validate_overrides
+from harness.admin_client import AdminClient, AdminError, register_token
+from harness.node.config import LOOPBACK_HOST, Endpoint, NodeConfig, validate_overrides
 
 DEFAULT_DATA_DIR = "./kraftlab-data"
-HOST = "127.0.0.1"
+HOST = LOOPBACK_HOST
+# Launcher settings (not node properties): the address every listener of every node binds.
+BIND_HOST_KEY = "kraftlab.bind.host"
+LAUNCHER_KEYS: dict[str, str] = {BIND_HOST_KEY: HOST}
+TOKEN_FILE = "admin-token"
 
 
 class ClusterError(RuntimeError):
@@ -46,13 +62,13 @@ def random_cluster_id() -> str:
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
 
 
-def free_ports(count: int) -> list[int]:
-    """Ports the kernel reports free on 127.0.0.1 (all sockets held open until all are chosen)."""
+def free_ports(count: int, host: str = HOST) -> list[int]:
+    """Ports the kernel reports free on `host` (all sockets held open until all are chosen)."""
     socks = []
     try:
         for _ in range(count):
             s = socket.socket()
-            s.bind((HOST, 0))
+            s.bind((host, 0))
             socks.append(s)
         return [s.getsockname()[1] for s in socks]
     finally:
@@ -73,6 +89,8 @@ class NodeEntry:
     config_file: str = ""
     # The broker's Kafka wire-protocol listener (harness/kafka); None for controllers.
     kafka_port: int | None = None
+    # This node's own overrides (`--config broker.101.rack=a` -> {"broker.rack": "a"}).
+    overrides: dict[str, str] = field(default_factory=dict)
 
     @property
     def admin_url(self) -> str:
@@ -83,10 +101,16 @@ class NodeEntry:
 class ClusterFile:
     cluster_id: str
     nodes: list[NodeEntry] = field(default_factory=list)
+    # Cluster-wide `--config` overrides given at `cluster up` (launcher keys included).
+    overrides: dict[str, str] = field(default_factory=dict)
 
     @staticmethod
     def path_in(data_dir: Path) -> Path:
         return data_dir / "cluster.json"
+
+    @staticmethod
+    def token_path(data_dir: Path) -> Path:
+        return data_dir / TOKEN_FILE
 
     @classmethod
     def load(cls, data_dir: Path) -> ClusterFile:
@@ -97,7 +121,13 @@ class ClusterFile:
             raise ClusterError(
                 f"no cluster in {data_dir} ({path} not found); start one with `kraftlab cluster up`"
             ) from None
-        return cls(doc["cluster_id"], [NodeEntry(**n) for n in doc["nodes"]])
+        cluster = cls(doc["cluster_id"], [NodeEntry(**n) for n in doc["nodes"]],
+                      doc.get("overrides", {}))
+        token = read_token(data_dir)
+        if token is not None:
+            for node in cluster.nodes:
+                register_token(node.host, node.admin_port, token)
+        return cluster
 
     def save(self, data_dir: Path) -> None:
         path = self.path_in(data_dir)
@@ -121,6 +151,23 @@ class ClusterFile:
     @property
     def brokers(self) -> list[NodeEntry]:
         return [n for n in self.nodes if n.role == "broker"]
+
+
+def write_token(data_dir: Path) -> Path:
+    """A fresh admin bearer token in DIR/admin-token, mode 0600 from creation on."""
+    path = ClusterFile.token_path(data_dir)
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(secrets.token_urlsafe(32) + "\n")
+    return path
+
+
+def read_token(data_dir: Path) -> str | None:
+    try:
+        return ClusterFile.token_path(data_dir).read_text().strip() or None
+    except (FileNotFoundError, NotADirectoryError):
+        return None
 
 
 def is_our_process(pid: int | None, config_file: str) -> bool:
@@ -186,7 +233,10 @@ def wait_dead(node: NodeEntry, timeout_s: float) -> bool:
     return False
 
 
-def write_node_config(node: NodeEntry, cluster: ClusterFile, overrides: dict[str, str]) -> None:
+def write_node_config(
+    node: NodeEntry, cluster: ClusterFile, overrides: dict[str, str], token_file: Path | None = None
+) -> None:
+    """The node's properties: the layout, then cluster-wide overrides, then its own (last wins)."""
     is_broker = node.role == "broker"
     config = NodeConfig(
         node_id=node.id,
@@ -198,9 +248,12 @@ def write_node_config(node: NodeEntry, cluster: ClusterFile, overrides: dict[str
         listener=Endpoint(node.host, node.rpc_port) if is_broker else None,
         kafka_listener=(Endpoint(node.host, node.kafka_port)
                         if is_broker and node.kafka_port else None),
+        admin_token_file=token_file,
     )
     text = config.to_properties()
-    for key, value in overrides.items():
+    merged = {k: v for k, v in overrides.items() if k not in LAUNCHER_KEYS}
+    merged.update(node.overrides)
+    for key, value in merged.items():
         text = "\n".join(
             line for line in text.splitlines() if not line.startswith(key + "=")
         ) + f"\n{key}={value}\n"
@@ -210,21 +263,34 @@ def write_node_config(node: NodeEntry, cluster: ClusterFile, overrides: dict[str
 FIRST_BROKER_ID = 101
 
 
+def layout_of(controllers: int, brokers: int) -> list[tuple[int, str]]:
+    """(node id, role) of every node a `cluster up` lays out: controllers 1.., brokers 101.."""
+    return [(i + 1, "controller") for i in range(controllers)] + [
+        (FIRST_BROKER_ID + i, "broker") for i in range(brokers)]
+
+
 def create_cluster(
-    data_dir: Path, controllers: int, overrides: dict[str, str], brokers: int = 0
+    data_dir: Path, controllers: int, overrides: dict[str, str], brokers: int = 0,
+    *, node_overrides: dict[int, dict[str, str]] | None = None,
 ) -> ClusterFile:
-    """Lay out a new cluster (ids, ports, dirs, configs) without starting anything."""
+    """Lay out a new cluster (ids, ports, dirs, configs, admin token) without starting anything.
+    `overrides` are cluster-wide (node keys and launcher keys); `node_overrides` node id ->
+    properties for that node only (validated by harness/config_cli.py `plan_overrides`)."""
     if controllers < 1:
         raise ClusterError("--controllers must be at least 1")
     if not 0 <= brokers <= 99:
         raise ClusterError("--brokers must be between 0 and 99")
-    validate_overrides(overrides)
+    validate_overrides({k: v for k, v in overrides.items() if k not in LAUNCHER_KEYS})
+    layout = layout_of(controllers, brokers)
+    unknown = sorted(set(node_overrides or {}) - {i for i, _ in layout})
+    if unknown:
+        raise ClusterError(f"overrides for unknown nodes {unknown}")
+    host = overrides.get(BIND_HOST_KEY, HOST)
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    ports = free_ports(3 * (controllers + brokers))
-    cluster = ClusterFile(random_cluster_id())
-    layout = [(i + 1, "controller") for i in range(controllers)]
-    layout += [(FIRST_BROKER_ID + i, "broker") for i in range(brokers)]
+    ports = free_ports(3 * (controllers + brokers), host)
+    cluster = ClusterFile(random_cluster_id(), overrides=dict(overrides))
+    token_file = write_token(data_dir)
     for i, (node_id, role) in enumerate(layout):
         node_dir = data_dir / f"{role}-{node_id}"
         node_dir.mkdir(parents=True, exist_ok=True)
@@ -232,7 +298,7 @@ def create_cluster(
             NodeEntry(
                 id=node_id,
                 role=role,
-                host=HOST,
+                host=host,
                 rpc_port=ports[3 * i],
                 admin_port=ports[3 * i + 1],
                 kafka_port=ports[3 * i + 2] if role == "broker" else None,
@@ -240,11 +306,16 @@ def create_cluster(
                 data_dir=str(node_dir),
                 log_file=str(node_dir / "node.log"),
                 config_file=str(node_dir / f"{role}.properties"),
+                overrides=dict((node_overrides or {}).get(node_id, {})),
             )
         )
     for node in cluster.nodes:
-        write_node_config(node, cluster, overrides)
+        write_node_config(node, cluster, overrides, token_file)
     cluster.save(data_dir)
+    token = read_token(data_dir)
+    assert token is not None
+    for node in cluster.nodes:
+        register_token(node.host, node.admin_port, token)
     return cluster
 
 

@@ -2,7 +2,9 @@
 
 `up` lays out (or reuses) DIR, starts every controller and broker detached, writes
 DIR/cluster.json and waits, showing progress, until every controller names the same leader and
-every broker is registered and unfenced; it refuses to start over a running cluster. `down` stops gracefully (SIGTERM: the node resigns with EndQuorumEpoch and exits) or with
+every broker is registered and unfenced; it refuses to start over a running cluster. `status`
+prints one row per node, then the fenced brokers and the partitions offline / under-replicated /
+under-min-ISR (from GET /cluster `partition_health`). `down` stops gracefully (SIGTERM: the node resigns with EndQuorumEpoch and exits) or with
 --force (SIGKILL). `kill ID` is SIGKILL by recorded PID; `restart ID` stops then starts one node and
 waits until it agrees on the leader. Exit code 0 means success.
 """
@@ -16,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from harness import cluster as cl
-from harness.config_cli import check_overrides
+from harness.config_cli import plan_overrides
 from harness.node.config import ConfigError
 
 
@@ -42,6 +44,7 @@ def print_status(cluster: cl.ClusterFile) -> None:
     views = cl.quorum_view(cluster)
     print(f"cluster {cluster.cluster_id}")
     broker_state: dict[int, str] = {}
+    registrations: dict[str, Any] | None = None
     if cluster.brokers:
         registrations = cl.broker_view(cluster)
         for b in (registrations or {}).get("brokers", []):
@@ -69,12 +72,38 @@ def print_status(cluster: cl.ClusterFile) -> None:
               f"{node.admin_port:<6} {node.kafka_port or '-'!s:<6} "
               f"{view.get('leader_id')!s:<7} {view.get('leader_epoch')!s:<6} "
               f"{view.get('high_watermark')!s:<14} {view.get('log_end_offset')}{extra}")
+    if cluster.brokers:
+        print_health(registrations)
+
+
+def print_health(view: dict[str, Any] | None) -> None:
+    """The summary under the table: fenced brokers and partitions offline / under-replicated /
+    under-min-ISR (Kafka's definitions, computed by the answering node from its metadata image:
+    harness/node/status.py `partition_health`), each naming up to 10 partitions."""
+    if view is None:
+        print("partitions: unknown (no node answered GET /cluster)")
+        return
+    fenced = [b["id"] for b in view.get("brokers", []) if b.get("fenced")]
+    print(f"fenced brokers: {fenced if fenced else 'none'}")
+    health = view.get("partition_health")
+    if health is None:
+        return
+    print(f"partitions: {health['total']} total, {len(health['offline'])} offline, "
+          f"{len(health['under_replicated'])} under-replicated, "
+          f"{len(health['under_min_isr'])} under-min-ISR, {len(health['at_min_isr'])} at-min-ISR")
+    for label, key in (("offline", "offline"), ("under-replicated", "under_replicated"),
+                       ("under-min-ISR", "under_min_isr")):
+        names = health[key]
+        if names:
+            more = f" (+{len(names) - 10} more)" if len(names) > 10 else ""
+            print(f"  {label}: {' '.join(names[:10])}{more}")
 
 
 def cmd_up(args: argparse.Namespace) -> int:
     data_dir = data_dir_of(args)
     overrides = parse_overrides(args.config)
-    check_overrides(overrides)  # unknown keys, bad values, topic keys: before anything starts
+    # Unknown keys, bad values, topic keys, unknown node ids: refused before anything starts.
+    plan = plan_overrides(overrides, cl.layout_of(args.controllers or 3, args.brokers or 0))
     path = cl.ClusterFile.path_in(data_dir)
     if path.exists():
         cluster = cl.ClusterFile.load(data_dir)
@@ -93,7 +122,8 @@ def cmd_up(args: argparse.Namespace) -> int:
             return 1
         print(f"restarting the stopped cluster {cluster.cluster_id} in {data_dir}", file=sys.stderr)
     else:
-        cluster = cl.create_cluster(data_dir, args.controllers or 3, overrides, args.brokers or 0)
+        cluster = cl.create_cluster(data_dir, args.controllers or 3, plan.cluster,
+                                    args.brokers or 0, node_overrides=plan.nodes)
         print(f"created cluster {cluster.cluster_id} in {data_dir.resolve()}", file=sys.stderr)
     data_dir = data_dir.resolve()
     for node in cluster.nodes:
@@ -222,7 +252,9 @@ def register(sub: Any) -> None:
     up.add_argument("--brokers", type=int, default=None,
                     help="number of brokers, ids 101.. (default 0)")
     up.add_argument("--config", action="append", metavar="KEY=VALUE",
-                    help="node config override, e.g. controller.quorum.election.timeout.ms=500")
+                    help="node config override, e.g. controller.quorum.election.timeout.ms=500; "
+                         "one node only: broker.101.rack=a, controller.1.KEY=VALUE; "
+                         "kraftlab.bind.host=ADDR (non-127.0.0.1: writes need the admin token)")
     verb("status", cmd_status, "show each node's role, leader, epoch and offsets")
     down = verb("down", cmd_down, "stop every node (graceful: SIGTERM, the leader resigns)")
     down.add_argument("--force", action="store_true", help="SIGKILL instead of SIGTERM")

@@ -82,7 +82,22 @@ TUNABLES: dict[str, tuple[str, int]] = {
     # Kafka's default is 30000. A fetch frame dropped by a reconnecting link (transport.py) is
     # only resent after this, so kraftlab waits less: a restarted follower resumes in seconds.
     "replica.socket.timeout.ms": ("replica_socket_timeout_ms", 3_000),
+    # Data logs (brokers): fsync after this many appended messages (Kafka's flush.messages
+    # broker default; Long.MAX_VALUE: never, leave it to the OS and to replication).
+    "log.flush.interval.messages": ("log_flush_interval_messages", 2**63 - 1),
+    # 1: a broker's data logs keep appends in its own memory until a flush, so kill -9 loses
+    # the unflushed tail as a power loss would (the Jepsen nemesis crash-unflushed, docs/jepsen.md).
+    "kraftlab.log.unflushed.in.process": ("unflushed_in_process", 0),
+    # Admin API security (docs/operations.md "Security"): mutating routes need the cluster's
+    # bearer token when the admin listener is not 127.0.0.1, or always with this set to 1.
+    "kraftlab.admin.require.token": ("admin_require_token", 0),
 }
+
+# The admin API is open (no token) only on this address: any other bind needs the token.
+LOOPBACK_HOST = "127.0.0.1"
+# File holding the cluster's admin bearer token (0600, written by `kraftlab cluster up`). The
+# properties name the file, never the token itself: a config dump must not leak it.
+TOKEN_FILE_KEY = "kraftlab.admin.token.file"
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +126,10 @@ class NodeConfig:
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_backoff_ms: int = 1_000
     replica_socket_timeout_ms: int = 3_000
+    log_flush_interval_messages: int = 2**63 - 1
+    unflushed_in_process: int = 0
+    admin_require_token: int = 0
+    admin_token_file: Path | None = None
     # "controller" or "broker" (Kafka's process.roles; combined mode is not supported).
     process_roles: str = "controller"
     # A broker's own RPC listener (controllers listen on their voter endpoint).
@@ -137,6 +156,25 @@ class NodeConfig:
         return self.admin_listeners[self.node_id]
 
     @property
+    def admin_token_required(self) -> bool:
+        """Mutating admin routes need the bearer token (bound beyond 127.0.0.1, or asked to)."""
+        return bool(self.admin_require_token) or self.admin_endpoint.host != LOOPBACK_HOST
+
+    def read_admin_token(self) -> str | None:
+        """The token from `kraftlab.admin.token.file`; ConfigError if it is required but absent
+        (a node must never serve an unprotected API on a non-loopback address)."""
+        token = None
+        if self.admin_token_file is not None:
+            try:
+                token = self.admin_token_file.read_text().strip() or None
+            except OSError as exc:
+                raise ConfigError(f"{TOKEN_FILE_KEY}: cannot read the token file: {exc}") from None
+        if token is None and self.admin_token_required:
+            raise ConfigError(f"the admin API on {self.admin_endpoint.host} requires a token, "
+                              f"but {TOKEN_FILE_KEY} names none")
+        return token
+
+    @property
     def quorum_state_path(self) -> Path:
         """Kafka keeps `quorum-state` in the metadata partition directory."""
         return self.metadata_log_dir / "__cluster_metadata-0" / "quorum-state"
@@ -157,6 +195,8 @@ class NodeConfig:
             lines.append(f"listeners={value}")
         if self.rack is not None:
             lines.append(f"broker.rack={self.rack}")
+        if self.admin_token_file is not None:
+            lines.append(f"{TOKEN_FILE_KEY}={self.admin_token_file}")
         for key, (name, _) in TUNABLES.items():
             lines.append(f"{key}={getattr(self, name)}")
         return "\n".join(lines) + "\n"
@@ -203,7 +243,8 @@ def from_properties(props: dict[str, str]) -> NodeConfig:
     roles = props.get("process.roles", "controller")
     if roles not in ("controller", "broker"):
         raise ConfigError(f"process.roles: expected 'controller' or 'broker', got {roles!r}")
-    known = set(required) | {"process.roles", "listeners", "broker.rack"} | set(TUNABLES)
+    known = set(required) | {"process.roles", "listeners", "broker.rack", TOKEN_FILE_KEY} | set(
+        TUNABLES)
     unknown = sorted(set(props) - known)
     if unknown:
         raise ConfigError(f"unknown config: {', '.join(unknown)}")
@@ -242,6 +283,7 @@ def from_properties(props: dict[str, str]) -> NodeConfig:
         listener=listener,
         kafka_listener=kafka_listener,
         rack=props.get("broker.rack"),
+        admin_token_file=Path(props[TOKEN_FILE_KEY]) if props.get(TOKEN_FILE_KEY) else None,
         node_id=node_id,
         cluster_id=props["cluster.id"],
         voters=voters,

@@ -46,7 +46,7 @@ from harness.node.controller_rpc import (
     ControllerRpcResponse,
     ControllerRpcServer,
 )
-from harness.node.metrics import LatencyWindow, render_metrics
+from harness.node.metrics import LatencyWindow, MetadataCounters, NodeMetrics
 from harness.node.quorum_state import QuorumStateFile
 from harness.node.replica_manager import ReplicaFetchBatch, ReplicaFetchBatchResponse
 from harness.node.status import quorum_replication, quorum_status
@@ -117,11 +117,17 @@ class ControllerNode:
         self.config = config
         self.node_id = config.node_id
         self.cluster_id = config.cluster_id
+        # Read first: a node that must protect its admin API but has no token does not start.
+        self.admin_token = config.read_admin_token()
         self.loop = asyncio.get_running_loop()
         config.quorum_state_path.parent.mkdir(parents=True, exist_ok=True)
         self.quorum_state = QuorumStateFile(config.quorum_state_path, config.cluster_id)
         self.log = RaftLogStore.open(FileStorage(), str(config.metadata_log_dir))
         self.image = self._restore_image()
+        # Elections and ISR changes from applied records (harness/node/metrics.py); what is
+        # already in the log at start is replayed, not counted.
+        self.metadata_counters = MetadataCounters(config.node_id, self.log.end_offset)
+        self.metadata_counters.seed(self.image)
         self.high_watermark = 0
         self._was_leader = False
         self._waiters: dict[int, _Waiter] = {}
@@ -168,6 +174,7 @@ class ControllerNode:
             self.active = ActiveController(self)
             self.rpc_server = ControllerRpcServer(self, self.active)
         self._bound = (self.role, self.epoch)
+        self.metrics = NodeMetrics(self)
         structlog.contextvars.bind_contextvars(
             node_id=config.node_id, epoch=self.epoch, role=self.role
         )
@@ -434,6 +441,7 @@ class ControllerNode:
     def on_snapshot_installed(self, snapshot: OffsetAndEpoch) -> None:
         """The log now starts at a fetched snapshot: rebuild the image from it (KIP-630)."""
         self.image = self._restore_image()
+        self.metadata_counters.seed(self.image)
         self.high_watermark = max(self.high_watermark, snapshot.offset)
         if self.broker is not None:
             self.broker.on_applied()
@@ -475,6 +483,8 @@ class ControllerNode:
             result = None
         except ImageError:
             raise
+        if result is not None:
+            self.metadata_counters.observe(result, self.image)
         self._records_since_snapshot += 1
         waiter = self._waiters.pop(entry.offset, None)
         if waiter is None or waiter.future.done():
@@ -533,4 +543,4 @@ class ControllerNode:
         return quorum_replication(self)
 
     def metrics_text(self) -> str:
-        return render_metrics(self)
+        return self.metrics.render().decode()

@@ -4,11 +4,19 @@ the shape kafka-metadata-quorum's `describe --status` / `--replication` print.
 Only the leader knows every replica's log end offset and fetch times (DescribeQuorum is answered
 by the leader in Kafka), so lag fields are -1 ("unknown") on other nodes, and /quorum/replication
 is forwarded to the leader by the admin API. Timestamps are Unix epoch ms (KIP-836).
+
+`partition_health` counts offline / under-replicated / under-min-ISR partitions from a metadata
+image, the way Kafka defines each (`kraftlab cluster status`, GET /cluster, /metrics).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from quorum.metadata.configs import MIN_INSYNC_REPLICAS
+from quorum.metadata.image import MetadataImage
+from quorum.metadata.records import NO_LEADER
 
 if TYPE_CHECKING:
     from harness.node.runtime import ControllerNode
@@ -67,3 +75,62 @@ def quorum_replication(node: ControllerNode) -> list[dict[str, Any]]:
             "status": "Leader" if own else "Follower" if r.is_voter else "Observer",
         })
     return rows
+
+
+# --- partition health from the metadata image (cluster status, /metrics) --------------------------
+
+@dataclass(frozen=True, slots=True)
+class PartitionHealth:
+    """Counts over the metadata image, with Kafka's definitions:
+
+    - offline: no leader (KRaft's ControllerMetadataMetrics OfflinePartitionsCount: NO_LEADER);
+    - under_replicated: ISR smaller than the replica set (ReplicaManager UnderReplicatedPartitions,
+      `kafka-topics --under-replicated-partitions`);
+    - under_min_isr: no leader, or ISR smaller than the topic's min.insync.replicas (TopicCommand's
+      `--under-min-isr-partitions`; the broker gauge UnderMinIsrPartitionCount counts only led
+      partitions with a short ISR, which `led_by` gives);
+    - at_min_isr: ISR exactly min.insync.replicas (AtMinIsrPartitionCount): one more loss and
+      acks=all produce fails.
+    The lists name the partitions as `topic-partition`, sorted."""
+
+    total: int
+    offline: tuple[str, ...]
+    under_replicated: tuple[str, ...]
+    under_min_isr: tuple[str, ...]
+    at_min_isr: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"total": self.total, "offline": list(self.offline),
+                "under_replicated": list(self.under_replicated),
+                "under_min_isr": list(self.under_min_isr), "at_min_isr": list(self.at_min_isr)}
+
+
+def partition_health(image: MetadataImage, led_by: int | None = None) -> PartitionHealth:
+    """Health of every partition in `image` (or of those `led_by` leads, the broker's view)."""
+    total = 0
+    offline: list[str] = []
+    under: list[str] = []
+    under_min: list[str] = []
+    at_min: list[str] = []
+    min_isr_of: dict[str, int] = {}
+    for topic, part in image.all_partitions():
+        if led_by is not None and part.leader != led_by:
+            continue
+        total += 1
+        name = f"{topic.name}-{part.partition}"
+        if topic.name not in min_isr_of:
+            try:
+                min_isr_of[topic.name] = int(image.topic_configs(topic.name)[MIN_INSYNC_REPLICAS])
+            except (KeyError, ValueError):
+                min_isr_of[topic.name] = 1
+        min_isr = min_isr_of[topic.name]
+        has_leader = part.leader != NO_LEADER
+        if not has_leader:
+            offline.append(name)
+        if len(part.isr) < len(part.replicas):
+            under.append(name)
+        if not has_leader or len(part.isr) < min_isr:
+            under_min.append(name)
+        if len(part.isr) == min_isr:
+            at_min.append(name)
+    return PartitionHealth(total, tuple(offline), tuple(under), tuple(under_min), tuple(at_min))

@@ -10,6 +10,10 @@ bytes), and sends it to a random node. Properties:
 - a rejected (4xx) mutating request changes nothing: topics (described), registered brokers, the
   touched kv key and the touched partition's high watermark are equal before and after;
 - every node process is alive and answers /health afterwards.
+- every status a node answered is listed in the operation's documented responses;
+- every body the API accepted (2xx) is valid under the operation's own request schema
+  (jsonschema): a field the server requires, a type it checks or a oneOf it enforces must be in
+  the document. (This found keys with braces unroutable: /kv/{key} now takes any [^/]+.)
 
 Not fuzzed: POST/DELETE /nemesis/links (a valid body partitions the cluster on purpose, which is
 the nemesis tests' job, not a validation property).
@@ -24,6 +28,7 @@ import urllib.parse
 from collections.abc import Iterator
 from typing import Any
 
+import jsonschema
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -223,6 +228,23 @@ def request(draw: st.DrawFn, doc: dict[str, Any], node_ids: list[int]) -> dict[s
 
 # --- the property ----------------------------------------------------------------------------
 
+def request_schema(doc: dict[str, Any], req: dict[str, Any]) -> dict[str, Any] | None:
+    op = doc["paths"][req["path"]][req["method"].lower()]
+    body = op.get("requestBody")
+    return None if body is None else body["content"]["application/json"]["schema"]
+
+
+def schema_violation(doc: dict[str, Any], schema: dict[str, Any], body: bytes) -> str | None:
+    """None if `body` is JSON valid under `schema` (refs resolved against the document)."""
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return "not JSON"
+    validator = jsonschema.Draft202012Validator(
+        {**schema, "components": doc["components"]})
+    error = jsonschema.exceptions.best_match(validator.iter_errors(value))
+    return None if error is None else error.message
+
 def snapshot(h: Http, req: dict[str, Any]) -> dict[str, Any]:
     def get(url: str) -> Any:
         status, body = h.send("GET", url, None)
@@ -259,6 +281,7 @@ def test_admin_api_fuzz_from_its_openapi_document(fcluster: LiveCluster) -> None
     seen: dict[int, int] = {}
     by_op: dict[tuple[str, str, int], int] = {}
     failures: list[str] = []
+    examples: dict[tuple[str, str, int], str] = {}
 
     @settings(max_examples=REQUESTS, deadline=None, database=None, derandomize=True,
               suppress_health_check=list(HealthCheck))
@@ -270,11 +293,19 @@ def test_admin_api_fuzz_from_its_openapi_document(fcluster: LiveCluster) -> None
         status, body = h.send(req["method"], req["url"], req["body"])
         seen[status] = seen.get(status, 0) + 1
         by_op[(req['method'], req['path'], status)] = by_op.get((req['method'], req['path'], status), 0) + 1
+        examples.setdefault((req['method'], req['path'], status), f"{req['url']} -> {body[:200]!r}")
         what = f"{req['method']} {req['url']} body={req['body']!r} -> {status} {body[:300]!r}"
         if status >= 500:
             error = json.loads(body).get("error") if body.startswith(b"{") else None
             if status == 500 or error not in ALLOWED_5XX:
                 failures.append(what)
+        schema = request_schema(doc, req)
+        if status < 300 and schema is not None and req["body"] is not None:
+            # Accepted: then the body must satisfy the document's schema (a field the server
+            # requires, a type it checks, a oneOf it enforces must all be in the document).
+            problem = schema_violation(doc, schema, req["body"])
+            if problem is not None:
+                failures.append(f"accepted a body its schema rejects ({problem}): {what}")
         if before is not None and 400 <= status < 500:
             after = snapshot(controller, req)
             if after != before:
@@ -285,6 +316,10 @@ def test_admin_api_fuzz_from_its_openapi_document(fcluster: LiveCluster) -> None
     assert not failures, "\n".join(failures[:10])
     assert sum(seen.values()) >= REQUESTS
     assert seen.get(400, 0) > 100 and seen.get(200, 0) > 100, seen  # both sides were exercised
+    undocumented = sorted((m, op, code) for (m, op, code) in by_op
+                          if str(code) not in doc["paths"][op][m.lower()]["responses"])
+    assert not undocumented, "answers the OpenAPI document does not list: " + "; ".join(
+        f"{u}: {examples[u]}" for u in undocumented)
     accepted_writes = {op for (m, op, st_), n in by_op.items() if m != "GET" and st_ < 300}
     assert {"/topics", "/kv/{key}"} <= accepted_writes, by_op  # produce: leader-dependent
     for n in cf.nodes:

@@ -153,7 +153,7 @@ def test_garbage_on_the_rpc_port_closes_only_that_connection(cluster: LiveCluste
     }
     assert values["kraftlab_transport_refused_handshakes_total"] >= 1
     assert values["kraftlab_transport_bad_frames_total"] >= 4
-    assert values["kraftlab_controller_active_controller_count"] == 1
+    assert values["kafka_controller_active_controller_count"] == 1
     # Still the same leader, still committing.
     assert cluster.agreed_leader() == leader
     assert cluster.client(leader).kv_put("after-garbage", "ok")["version"] > 0

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from harness import cluster as cl
 from harness.node.config import TUNABLES
 from quorum.metadata.configs import TOPIC_CONFIG_DEFAULTS
 from tests.integration.conftest import FAST, LiveCluster, kill_recorded, kraftlab
@@ -21,7 +22,9 @@ def test_config_show_lists_every_key_with_its_default_and_scope() -> None:
     assert done.returncode == 0, done.stderr
     table = {line.split()[0]: line.split()[1:] for line in done.stdout.splitlines()[1:]
              if line.strip() and not line.startswith("node keys")}
-    assert set(table) == set(TUNABLES) | set(TOPIC_CONFIG_DEFAULTS)
+    assert set(table) == set(TUNABLES) | set(TOPIC_CONFIG_DEFAULTS) | set(cl.LAUNCHER_KEYS)
+    assert table["kraftlab.bind.host"] == ["127.0.0.1", "launcher"]
+    assert table["kraftlab.admin.require.token"] == ["false", "controller,broker"]
     assert table["controller.quorum.election.timeout.ms"] == ["1000", "controller,broker"]
     assert table["replica.lag.time.max.ms"] == ["30000", "broker"]
     assert table["auto.leader.rebalance.enable"] == ["true", "controller"]
@@ -37,15 +40,42 @@ def test_config_show_lists_every_key_with_its_default_and_scope() -> None:
     ("auto.leader.rebalance.enable=2", "auto.leader.rebalance.enable must be true or false"),
     ("min.insync.replicas=2", "min.insync.replicas is a topic config"),
     ("novalue", "--config expects key=value"),
+    ("kraftlab.bind.host=localhost", "kraftlab.bind.host must be an IPv4 address"),
+    ("kraftlab.bind.host=0.0.0.0", "not 0.0.0.0"),
+    # Per-node overrides (--controllers 1, no brokers unless the case adds them).
+    ("broker.104.rack=a", "broker.104.rack: no broker 104 in this cluster; brokers are none"),
+    ("controller.2.kraftlab.raft.seed=3", "no controller 2 in this cluster; controllers are [1]"),
+    ("broker.1.rack=a", "node 1 is a controller, not a broker"),
+    ("controller.1.rack=a", "only brokers have a rack"),
+    ("controller.1.no.such.key=1", "controller.1.no.such.key: unknown config 'no.such.key'"),
+    ("controller.1.broker.session.timeout.ms=0",
+     "controller.1.broker.session.timeout.ms: broker.session.timeout.ms must be >= 1"),
+    ("controller.1.replica.lag.time.max.ms=100", "is read by broker nodes only"),
+    ("controller.1.kraftlab.bind.host=127.0.0.3", "kraftlab.bind.host is cluster-wide"),
 ])
 def test_cluster_up_rejects_bad_config_and_starts_nothing(
     tmp_path: Path, override: str, message: str
 ) -> None:
     done = kraftlab("cluster", "up", "--controllers", "1", "--data-dir", str(tmp_path),
-                    "--config", override)
+                    "--config", override, timeout_s=20)
     assert done.returncode == 1
     assert message in done.stderr, done.stderr
     assert not (tmp_path / "cluster.json").exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(("override", "message"), [
+    ("broker.102.auto.leader.rebalance.enable=false", "is read by controller nodes only"),
+    ("broker.101.rack=a b", "a rack is 1-64 characters"),
+    ("broker.103.rack=a", "no broker 103 in this cluster; brokers are [101, 102]"),
+])
+def test_per_node_overrides_are_checked_against_the_brokers_too(
+    tmp_path: Path, override: str, message: str
+) -> None:
+    done = kraftlab("cluster", "up", "--controllers", "1", "--brokers", "2",
+                    "--data-dir", str(tmp_path), "--config", override, timeout_s=20)
+    assert done.returncode == 1
+    assert message in done.stderr, done.stderr
     assert list(tmp_path.iterdir()) == []
 
 
