@@ -19,6 +19,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.kv_cli",
     "harness.topic_cli",
     "harness.client_cli",  # `kraftlab produce` and `kraftlab consume` (harness.client)
+    "harness.nemesis_cli",  # `kraftlab nemesis` (faults by hand on a running cluster)
     "harness.compare",
     "harness.bench",
     "harness.sim.cli",

@@ -21,7 +21,12 @@ Invariants and failure handling:
   and written with one `transport.write` per loop iteration (`call_soon` flush).
 - The link filter (the nemesis hook) drops frames to and from the peers in `drop`, and delays every
   outgoing frame (or only those to `delay_to`) by `delay_ms`. Raft tolerates both: a lost message
-  is retried by the core's own timers.
+  is retried by the core's own timers. Peers and clients are cut independently: `drop` names
+  peers (node ids: Raft, controller RPC, replica fetches) and never touches client connections;
+  `drop_clients` silences every native client connection (key/value and data clients) on this
+  port: their handshakes and requests are dropped unanswered and answers to requests accepted
+  before the cut are dropped too, so a client sees a timeout, as behind a real partition, never
+  a refusal. The admin API applies the same filter to HTTP (harness/admin.py, /nemesis/links).
 """
 
 from __future__ import annotations
@@ -55,14 +60,17 @@ class FrameError(Exception):
 class LinkFilter:
     """The nemesis view of this node's links (API.md /nemesis/links)."""
 
-    drop: frozenset[int] = frozenset()
+    drop: frozenset[int] = frozenset()  # peers (node ids); client connections are not peers
     delay_ms: int = 0
     delay_to: frozenset[int] | None = None  # None: delay traffic to every peer
+    drop_clients: bool = False  # silence client connections (native and admin HTTP)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"drop": sorted(self.drop), "delay_ms": self.delay_ms}
         if self.delay_to is not None:
             out["delay_to"] = sorted(self.delay_to)
+        if self.drop_clients:  # shown only when set: API.md's shape is unchanged otherwise
+            out["drop_clients"] = True
         return out
 
     def delay_for(self, peer: int) -> int:
@@ -175,6 +183,9 @@ class _InboundProtocol(FrameProtocol):
     def on_frame(self, payload: bytes) -> None:
         owner = self.owner
         if self.is_client:
+            if owner.links.drop_clients:
+                owner.dropped_client_frames += 1
+                return
             try:
                 request = owner.decode(payload)
             except owner.decode_errors as exc:
@@ -200,6 +211,11 @@ class _InboundProtocol(FrameProtocol):
         node_id = hello.get("node_id")
         cluster_id = hello.get("cluster_id")
         client = hello.get("client") is True and owner.on_client_request is not None
+        if client and owner.links.drop_clients:
+            # Cut off: the hello is lost and never answered (the client's connect times out).
+            # The connection stays unidentified: its next frame is taken as a hello again.
+            owner.dropped_client_frames += 1
+            return
         if hello.get("kraftlab") != PROTOCOL_VERSION or not (isinstance(node_id, int) or client):
             raise FrameError(f"bad handshake {sorted(hello)}")
         if cluster_id != owner.cluster_id:
@@ -231,6 +247,9 @@ class _InboundProtocol(FrameProtocol):
     def reply(self, message: Any) -> None:
         """Answer a client request; replies are written once per loop iteration."""
         if self.closed:
+            return
+        if self.owner.links.drop_clients:  # the answer is lost in the cut
+            self.owner.dropped_client_frames += 1
             return
         self._replies += frame(self.owner.encode(message))
         if not self._reply_scheduled:
@@ -436,7 +455,9 @@ class Transport:
         self.refused = 0
         self.dropped_in = 0
         self.dropped_out = 0
+        self.dropped_client_frames = 0
         self.connect_failures = 0
+        self._links_changed = asyncio.Event()
         self.sent = 0
 
     async def start(self) -> None:
@@ -487,6 +508,12 @@ class Transport:
     def set_links(self, links: LinkFilter) -> None:
         self.links = links
         log.warning("transport.links_changed", **links.to_json())
+        changed, self._links_changed = self._links_changed, asyncio.Event()
+        changed.set()
+
+    async def links_changed(self) -> None:
+        """Returns at the next `set_links` (the admin API holds cut-off requests on this)."""
+        await self._links_changed.wait()
 
     def connected_peers(self) -> list[int]:
         return sorted(pid for pid, link in self._peers.items() if link.protocol is not None)

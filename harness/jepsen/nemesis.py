@@ -1,8 +1,10 @@
 """The nemesis for real-process runs: network partitions and process faults on a local cluster.
 
 Faults act only through the cluster's public surface: `POST/DELETE /nemesis/links` on each
-node's admin API (drop Raft traffic to and from the listed peers; client HTTP is untouched, so a
-cut-off follower still forwards client requests) and the launcher functions of
+node's admin API (drop all traffic to and from the listed peers: Raft, controller RPC, replica
+fetches, and the admin requests a node forwards to its leader, which the receiver holds
+unanswered; clients still reach every node unless a fault also sets `drop_clients`, see
+docs/jepsen.md "Nemeses") and the launcher functions of
 `harness.cluster` (SIGKILL / SIGSTOP / SIGCONT / SIGTERM by the PID recorded in cluster.json,
 after checking that PID still runs our node; restart rewrites cluster.json).
 
@@ -14,6 +16,16 @@ Fault names (`FAULTS`; groups in `GROUPS`):
   cut, leaving a chain), `bridge` (two halves joined by one node that sees both);
 - processes: `kill` / `kill-leader` (kill -9, healed by starting the node again), `pause` /
   `pause-leader` (SIGSTOP, healed by SIGCONT), `restart` (SIGTERM, then start at once).
+- brokers (`BROKER_FAULTS`; need brokers and a topic; L is the leader broker of a random
+  partition of the run's topics, looked up through the admin API `/topics/{topic}`):
+  `isolate-partition-leader` (L cut from every node and from clients),
+  `leader-cut-from-followers` (L cut from the other brokers and the controllers, clients still
+  reach it: the ISR zombie, where acks=1 writes are lost), `leader-cut-from-followers-only` (L cut
+  from the other brokers only: the ISR shrinks to L), `zombie-leader` (L cut from the
+  controllers only), `isolate-controller-leader` (the active controller cut from every node,
+  brokers included), `kill-partition-leader`, `pause-partition-leader`, `crash-unflushed` (kill
+  -9 of every replica of the partition at once; with `kraftlab.log.unflushed.in.process=1` the
+  brokers keep appends in memory until a flush, so the unflushed tail is really lost).
 
 A schedule (`Schedule`) is seeded and bounded: a quiet lead-in, then until the deadline: pick a
 fault, apply it, hold it for a random time in `fault_s`, heal it, stay quiet for a random time
@@ -23,6 +35,9 @@ say what was done. `heal_all` undoes everything whatever happened before (links 
 node, every node resumed and started if down); the runner always calls it.
 
 Grudges (`Grudge`: node -> peers it drops) are symmetric: a cut link drops traffic both ways.
+Client connections are cut only where a fault says so (`Fault.clients_cut`: those nodes also
+drop client traffic, harness/transport.py LinkFilter.drop_clients). The controller-side
+partitions above act among the controllers only; the broker faults among all nodes.
 """
 
 from __future__ import annotations
@@ -31,7 +46,7 @@ import asyncio
 import random
 import signal
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,19 +56,29 @@ import aiohttp
 from harness import cluster as cl
 from harness.jepsen.history import NEMESIS
 from harness.jepsen.recorder import Recorder
+from harness.node.config import parse_properties
 
 Grudge = dict[int, frozenset[int]]
 
 PARTITIONS = ("isolate-one", "isolate-follower", "isolate-leader", "halves",
               "majority-minority", "majorities-ring", "bridge")
 PROCESS_FAULTS = ("kill", "kill-leader", "pause", "pause-leader", "restart")
-FAULTS = PARTITIONS + PROCESS_FAULTS
+BROKER_PARTITIONS = ("isolate-partition-leader", "leader-cut-from-followers",
+                     "leader-cut-from-followers-only", "zombie-leader",
+                     "isolate-controller-leader")
+BROKER_PROCESS_FAULTS = ("kill-partition-leader", "pause-partition-leader", "crash-unflushed")
+BROKER_FAULTS = BROKER_PARTITIONS + BROKER_PROCESS_FAULTS
+FAULTS = PARTITIONS + PROCESS_FAULTS + BROKER_FAULTS
 GROUPS: dict[str, tuple[str, ...]] = {
     "none": (),
     "partition": PARTITIONS,
     "process": PROCESS_FAULTS,
-    "all": FAULTS,
+    "all": PARTITIONS + PROCESS_FAULTS,  # the controller-side faults (kv runs need no broker)
+    "broker": BROKER_FAULTS,
+    "everything": FAULTS,
 }
+# The node setting that makes crash-unflushed lose data (harness/node/config.py).
+UNFLUSHED_KEY = "kraftlab.log.unflushed.in.process"
 
 
 class NemesisError(ValueError):
@@ -143,6 +168,12 @@ def grudge_bridge(nodes: Sequence[int], rng: random.Random) -> Grudge:
     )
 
 
+def grudge_cut(nodes: Sequence[int], side: Iterable[int], others: Iterable[int]) -> Grudge:
+    """Cut every link between `side` and `others` (both ways); every other link stays."""
+    a, b = set(side), set(others) - set(side)
+    return grudge_from_sides(nodes, lambda x, y: not ((x in a and y in b) or (x in b and y in a)))
+
+
 def sees_majority(grudge: Grudge, node: int) -> bool:
     n = len(grudge)
     return n - len(grudge[node]) > n // 2
@@ -162,17 +193,44 @@ class Schedule:
 @dataclass(slots=True)
 class Fault:
     name: str
-    kind: str  # "partition" | "kill" | "pause" | "restart"
+    kind: str  # "partition" | "kill" | "pause" | "restart" | "skipped"
     grudge: Grudge = field(default_factory=dict)
     nodes: tuple[int, ...] = ()
+    clients_cut: frozenset[int] = frozenset()  # nodes that also drop client traffic
+    target: dict[str, Any] = field(default_factory=dict)  # e.g. the partition and its leader
 
     def describe(self) -> dict[str, Any]:
         out: dict[str, Any] = {"fault": self.name}
         if self.grudge:
             out["drop"] = {str(a): sorted(b) for a, b in sorted(self.grudge.items()) if b}
+        if self.clients_cut:
+            out["drop_clients"] = sorted(self.clients_cut)
         if self.nodes:
             out["nodes"] = list(self.nodes)
+        out.update(self.target)
         return out
+
+    def links(self, node_id: int) -> dict[str, Any] | None:
+        """The /nemesis/links body for `node_id` while this fault holds (None: nothing)."""
+        drop = self.grudge.get(node_id, frozenset())
+        if not drop and node_id not in self.clients_cut:
+            return None
+        return {"drop": sorted(drop), "drop_clients": node_id in self.clients_cut}
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionLeader:
+    """What the metadata says about one partition (GET /topics/{topic})."""
+
+    topic: str
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+    def describe(self) -> dict[str, Any]:
+        return {"topic": self.topic, "partition": self.partition, "leader": self.leader,
+                "replicas": list(self.replicas), "isr": list(self.isr)}
 
 
 class ClusterNemesis:
@@ -185,19 +243,36 @@ class ClusterNemesis:
         recorder: Recorder,
         rng: random.Random,
         schedule: Schedule,
+        *,
+        partitions: Sequence[tuple[str, int | None]] | None = None,
     ) -> None:
+        """`partitions`: where the broker faults pick their partition, as (topic, partition)
+        pairs, None meaning any partition of that topic; None: every topic of the cluster."""
         self.data_dir = data_dir
         self.cluster = cl.ClusterFile.load(data_dir)
         self.session = session
         self.recorder = recorder
         self.rng = rng
         self.schedule = schedule
+        self.partitions = None if partitions is None else list(partitions)
+        # /nemesis/links mutates: a cluster bound beyond 127.0.0.1 wants its bearer token.
+        token = cl.read_token(data_dir)
+        self._auth = {"Authorization": f"Bearer {token}"} if token else {}
         self.active: Fault | None = None
         self.applied = 0
 
     @property
     def node_ids(self) -> list[int]:
+        """The controllers (the Raft voters): the controller-side faults act among them."""
         return [n.id for n in self.cluster.controllers]
+
+    @property
+    def all_ids(self) -> list[int]:
+        return [n.id for n in self.cluster.nodes]
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return [n.id for n in self.cluster.brokers]
 
     def _url(self, node_id: int, path: str) -> str:
         return self.cluster.node(node_id).admin_url + path
@@ -219,7 +294,89 @@ class ClusterNemesis:
                  if v is not None and v.get("leader_id") is not None]
         return max(named)[1] if named else None
 
+    async def _get(self, node_id: int, path: str) -> Any:
+        try:
+            async with self.session.get(self._url(node_id, path),
+                                        timeout=aiohttp.ClientTimeout(total=2.0)) as resp:
+                return await resp.json(content_type=None) if resp.status == 200 else None
+        except (aiohttp.ClientError, TimeoutError, ValueError):
+            return None
+
+    async def partition_leaders(self) -> list[PartitionLeader]:
+        """Partitions with a leader, as the first controller that answers describes them."""
+        for node_id in self.node_ids:
+            wanted = self.partitions
+            if wanted is None:
+                names = await self._get(node_id, "/topics")
+                if not isinstance(names, list):
+                    continue
+                wanted = [(str(t), None) for t in names]
+            out: list[PartitionLeader] = []
+            answered = True
+            for topic in sorted({t for t, _ in wanted}):
+                doc = await self._get(node_id, f"/topics/{topic}")
+                if not isinstance(doc, dict):
+                    answered = False
+                    break
+                for p in doc.get("partitions", []):
+                    chosen = (topic, None) in wanted or (topic, p["partition"]) in wanted
+                    if chosen and p.get("leader") is not None:
+                        out.append(PartitionLeader(topic, p["partition"], p["leader"],
+                                                   tuple(p["replicas"]), tuple(p["isr"])))
+            if answered:
+                return out
+        return []
+
+    async def plan_broker_fault(self, name: str) -> Fault:
+        """A BROKER_FAULTS fault on a random led partition (skipped if there is none)."""
+        nodes, controllers = self.all_ids, self.node_ids
+        if name == "isolate-controller-leader":
+            leader = await self.leader()
+            if leader is None:
+                return Fault(name, "skipped", target={"skipped": "no controller leader"})
+            return Fault(name, "partition", grudge_isolate(nodes, leader),
+                         target={"controller_leader": leader})
+        leaders = await self.partition_leaders()
+        if not leaders:
+            return Fault(name, "skipped", target={"skipped": "no partition has a leader"})
+        p = self.rng.choice(leaders)
+        lead, target = p.leader, p.describe()
+        other_brokers = [b for b in self.broker_ids if b != lead]
+        match name:
+            case "isolate-partition-leader":
+                return Fault(name, "partition", grudge_isolate(nodes, lead),
+                             clients_cut=frozenset({lead}), target=target)
+            case "leader-cut-from-followers":
+                return Fault(name, "partition", grudge_cut(nodes, [lead], other_brokers
+                                                           + controllers), target=target)
+            case "leader-cut-from-followers-only":
+                return Fault(name, "partition", grudge_cut(nodes, [lead], other_brokers),
+                             target=target)
+            case "zombie-leader":
+                return Fault(name, "partition", grudge_cut(nodes, [lead], controllers),
+                             target=target)
+            case "kill-partition-leader":
+                return Fault(name, "kill", nodes=(lead,), target=target)
+            case "pause-partition-leader":
+                return Fault(name, "pause", nodes=(lead,), target=target)
+            case "crash-unflushed":
+                return Fault(name, "kill", nodes=tuple(sorted(p.replicas)), target={
+                    **target, "unflushed_in_process": {
+                        str(r): self.unflushed_in_process(r) for r in sorted(p.replicas)}})
+        raise NemesisError(f"unknown fault {name!r}")
+
+    def unflushed_in_process(self, node_id: int) -> bool:
+        """Does this broker hold appends in its own memory until a flush (so kill -9 loses
+        them)? Read from its config file (harness/node/config.py UNFLUSHED_KEY)."""
+        try:
+            text = Path(self.cluster.node(node_id).config_file).read_text()
+        except OSError:
+            return False
+        return parse_properties(text).get(UNFLUSHED_KEY, "0").strip().lower() in ("1", "true")
+
     async def plan(self, name: str) -> Fault:
+        if name in BROKER_FAULTS:
+            return await self.plan_broker_fault(name)
         nodes = self.node_ids
         rng = self.rng
         leader = await self.leader() if "leader" in name or name in (
@@ -249,12 +406,12 @@ class ClusterNemesis:
 
     # ------------------------------------------------------------------------ actions
 
-    async def _links(self, node_id: int, drop: frozenset[int] | None) -> str:
-        method = "DELETE" if drop is None else "POST"
-        body = None if drop is None else {"drop": sorted(drop)}
+    async def _links(self, node_id: int, body: dict[str, Any] | None) -> str:
+        """POST this /nemesis/links body to the node, or DELETE (heal) for None."""
+        method = "DELETE" if body is None else "POST"
         try:
             async with self.session.request(
-                method, self._url(node_id, "/nemesis/links"), json=body,
+                method, self._url(node_id, "/nemesis/links"), json=body, headers=self._auth,
                 timeout=aiohttp.ClientTimeout(total=2.0),
             ) as resp:
                 return "ok" if resp.status == 200 else f"HTTP {resp.status}"
@@ -287,11 +444,16 @@ class ClusterNemesis:
         raise NemesisError(f"unknown process action {action!r}")
 
     async def apply(self, fault: Fault) -> dict[str, Any]:
+        if fault.kind == "skipped":
+            return {}
         if fault.kind == "partition":
-            ids = sorted(i for i, drop in fault.grudge.items() if drop)
-            results = await asyncio.gather(*(self._links(i, fault.grudge[i]) for i in ids))
-            return dict(zip(map(str, ids), results, strict=True))
+            bodies = {i: body for i in self.all_ids if (body := fault.links(i)) is not None}
+            results = await asyncio.gather(*(self._links(i, b) for i, b in bodies.items()))
+            return dict(zip(map(str, bodies), results, strict=True))
         action = {"kill": "kill", "pause": "pause", "restart": "stop"}[fault.kind]
+        if action == "kill" and len(fault.nodes) > 1:  # at once: a correlated crash
+            killed = await asyncio.gather(*(self._process("kill", i) for i in fault.nodes))
+            return dict(zip(map(str, fault.nodes), killed, strict=True))
         out = {str(i): await self._process(action, i) for i in fault.nodes}
         if fault.kind == "restart":
             out.update({f"{i}-start": await self._process("start", i) for i in fault.nodes})
@@ -299,10 +461,10 @@ class ClusterNemesis:
 
     async def heal(self, fault: Fault) -> dict[str, Any]:
         if fault.kind == "partition":
-            ids = self.node_ids
+            ids = self.all_ids
             results = await asyncio.gather(*(self._links(i, None) for i in ids))
             return dict(zip(map(str, ids), results, strict=True))
-        action = {"kill": "start", "pause": "resume", "restart": None}[fault.kind]
+        action = {"kill": "start", "pause": "resume", "restart": None, "skipped": None}[fault.kind]
         if action is None:
             return {}
         return {str(i): await self._process(action, i) for i in fault.nodes}
@@ -331,14 +493,14 @@ class ClusterNemesis:
         await self.stop_fault()
         self.recorder.record(NEMESIS, "info", "stop-all", None)
         result: dict[str, Any] = {}
-        for node_id in self.node_ids:
+        for node_id in self.all_ids:
             node = self.cluster.node(node_id)
             if cl.is_our_process(node.pid, node.config_file):
                 cl.signal_node(node, signal.SIGCONT)
             else:
                 result[f"{node_id}-start"] = await self._process("start", node_id)
-        links = await asyncio.gather(*(self._links(i, None) for i in self.node_ids))
-        result.update({str(i): r for i, r in zip(self.node_ids, links, strict=True)})
+        links = await asyncio.gather(*(self._links(i, None) for i in self.all_ids))
+        result.update({str(i): r for i, r in zip(self.all_ids, links, strict=True)})
         self.recorder.record(NEMESIS, "info", "stop-all", result)
         return result
 

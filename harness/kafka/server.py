@@ -16,6 +16,8 @@ Invariants:
   connection.
 - acks=0 Produce gets no response at all (Kafka), so it takes no slot.
 - A client that stops reading its responses stops being read once 32 MiB wait unsent.
+- While the nemesis cuts clients off (harness/transport.py LinkFilter.drop_clients), requests
+  are dropped unrun and answers unsent: the client times out, as behind a partition.
 """
 
 from __future__ import annotations
@@ -106,6 +108,8 @@ class _Connection:
                 if not 4 <= size <= MAX_REQUEST_BYTES:
                     raise BadRequest(f"frame size {size}")
                 payload = await self.reader.readexactly(size)
+                if self.listener.node.transport.links.drop_clients:
+                    continue  # the nemesis cut clients off: the request is lost (never run)
                 self.listener.requests += 1
                 self._dispatch(payload)
                 if self.writer.transport.get_write_buffer_size() > WRITE_BUFFER_HIGH:
@@ -171,6 +175,8 @@ class _Connection:
         try:
             body.with_header(correlation_id=correlation_id)
             slot[0] = bytes(body.encode(header=True, framed=True))
+            if self.listener.node.transport.links.drop_clients:
+                slot[0] = b""  # the answer is lost in the nemesis's cut (order kept for the rest)
         except Exception as exc:
             log.error("kafka.encode_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
             self.close()

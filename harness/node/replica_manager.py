@@ -46,7 +46,7 @@ from partition.log import batch as rb
 from partition.log.batch import encode_batch
 from partition.log.config import LogConfig
 from partition.log.manager import LogManager
-from partition.log.storage import FileStorage
+from partition.log.storage import BufferedFileStorage, FileStorage
 from partition.replica import (
     ACKS_NONE,
     CONSUMER_REPLICA_ID,
@@ -123,7 +123,12 @@ class ReplicaManager:
         self.loop = node.loop
         self.broker_id = node.node_id
         self.data_dir = Path(node.config.metadata_log_dir) / "data"
-        self.log_manager = LogManager.open(FileStorage(), str(self.data_dir), LogConfig())
+        c = node.config
+        # kraftlab.log.unflushed.in.process: appends stay in memory until flushed (crash tests).
+        storage = BufferedFileStorage() if c.unflushed_in_process else FileStorage()
+        flush_messages = c.log_flush_interval_messages  # log.flush.interval.messages
+        self.log_manager = LogManager.open(storage, str(self.data_dir), LogConfig(
+            flush_messages=None if flush_messages >= 2**63 - 1 else flush_messages))
         self.replicas: dict[tuple[str, int], HostedReplica] = {}
         self.by_name: dict[tuple[str, int], HostedReplica] = {}
         self._produce_waiters: dict[int, ProduceCallback] = {}

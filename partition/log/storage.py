@@ -9,6 +9,8 @@ Two implementations:
 
 - `FileStorage`: the real thing (os.open/os.writev/os.pread/os.fsync). `fsync_dir` opens the
   directory and fsyncs it, so a create, rename or remove survives power loss.
+- `BufferedFileStorage`: FileStorage whose appends stay in process memory until fsync, so that
+  kill -9 of a real process loses the unflushed tail (the real-process nemesis crash-unflushed).
 - `SimStorage`: bytes in memory for harness/sim and crash tests. It models what a crash can lose:
 
   * file *contents* are durable only up to the last `fsync()` of that file; writes since then are
@@ -204,6 +206,65 @@ class FileStorage:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+class _BufferedOsFile(_OsFile):
+    """An `_OsFile` whose appends stay in this process's memory until `fsync` (or `close`):
+    what a crash of the process loses, as a power loss loses the page cache. Readers see the
+    buffered tail (reads and `size` cover it); `truncate` cuts the buffer, then the file."""
+
+    __slots__ = ("_tail",)
+
+    def __init__(self, path: str, create: bool) -> None:
+        super().__init__(path, create)
+        self._tail = bytearray()
+
+    def append(self, *buffers: Buffer) -> int:
+        position = self._size
+        for b in buffers:
+            self._tail += b
+        self._size = position + sum(map(len, buffers))
+        return position
+
+    def read(self, position: int, size: int) -> bytes:
+        on_disk = self._size - len(self._tail)
+        head = os.pread(self._fd, min(size, on_disk - position), position) if position < on_disk else b""
+        start = max(position, on_disk) - on_disk
+        return head + bytes(self._tail[start : start + size - len(head)])
+
+    def _write_tail(self) -> None:
+        rest = memoryview(bytes(self._tail))
+        while rest:
+            rest = rest[os.write(self._fd, rest):]
+        self._tail.clear()
+
+    def fsync(self) -> None:
+        self._write_tail()
+        os.fsync(self._fd)
+
+    def truncate(self, size: int) -> None:
+        on_disk = self._size - len(self._tail)
+        if size >= on_disk:
+            del self._tail[size - on_disk :]
+            self._size = min(self._size, size)
+            return
+        self._tail.clear()
+        self._size = on_disk
+        super().truncate(size)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            self._write_tail()  # a clean close keeps what was appended (no fsync, as _OsFile)
+        super().close()
+
+
+class BufferedFileStorage(FileStorage):
+    """`FileStorage` whose files keep appends in process memory until they are fsynced, so a
+    kill -9 loses the unflushed tail as a power loss would (the nemesis's crash-unflushed;
+    broker config `kraftlab.log.unflushed.in.process=1`). Directory operations are FileStorage's."""
+
+    def open(self, path: str, *, create: bool = True) -> StorageFile:
+        return _BufferedOsFile(self._p(path), create)
 
 
 # ---------------------------------------------------------------------------------- simulated

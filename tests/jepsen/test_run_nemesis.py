@@ -18,13 +18,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from harness.cli import main
+from harness.cluster import ClusterError
 from harness.jepsen.history import NEMESIS
 from harness.jepsen.nemesis import (
+    BROKER_FAULTS,
     FAULTS,
     PARTITIONS,
+    PROCESS_FAULTS,
+    Fault,
     Grudge,
     NemesisError,
     grudge_bridge,
+    grudge_cut,
     grudge_halves,
     grudge_isolate,
     grudge_majorities_ring,
@@ -35,6 +40,7 @@ from harness.jepsen.nemesis import (
 from harness.jepsen.recorder import ProcessIds
 from harness.jepsen.report import summarise
 from harness.jepsen.workload_kv import KvWorkload, disable_idempotent_retry
+from harness.nemesis_cli import parse_groups, partition_grudge
 from tests.jepsen.histories import ops
 
 
@@ -97,10 +103,51 @@ def test_every_partition_shape_is_symmetric_and_leaves_no_node_seeing_itself_dro
         assert all(node not in drops for node, drops in g.items())
 
 
+NODES = [1, 2, 3, 101, 102, 103]
+
+
+def test_cut_severs_only_the_links_between_the_two_sides() -> None:
+    # leader-cut-from-followers-only: broker 101 from the other brokers; controllers see all.
+    g = grudge_cut(NODES, [101], [102, 103])
+    assert symmetric(g)
+    assert g == {1: frozenset(), 2: frozenset(), 3: frozenset(), 101: frozenset({102, 103}),
+                 102: frozenset({101}), 103: frozenset({101})}
+    # zombie-leader: 101 from the controllers only.
+    z = grudge_cut(NODES, [101], [1, 2, 3])
+    assert z[101] == {1, 2, 3} and z[102] == frozenset() and z[1] == {101}
+
+
+def test_fault_links_bodies_cut_clients_only_where_asked() -> None:
+    f = Fault("isolate-partition-leader", "partition", grudge_isolate(NODES, 102),
+              clients_cut=frozenset({102}), target={"topic": "t", "partition": 0, "leader": 102})
+    assert f.links(102) == {"drop": [1, 2, 3, 101, 103], "drop_clients": True}
+    assert f.links(1) == {"drop": [102], "drop_clients": False}
+    assert f.describe()["drop_clients"] == [102] and f.describe()["leader"] == 102
+    g = Fault("zombie-leader", "partition", grudge_cut(NODES, [101], [1, 2, 3]))
+    assert g.links(102) is None and "drop_clients" not in g.describe()
+
+
+def test_cli_partition_groups_unlisted_nodes_one_way_or_the_other() -> None:
+    groups = parse_groups(["1,101", "2"], NODES)
+    assert groups == [[1, 101], [2]]
+    as_group = partition_grudge(NODES, groups, "group")  # 3,102,103 form a third side
+    assert as_group[1] == {2, 3, 102, 103} and as_group[3] == {1, 101, 2}
+    assert as_group[102] == {1, 101, 2} and symmetric(as_group)
+    bridged = partition_grudge(NODES, groups, "connected")  # 3,102,103 see everyone
+    assert bridged[1] == {2} and bridged[2] == {1, 101} and bridged[3] == frozenset()
+    for bad, message in ((["1,x"], "not a node id"), (["1", "1,2"], "in two groups"),
+                         (["7"], "no node 7")):
+        with pytest.raises(ClusterError, match=message):
+            parse_groups(bad, NODES)
+
+
 def test_parse_nemesis_groups_and_errors() -> None:
     assert parse_nemesis("partition") == PARTITIONS
     assert parse_nemesis("kill,halves,kill") == ("kill", "halves")
-    assert parse_nemesis("all") == FAULTS
+    assert parse_nemesis("all") == PARTITIONS + PROCESS_FAULTS  # controller-side, as before
+    assert parse_nemesis("broker") == BROKER_FAULTS
+    assert parse_nemesis("everything") == FAULTS
+    assert parse_nemesis("zombie-leader,crash-unflushed") == ("zombie-leader", "crash-unflushed")
     assert parse_nemesis("none") == ()
     with pytest.raises(NemesisError, match="unknown nemesis 'explode'"):
         parse_nemesis("kill,explode")
@@ -172,7 +219,7 @@ def test_summary_splits_availability_by_fault_phase() -> None:
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--workload", "queue"], "needs the data plane"),
+        (["--time-limit", "0"], "--time-limit"),
         (["--nemesis", "kill,explode"], "unknown nemesis 'explode'"),
         (["--concurrency", "0"], "--concurrency"),
     ],
