@@ -102,7 +102,8 @@ class ActiveController:
         if self.service is None:
             self._early.append((token, request))
         else:
-            self.service.submit(token, request)
+            # The receipt time: a heartbeat counts as contact from now (KAFKA-15019).
+            self.service.submit(token, request, self.node.now_ms())
             self._pump()
         return future
 

@@ -5,7 +5,8 @@ pass its own env), so the effect semantics cannot drift apart (STYLE.md: one exe
 
 - the five log effects go to `LocalReplicaLog.execute` (the PartitionLog, through LogManager so a
   truncation rewrites the checkpoints);
-- SendFetch / SendFetchResponse / SendAlterPartition / CompleteProduce / LeadershipChanged go to
+- SendFetch / SendFetchResponse / SendAlterPartition / SendReplicaPosition / CompleteProduce /
+  LeadershipChanged go to
   the env, which must only *queue* work (send buffers, future callbacks scheduled by the loop):
   nothing here may feed an input back into the same core while its list is running (the core's
   contract: effects run synchronously, in order, before its next input).
@@ -28,12 +29,13 @@ from partition.replica import (
     SendAlterPartition,
     SendFetch,
     SendFetchResponse,
+    SendReplicaPosition,
     TruncateFully,
     TruncateTo,
     UpdateHighWatermark,
 )
 from partition.replica.messages import FetchRequest, FetchResponse, ProduceResponse
-from quorum.controller.messages import AlterPartitionRequest
+from quorum.controller.messages import AlterPartitionRequest, ReportReplicaPositionRequest
 
 
 class ReplicaEffectsEnv(Protocol):
@@ -46,6 +48,10 @@ class ReplicaEffectsEnv(Protocol):
         ...
 
     def send_alter_partition(self, request: AlterPartitionRequest) -> None: ...
+
+    def send_replica_position(self, request: ReportReplicaPositionRequest) -> None:
+        """replication.mode=quorum: to the active controller, best effort (the core re-sends)."""
+        ...
 
     def complete_produce(self, response: ProduceResponse) -> None: ...
 
@@ -67,6 +73,8 @@ def execute_replica_effects(
                 env.send_fetch_response(to, response)
             case SendAlterPartition(request=request):
                 env.send_alter_partition(request)
+            case SendReplicaPosition(request=request):
+                env.send_replica_position(request)
             case CompleteProduce(response=response):
                 env.complete_produce(response)
             case LeadershipChanged():

@@ -17,10 +17,11 @@ What it does:
 - Produce: acks=all requests wait in the core (its purgatory) until the HW passes them; the core's
   CompleteProduce resolves the caller by the broker-wide request id. Consumer fetches likewise
   (SendFetchResponse to -1, routed by request id).
-- A new leader with an uncommitted tail appends an epoch marker (one control record) so that its
-  HW can move even if every write it gets is an idempotent retry (see `leadership_changed`).
 - AlterPartition goes to the active controller over the node transport (broker.py), the answer is
-  fed back to the core on a later loop iteration.
+  fed back to the core on a later loop iteration. Quorum-mode position reports (the replica's vote
+  in a fencing election, partition/replica/quorum_mode.py) go the same way; their answers are
+  not needed (the core re-sends while fenced). The quorum-mode epoch marker is the core's own
+  effect; ISR mode needs none (docs/replication.md, "HW rules per mode").
 - Every replica.high.watermark.checkpoint.interval.ms (5000) the HW/recovery/log-start checkpoints
   are written, logs flushed per flush.ms and retention applied.
 
@@ -42,8 +43,6 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from harness.node.replica_effects import execute_replica_effects
-from partition.log import batch as rb
-from partition.log.batch import encode_batch
 from partition.log.config import LogConfig
 from partition.log.manager import LogManager
 from partition.log.storage import BufferedFileStorage, FileStorage
@@ -62,7 +61,12 @@ from partition.replica import (
     ReplicaInput,
 )
 from quorum import codec
-from quorum.controller.messages import AlterPartitionRequest, AlterPartitionResponse, BrokerState
+from quorum.controller.messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerState,
+    ReportReplicaPositionRequest,
+)
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import NO_LEADER, Partition
@@ -73,10 +77,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger()
 
-# Control record of an epoch marker: key = (version 0, type 2 = LeaderChange, as KRaft's
-# ControlRecordType), value empty. Consumers skip control batches.
-EPOCH_MARKER_KEY = b"\x00\x00\x00\x02"
-EPOCH_MARKER_VALUE = b""
 HW_CHECKPOINT_INTERVAL_MS = 5_000  # replica.high.watermark.checkpoint.interval.ms
 RETENTION_CHECK_INTERVAL_MS = 300_000  # log.retention.check.interval.ms
 
@@ -110,7 +110,6 @@ class HostedReplica:
     timer: asyncio.TimerHandle | None = None
     deadline_ms: int | None = None
     busy: bool = False
-    marked_epoch: int = -1  # the leader epoch an epoch marker was written in
     queued: deque[ReplicaInput | None] = field(default_factory=deque)
 
 
@@ -309,32 +308,12 @@ class ReplicaManager:
         if callback is not None:
             callback(response)
 
-    def leadership_changed(self, effect: LeadershipChanged) -> None:
-        # The core logs partition.became_leader / became_follower itself. A new leader whose HW
-        # is below its LEO must append an entry of its own epoch before its HW may pass the
-        # previous epoch's tail (the core's "figure 8" rule). If the only writes that arrive are
-        # idempotent retries of that tail, they are all duplicates and nothing new is ever
-        # appended: acks=all would wait forever. So the driver appends an epoch marker (one
-        # control record, like Raft's no-op / KRaft's LeaderChange), on a later loop iteration.
-        if effect.is_self:
-            self.loop.call_soon(self._maybe_write_epoch_marker, effect.leader_epoch)
+    def send_replica_position(self, request: ReportReplicaPositionRequest) -> None:
+        # Best effort: a lost or refused report is re-sent by the core while it stays fenced.
+        self.broker.send_controller(request, lambda response: None)
 
-    def _maybe_write_epoch_marker(self, leader_epoch: int) -> None:
-        for r in list(self.replicas.values()):
-            core = r.core
-            if not (core.is_leader and core.leader_epoch == leader_epoch):
-                continue
-            if core.high_watermark >= core.log_end_offset or r.marked_epoch == leader_epoch:
-                continue
-            r.marked_epoch = leader_epoch
-            marker = encode_batch([rb.Record(EPOCH_MARKER_VALUE, EPOCH_MARKER_KEY,
-                                             timestamp_ms=self.node.wall_ms(self.node.now_ms()))],
-                                  is_control=True)  # fmt: skip
-            log.info("replica.epoch_marker_appended", topic=r.topic, partition=r.partition,
-                     leader_epoch=leader_epoch, high_watermark=core.high_watermark,
-                     log_end_offset=core.log_end_offset)  # fmt: skip
-            self._step(r, ProduceRequest(r.topic_id, r.partition, self._request_id(), marker,
-                                         ACKS_NONE))  # fmt: skip
+    def leadership_changed(self, effect: LeadershipChanged) -> None:
+        pass  # the core logs partition.became_leader / became_follower itself
 
     def _schedule_flush(self) -> None:
         if not self._flush_scheduled:

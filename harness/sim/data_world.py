@@ -13,6 +13,9 @@ Model (what is simulated and what is abstracted; docs in the module of each acto
 - Brokers register (broker epoch = the RegisterBroker offset, KIP-903), heartbeat, and receive a
   MetadataUpdated for the partition after every committed change and with every heartbeat
   answer (so a broker cut off from the controller keeps its stale view: the zombie leader).
+  Quorum mode: a fenced replica's position reports (SendReplicaPosition) travel to the
+  controller as ordinary controller requests, like AlterPartition; requests are handed to the
+  ControllerService with their receipt time (a heartbeat counts from its arrival, KAFKA-15019).
 - Process kill keeps the page cache (nothing lost); `power_crash` loses every unflushed byte
   (SimStorage.crash). Logs flush every FLUSH_INTERVAL_MS, the HW is checkpointed every
   HW_CHECKPOINT_INTERVAL_MS (both read back by a restart).
@@ -41,6 +44,7 @@ from partition.replica import (
     SendAlterPartition,
     SendFetch,
     SendFetchResponse,
+    SendReplicaPosition,
     TruncateFully,
     TruncateTo,
     UpdateHighWatermark,
@@ -57,7 +61,6 @@ from quorum.controller import (
     Respond,
 )
 from quorum.controller.messages import BrokerState
-from quorum.controller.partition_change import ReplicaLogState
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import (
@@ -99,7 +102,9 @@ class WorldTiming:
 class CtlRequest:
     request_id: int
     request: Any
-    positions: tuple[tuple[str, int, int, int], ...] = ()  # quorum mode: (topic_id, p, epoch, leo)
+    # Unused since quorum mode elects from fenced-epoch reports (ReportReplicaPositionRequest, a
+    # request of its own); kept so that drivers built on this shape keep working.
+    positions: tuple[tuple[str, int, int, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,7 +182,7 @@ class ControllerNode:
     def submit(self, token: Any, request: Any) -> None:
         if not self.up or self.service is None:
             return
-        self.service.submit(token, request)
+        self.service.submit(token, request, self.world.queue.now_ms)  # receipt time (KAFKA-15019)
         self.pump()
 
     def pump(self) -> None:
@@ -373,12 +378,8 @@ class Broker:
         if gen != self.incarnation or not self.up:
             return
         if not self.paused and self.broker_epoch >= 0:
-            positions: tuple[Any, ...] = ()
-            if self.core is not None:
-                pos = self.core.position()
-                positions = ((self.world.topic_id, 0, pos.last_epoch, pos.log_end_offset),)
             self._send_ctl(BrokerHeartbeatRequest(self.node_id, self.broker_epoch,
-                                                  max(self.applied_offset, 0)), positions)
+                                                  max(self.applied_offset, 0)))
         self.world.queue.at(self.world.queue.now_ms + self.world.timing.heartbeat_interval_ms,
                             self._heartbeat, gen)
 
@@ -475,7 +476,7 @@ class Broker:
                     dst = world.consumer_of.pop(response.request_id, None) if to < 0 else to
                     if dst is not None:
                         world.network.send(self.node_id, dst, response)
-                case SendAlterPartition(request=request):
+                case SendAlterPartition(request=request) | SendReplicaPosition(request=request):
                     self._send_ctl(request)
                 case CompleteProduce(response=response):
                     dst = world.producer_of.pop(response.request_id, None)
@@ -505,13 +506,17 @@ class World:
     """Everything of one run except the workload and the nemesis (harness/sim/data_*.py)."""
 
     def __init__(self, seed: int, brokers: int, replica_config: ReplicaConfig,
-                 controller_config: ControllerConfig, timing: WorldTiming) -> None:
+                 controller_config: ControllerConfig, timing: WorldTiming,
+                 controller_factory: Callable[[World, ControllerConfig], Any] | None = None,
+                 ) -> None:
         self.seed = seed
         self.timing = timing
         self.replica_config = replica_config
         self.queue = EventQueue()
         self.network = Network(self)
-        self.controller = ControllerNode(self, controller_config)
+        # The metadata side: the abstract ControllerNode by default; S's Raft-backed quorum
+        # (harness/sim/data_quorum.raft_controller_factory) offers the same interface.
+        self.controller = (controller_factory or ControllerNode)(self, controller_config)
         self.brokers = {b: Broker(self, b) for b in range(1, brokers + 1)}
         self.clients: dict[int, Any] = {}
         self.topic_id = ""
@@ -538,10 +543,6 @@ class World:
         ctl = self.controller
         if not ctl.up or not isinstance(message, CtlRequest):
             return
-        if ctl.service is not None and message.positions:
-            for topic_id, p, epoch, leo in message.positions:
-                ctl.service.controller.update_replica_log_state(
-                    topic_id, p, ReplicaLogState(src, epoch, leo))
         ctl.submit((src, message.request_id), message.request)
         if isinstance(message.request, BrokerHeartbeatRequest):
             # The heartbeat answer carries the broker's metadata catch-up (the fetch path).

@@ -5,7 +5,8 @@ core: `handle(input, now_ms)`, `tick(now_ms)`, `next_deadline_ms()`.
 - `core`: ReplicaCore, role transitions, dispatch; `leader` and `follower`: the rules;
 - `messages`: Fetch/Produce wire types and the MetadataUpdated input; `effects`: what it asks for;
 - `local_log`: the read-only log view it reads (ReplicaLog) and the PartitionLog adapter that
-  executes its log effects; `config`: Kafka's names and defaults; `quorum_mode`: leader choice.
+  executes its log effects; `config`: Kafka's names and defaults; `quorum_mode`: the fencing election and
+  epoch marker of replication.mode=quorum (with the argument why nothing committed is lost).
 
 docs/replication.md states the rules, configs, error codes and guarantees.
 """
@@ -28,6 +29,7 @@ from partition.replica.effects import (
     SendAlterPartition,
     SendFetch,
     SendFetchResponse,
+    SendReplicaPosition,
     TruncateFully,
     TruncateTo,
     UpdateHighWatermark,
@@ -47,13 +49,19 @@ from partition.replica.messages import (
     ProduceResponse,
     ReplicaPosition,
 )
-from partition.replica.quorum_mode import choose_quorum_leader
+from partition.replica.quorum_mode import (
+    EPOCH_MARKER_KEY,
+    choose_quorum_leader,
+    epoch_marker_batch,
+    position_report,
+)
 
 __all__ = [
     "ACKS_ALL",
     "ACKS_LEADER",
     "ACKS_NONE",
     "CONSUMER_REPLICA_ID",
+    "EPOCH_MARKER_KEY",
     "AppendAsFollower",
     "AppendAsLeader",
     "CompleteProduce",
@@ -79,9 +87,12 @@ __all__ = [
     "SendAlterPartition",
     "SendFetch",
     "SendFetchResponse",
+    "SendReplicaPosition",
     "TruncateFully",
     "TruncateTo",
     "UpdateHighWatermark",
     "choose_quorum_leader",
+    "epoch_marker_batch",
     "metadata_update_from_image",
+    "position_report",
 ]

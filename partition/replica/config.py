@@ -28,6 +28,9 @@ class ReplicaConfig:
     replica_socket_timeout_ms: int = 30_000  # replica.socket.timeout.ms (fetch given up, resent)
     alter_partition_timeout_ms: int = 30_000  # request.timeout.ms of the AlterPartition channel
     alter_partition_backoff_ms: int = 100  # retry backoff after a retriable AlterPartition error
+    # replication.mode=quorum (kraftlab): while fenced (no leader), the replica re-sends its
+    # position report this often (the first goes at once; a new controller needs them again).
+    position_report_interval_ms: int = 500
 
     def __post_init__(self) -> None:
         if self.replica_lag_time_max_ms <= 0:
@@ -39,7 +42,8 @@ class ReplicaConfig:
         if not 0 <= self.replica_fetch_wait_max_ms <= self.replica_lag_time_max_ms:
             raise ValueError("replica.fetch.wait.max.ms must be in [0, replica.lag.time.max.ms]")
         for name in ("replica_fetch_max_bytes", "replica_fetch_backoff_ms",
-                     "replica_socket_timeout_ms", "alter_partition_timeout_ms"):  # fmt: skip
+                     "replica_socket_timeout_ms", "alter_partition_timeout_ms",
+                     "position_report_interval_ms"):  # fmt: skip
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name.replace('_', '.')} must be > 0")
 

@@ -13,6 +13,10 @@ Transitions (this module owns all of them; inputs are MetadataUpdated only):
        ^  <--(not a replica / no leader)--  |  <--(leader == self)--------'
     A Leader leaving: acks=all produces fail NOT_LEADER_OR_FOLLOWER (with the new leader hint)
     and parked fetches are answered with the same error.
+    replication.mode=quorum (partition.replica.quorum_mode): Offline with no leader is the
+    *fenced* state; the replica reports its position at that epoch (SendReplicaPosition) at once
+    and every position_report_interval_ms, and takes nothing from an earlier leader. A new
+    quorum-mode leader with HW < LEO appends an epoch marker first.
 
 Stale metadata (lower leader epoch, or same epoch and lower partition epoch) is ignored.
 
@@ -30,8 +34,9 @@ from typing import assert_never
 
 import structlog
 
+from partition.log import batch as rb
 from partition.replica.config import ReplicaConfig
-from partition.replica.effects import Effect, LeadershipChanged
+from partition.replica.effects import AppendAsLeader, Effect, LeadershipChanged, SendReplicaPosition
 from partition.replica.errors import InvariantViolation, ReplicaUsageError
 from partition.replica.follower import FollowerMixin
 from partition.replica.leader import LeaderMixin
@@ -43,6 +48,7 @@ from partition.replica.messages import (
     ProduceRequest,
     ReplicaPosition,
 )
+from partition.replica.quorum_mode import epoch_marker_batch, position_report
 from partition.replica.state import Follower, FollowerReplica, Leader, Offline, Role
 from quorum.controller.messages import AlterPartitionResponse, BrokerState
 from quorum.metadata.errors import Errors
@@ -213,7 +219,7 @@ class ReplicaCore(LeaderMixin, FollowerMixin):
             case Follower():
                 effects += self._follower_tick(role, now_ms)
             case Offline():
-                pass
+                effects += self._maybe_report_position(role, now_ms)
             case _:
                 assert_never(role)
         self._check()
@@ -237,7 +243,7 @@ class ReplicaCore(LeaderMixin, FollowerMixin):
             case Follower():
                 return self._follower_deadline(role)
             case Offline():
-                return None
+                return role.next_report_ms
             case _:
                 assert_never(role)
 
@@ -327,6 +333,8 @@ class ReplicaCore(LeaderMixin, FollowerMixin):
         self._logger.info("partition.became_leader", leader_epoch=p.leader_epoch, isr=list(p.isr),
                           log_end_offset=self._leo, high_watermark=self._hw)  # fmt: skip
         effects.append(LeadershipChanged(self.node_id, p.leader_epoch, True))
+        if self.config.is_quorum_mode and self._hw < self._leo:
+            effects += self._append_epoch_marker(leader)
         effects += self._maybe_advance_hw(leader, now_ms)
         effects += self._maybe_expand_isr(leader, now_ms)
         return effects
@@ -343,12 +351,42 @@ class ReplicaCore(LeaderMixin, FollowerMixin):
             effects += self._truncate(self._hw)
         return effects + self._send_fetch(follower, now_ms)
 
+    def _append_epoch_marker(self, leader: Leader) -> list[Effect]:
+        """Quorum mode, a new leader with an uncommitted tail: an entry of its own epoch at once
+        (Raft's no-op; partition.replica.quorum_mode step 5), so the figure-8 rule can let the HW
+        pass the tail even if every later write is an idempotent retry of it."""
+        marker = bytearray(epoch_marker_batch())
+        rb.patch(marker, 0, self._leo, leader.leader_epoch)
+        base = self._leo
+        self._leo = base + 1
+        self._latest_epoch = leader.leader_epoch
+        leader.wake_fetches = True
+        self._logger.info("partition.epoch_marker_appended", leader_epoch=leader.leader_epoch,
+                          offset=base, high_watermark=self._hw)  # fmt: skip
+        return [AppendAsLeader(bytes(marker), base, base, leader.leader_epoch)]
+
     def _become_offline(self, p: Partition, now_ms: int) -> list[Effect]:
         effects = self._leave_leadership()
         if not isinstance(self.role, Offline) or self.role.leader_epoch != p.leader_epoch:
-            self.role = Offline(p.leader_epoch)
+            offline = self.role = Offline(p.leader_epoch)
             self._logger.info(
                 "partition.became_offline", leader=p.leader, leader_epoch=p.leader_epoch
             )
             effects.append(LeadershipChanged(p.leader, p.leader_epoch, False))
+            if self.config.is_quorum_mode and self.node_id in p.replicas:
+                # Fenced (quorum_mode step 2-3): from here on nothing of an earlier leader is
+                # taken (no fetch is sent; responses are dropped: we are no follower), so the
+                # position reported now is final until a leader of a later epoch.
+                offline.next_report_ms = now_ms
+                effects += self._maybe_report_position(offline, now_ms)
         return effects
+
+    def _maybe_report_position(self, offline: Offline, now_ms: int) -> list[Effect]:
+        """Quorum mode, fenced: report (last epoch, LEO) at the fenced epoch, again every
+        position_report_interval_ms (lost reports; a new active controller forgets them)."""
+        if offline.next_report_ms is None or now_ms < offline.next_report_ms:
+            return []
+        offline.next_report_ms = now_ms + self.config.position_report_interval_ms
+        request = position_report(self.node_id, self.broker_epoch, self.topic_id,
+                                  self.partition_id, offline.leader_epoch, self.position())  # fmt: skip
+        return [SendReplicaPosition(request)]

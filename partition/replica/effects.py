@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from partition.replica.messages import FetchRequest, FetchResponse, ProduceResponse
-from quorum.controller.messages import AlterPartitionRequest
+from quorum.controller.messages import AlterPartitionRequest, ReportReplicaPositionRequest
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +81,14 @@ class SendAlterPartition:
 
 
 @dataclass(frozen=True, slots=True)
+class SendReplicaPosition:
+    """replication.mode=quorum: send this replica's position at the fenced epoch to the active
+    controller (its vote in the election; best effort, re-sent on the core's timer)."""
+
+    request: ReportReplicaPositionRequest
+
+
+@dataclass(frozen=True, slots=True)
 class CompleteProduce:
     """Answer the produce request `response.request_id` (never for acks=0)."""
 
@@ -105,6 +113,7 @@ Effect = (
     | SendFetch
     | SendFetchResponse
     | SendAlterPartition
+    | SendReplicaPosition
     | CompleteProduce
     | LeadershipChanged
 )

@@ -15,9 +15,13 @@ Rules (each one a test in tests/replica/):
   is the one from before this fetch, as in Kafka: a follower learns a HW one fetch later.
 - HW (ISR mode) = min LEO over the maximal ISR (ISR | an in-flight expansion, KIP-497) and over
   followers caught up and eligible but not yet in it; frozen while ISR < min(min.insync.replicas,
-  RF) (strict min ISR, KAFKA-15583). HW (quorum mode) = the LEO held by a majority of the replicas.
-  Both: never backwards, and never past entries of an earlier epoch unless it also covers one of
-  this leader's epoch (the Raft "figure 8" rule, Raft thesis 3.6.2).
+  RF) (strict min ISR, KAFKA-15583). A new leader starts with every follower LEO unknown
+  (Kafka's Replica.resetReplicaState), so its HW moves only once every ISR member has fetched at
+  its epoch (after truncating any divergent tail): the way Kafka never exposes an offset of an
+  earlier epoch that the ISR does not all hold. HW (quorum mode) = the LEO held by a majority of
+  the replicas, and never past entries of an earlier epoch unless it also covers one of this
+  leader's epoch (the Raft "figure 8" rule, Raft thesis 3.6.2; the new leader appends an epoch
+  marker for it). Both: never backwards.
 - ISR: shrink every replica.lag.time.max.ms/2 for followers with LEO != leader LEO and not caught
   up within replica.lag.time.max.ms; expand a follower whose LEO reaches max(HW, epoch start) and
   whose broker is registered, unfenced, not shutting down, at the broker epoch it fetched with
@@ -264,8 +268,14 @@ class LeaderMixin:
         candidate = self._hw_candidate(leader, now_ms)
         if candidate is None or candidate <= self._hw:
             return []  # never backwards
-        if self._hw < leader.epoch_start_offset and candidate <= leader.epoch_start_offset:
-            return []  # figure 8: expose an earlier epoch's tail only with an entry of our own
+        if (self.config.is_quorum_mode and self._hw < leader.epoch_start_offset
+                and candidate <= leader.epoch_start_offset):  # fmt: skip
+            # Raft figure 8 (quorum mode only): an earlier epoch's tail is exposed only together
+            # with an entry of our own epoch (the epoch marker, core._append_epoch_marker). ISR
+            # mode needs no such rule (Kafka has none): the HW waits until every ISR member has
+            # fetched at this epoch (follower LEOs start unknown), so the whole ISR, the only
+            # possible future leaders, holds whatever the HW passes.
+            return []
         self._logger.debug("partition.hw_advanced", high_watermark=candidate, previous=self._hw)
         self._hw = candidate
         leader.wake_fetches = True  # parked consumers may now read more

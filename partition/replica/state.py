@@ -109,6 +109,8 @@ class Follower:
 @dataclass(slots=True)
 class Offline:
     leader_epoch: int = -1
+    # replication.mode=quorum, fenced (a replica, no leader): when to re-send the position report
+    next_report_ms: int | None = None
 
 
 Role = Leader | Follower | Offline

@@ -27,6 +27,8 @@ from quorum.controller.messages import (
     ElectLeadersRequest,
     ElectLeadersResponse,
     PartitionElectionResult,
+    ReportReplicaPositionRequest,
+    ReportReplicaPositionResponse,
 )
 from quorum.controller.partition_change import ElectionRules, ElectionType, ReplicaLogState
 from quorum.controller.service import ControllerService, Propose, Respond, ServiceOutput
@@ -60,6 +62,8 @@ __all__ = [
     "Propose",
     "QuorumController",
     "ReplicaLogState",
+    "ReportReplicaPositionRequest",
+    "ReportReplicaPositionResponse",
     "Respond",
     "ServiceOutput",
 ]

@@ -45,6 +45,8 @@ from quorum.controller.messages import (
     ElectLeadersRequest,
     ElectLeadersResponse,
     PartitionElectionResult,
+    ReportReplicaPositionRequest,
+    ReportReplicaPositionResponse,
 )
 from quorum.controller.partition_change import (
     ElectionRules,
@@ -99,6 +101,8 @@ class QuorumController:
         self.config = config or ControllerConfig()
         self._sessions: dict[int, _Session] = {}
         self._log_states: dict[tuple[str, int], dict[int, ReplicaLogState]] = {}
+        # Heartbeats received but maybe not processed yet: broker -> (broker epoch, receipt ms).
+        self._received: dict[int, tuple[int, int]] = {}
         self._next_rebalance_ms = now_ms + self.config.leader_imbalance_check_interval_ms
         # Repair and offline-partition elections run at least this often (tick).
         self._next_maintenance_ms = now_ms + self.config.broker_heartbeat_interval_ms
@@ -130,6 +134,8 @@ class QuorumController:
                 return self._elect_leaders(request, image)
             case AllocateProducerIdsRequest():
                 return self._allocate_producer_ids(request, image)
+            case ReportReplicaPositionRequest():
+                return self._report_position(request, image)
             case _:
                 assert_never(request)
 
@@ -137,6 +143,7 @@ class QuorumController:
         """Fence brokers whose session expired, retry elections of offline partitions, and run
         the periodic preferred-leader rebalance. Records only (response None)."""
         batch = PendingRecords(image)
+        self._apply_receipts(image)
         for b in image.brokers():
             session = self._sessions.get(b.broker_id)
             if session is None:
@@ -191,9 +198,30 @@ class QuorumController:
     def update_replica_log_state(
         self, topic_id: str, partition: int, state: ReplicaLogState
     ) -> None:
-        """Hook for replication.mode=quorum: the latest (last epoch, LEO) of one replica, used
-        when that partition next needs a leader."""
-        self._log_states.setdefault((topic_id, partition), {})[state.broker_id] = state
+        """replication.mode=quorum: one replica's (last epoch, LEO) reported at the fenced epoch
+        `state.leader_epoch`; it counts in that partition's election only while the partition
+        is still at that epoch (soft state: a new active controller waits for new reports)."""
+        states = self._log_states.setdefault((topic_id, partition), {})
+        states[state.broker_id] = state
+        for broker_id in [b for b, s in states.items() if s.leader_epoch < state.leader_epoch]:
+            del states[broker_id]  # reports of an earlier fence never count again
+
+    def heartbeat_received(self, broker_id: int, broker_epoch: int, now_ms: int) -> None:
+        """A heartbeat arrived at `now_ms` (called by the driver on receipt, before it waits in
+        the queue behind proposals). It counts as contact from its arrival, even if the session
+        deadline passes before it is processed (KAFKA-15019: no fencing of a live broker because
+        the controller was busy). Checked against the image's broker epoch at the next tick."""
+        previous = self._received.get(broker_id)
+        if previous is None or previous[0] != broker_epoch or previous[1] < now_ms:
+            self._received[broker_id] = (broker_epoch, now_ms)
+
+    def _apply_receipts(self, image: MetadataImage) -> None:
+        for broker_id, (broker_epoch, received_ms) in self._received.items():
+            b = image.broker(broker_id)
+            session = self._sessions.get(broker_id)
+            if b is not None and session is not None and b.broker_epoch == broker_epoch:
+                session.last_contact_ms = max(session.last_contact_ms, received_ms)
+        self._received.clear()
 
     def has_live_session(self, broker_id: int, now_ms: int) -> bool:
         s = self._sessions.get(broker_id)
@@ -230,6 +258,10 @@ class QuorumController:
         )
         batch.add(RegisterBroker(req.broker_id, req.incarnation_id, req.endpoints, req.rack))
         self._sessions[req.broker_id] = _Session(now_ms)
+        for states in self._log_states.values():
+            # Quorum mode: a new incarnation may have lost what its old one reported (unflushed
+            # data); it reports again if it is still fenced.
+            states.pop(req.broker_id, None)
         response = BrokerRegistrationResponse(
             Errors.NONE, heartbeat_interval_ms=self.config.broker_heartbeat_interval_ms
         )
@@ -246,7 +278,7 @@ class QuorumController:
         if b.broker_epoch != req.broker_epoch:
             return ControllerResult(response=BrokerHeartbeatResponse(Errors.STALE_BROKER_EPOCH))
         session = self._sessions.setdefault(req.broker_id, _Session(now_ms))
-        session.last_contact_ms = now_ms
+        session.last_contact_ms = max(session.last_contact_ms, now_ms)
         session.metadata_offset = req.current_metadata_offset
         # Unfence once the broker has applied the log up to its own registration (KIP-631).
         caught_up = req.current_metadata_offset >= b.broker_epoch
@@ -471,6 +503,53 @@ class QuorumController:
                 change = build_change(batch.view, current, rules, election=ElectionType.PREFERRED)
                 if change is not None and change.leader == broker_id:
                     batch.add(change)
+
+    # --- replication.mode=quorum: position reports ------------------------------------------
+
+    def _report_position(
+        self, req: ReportReplicaPositionRequest, image: MetadataImage
+    ) -> ControllerResult:
+        """Record a replica's position at the fenced epoch, then try the election (step 3 of
+        the quorum-mode election in partition_change.py). Errors: BROKER_ID_NOT_REGISTERED,
+        STALE_BROKER_EPOCH, UNKNOWN_TOPIC_OR_PARTITION, INVALID_REQUEST (not a replica, or not a
+        quorum-mode topic), FENCED_LEADER_EPOCH (reported at an older epoch: the partition moved
+        on), UNKNOWN_LEADER_EPOCH (an epoch this image does not have yet)."""
+
+        def answer(error: Errors, part: Partition | None = None) -> ControllerResult:
+            leader, epoch = (part.leader, part.leader_epoch) if part is not None else (-1, -1)
+            return ControllerResult(response=ReportReplicaPositionResponse(
+                error, req.topic_id, req.partition, leader, epoch))  # fmt: skip
+
+        b = image.broker(req.broker_id)
+        if b is None:
+            return answer(Errors.BROKER_ID_NOT_REGISTERED)
+        if b.broker_epoch != req.broker_epoch:
+            return answer(Errors.STALE_BROKER_EPOCH)
+        topic = image.topic_by_id(req.topic_id)
+        part = image.partition(req.topic_id, req.partition)
+        if topic is None or part is None:
+            return answer(Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        rules = self._rules(image, topic, req.partition)
+        if req.broker_id not in part.replicas or not rules.quorum_mode:
+            return answer(Errors.INVALID_REQUEST, part)
+        if req.leader_epoch < part.leader_epoch:
+            return answer(Errors.FENCED_LEADER_EPOCH, part)
+        if req.leader_epoch > part.leader_epoch:
+            return answer(Errors.UNKNOWN_LEADER_EPOCH, part)
+        if part.leader != NO_LEADER:
+            return answer(Errors.NONE, part)  # elected already (a late or repeated report)
+        self.update_replica_log_state(req.topic_id, req.partition, ReplicaLogState(
+            req.broker_id, req.last_epoch, req.log_end_offset, req.leader_epoch))  # fmt: skip
+        batch = PendingRecords(image)
+        batch.add(build_change(image, part, self._rules(image, topic, req.partition)))
+        after = batch.view.partition(req.topic_id, req.partition)
+        if after is not None and after.leader != NO_LEADER:
+            _log.info("controller.quorum_leader_elected", topic_id=req.topic_id,
+                      partition=req.partition, leader=after.leader,
+                      leader_epoch=after.leader_epoch, voters=list(after.isr))  # fmt: skip
+        return batch.result(ReportReplicaPositionResponse(
+            Errors.NONE, req.topic_id, req.partition, after.leader if after else -1,
+            after.leader_epoch if after else -1))  # fmt: skip
 
     # --- producer ids --------------------------------------------------------------------------
 

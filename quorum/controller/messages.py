@@ -1,5 +1,5 @@
 """Controller RPCs (KIP-631 broker lifecycle, KIP-497/903 AlterPartition, CreateTopics,
-ElectLeaders, AllocateProducerIds) as frozen slotted dataclasses registered with quorum.codec,
+ElectLeaders, AllocateProducerIds, and kraftlab's ReportReplicaPosition for quorum mode) as frozen slotted dataclasses registered with quorum.codec,
 so the node runtime can send them as they are.
 
 Error codes travel as `Errors` (quorum.metadata.errors): the codec carries an enum as its value,
@@ -157,6 +157,34 @@ class ElectLeadersResponse:
     message: str = ""
 
 
+# --- replication.mode=quorum: fenced-epoch position reports (kraftlab) -------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ReportReplicaPositionRequest:
+    """A replica of a quorum-mode partition that saw the partition fenced (leader -1 at
+    `leader_epoch`) reports where its log ends: its vote in the controller's election
+    (docs/replication.md). It sends it only from the fenced epoch, after which it accepts nothing
+    from an earlier leader, so the position cannot grow behind the controller's back."""
+
+    broker_id: int
+    broker_epoch: int
+    topic_id: str
+    partition: int
+    leader_epoch: int  # the fenced epoch the replica saw
+    last_epoch: int  # the epoch of its last batch (-1: empty log)
+    log_end_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReportReplicaPositionResponse:
+    error: Errors
+    topic_id: str = ""
+    partition: int = -1
+    leader: int = -1  # the partition's leader after this report (-1: still none)
+    leader_epoch: int = -1
+
+
 # --- producer ids ------------------------------------------------------------------------------
 
 
@@ -182,6 +210,7 @@ ControllerRequest = (
     | AlterPartitionRequest
     | ElectLeadersRequest
     | AllocateProducerIdsRequest
+    | ReportReplicaPositionRequest
 )
 ControllerResponse = (
     BrokerRegistrationResponse
@@ -192,6 +221,7 @@ ControllerResponse = (
     | AlterPartitionResponse
     | ElectLeadersResponse
     | AllocateProducerIdsResponse
+    | ReportReplicaPositionResponse
 )
 
 for _cls in (
@@ -213,5 +243,7 @@ for _cls in (
     ElectLeadersResponse,
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
+    ReportReplicaPositionRequest,
+    ReportReplicaPositionResponse,
 ):
     codec.register(f"controller.{_cls.__name__}")(_cls)

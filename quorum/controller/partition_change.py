@@ -9,9 +9,26 @@ PREFERRED: replicas[0] if it is in the ISR and acceptable. UNCLEAN (on demand): 
 any acceptable replica. Acceptable = registered, unfenced, not in controlled shutdown (KIP-841)
 and not being fenced or shut down by the records built alongside.
 
-`replication.mode=quorum`: the leader is the replica with the highest (last epoch, log end
-offset) among the acceptable replicas, and only when they are a majority of the replicas;
-`ReplicaLogState` is the hook through which those log positions reach the controller.
+`replication.mode=quorum` (Raft's election, run by the controller; docs/replication.md):
+1. FENCE. A partition whose leader must go (unusable, removed) first gets a change with leader
+   -1, which bumps the leader epoch to E (no leader). A replica that applies epoch E stops
+   fetching from any earlier leader and drops what an earlier leader still sends it (the replica
+   core), so from then on its log cannot grow behind the controller's back.
+2. REPORT. Each replica at epoch E reports (last epoch, LEO) tagged with E (ReplicaLogState,
+   from ReportReplicaPositionRequest). Reports tagged with any other epoch are ignored.
+3. ELECT. Once acceptable replicas forming a majority of the replicas have reported at E, the one
+   with the highest (last epoch, LEO) leads (ties: assignment order), at epoch E+1. Without such
+   a majority the partition stays offline: the honest answer without a quorum.
+Why no committed offset is lost (quorum intersection, Raft thesis 3.6.3): an offset o is
+committed when a majority M1 holds it with an entry of the committing leader's epoch (the leader
+counts a follower only from fetches at its own epoch, and applies the "figure 8" rule). The
+reporting majority M2 intersects M1 in some replica r. r's counted fetch was sent before r saw
+E (after that it never fetches at an earlier epoch), so r's reported log holds o; the chosen
+leader's (last epoch, LEO) is >= r's, and by the Raft log-matching argument (induction over the
+epochs elected this way) its log holds o too. An old leader that never saw E cannot commit past
+the reports either: the replicas of M2 no longer fetch from it, so it lacks a majority.
+PREFERRED elections and the periodic rebalance do not move a valid quorum-mode leader (that
+would skip the fence); UNCLEAN is the same as ONLINE there (no majority, no leader).
 
 Invariants of every change built here:
 - without ELR the ISR never becomes empty (the last member stays, leader -1: Kafka's rule);
@@ -39,12 +56,13 @@ class ElectionType(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class ReplicaLogState:
-    """Where a replica's log ends: the input a quorum-mode election needs (hook: the partition
-    layer reports these, e.g. with heartbeats or an election round)."""
+    """Where a replica's log ends, as it reported it at the fenced `leader_epoch`: the input of
+    a quorum-mode election (a report counts only at the partition's current epoch)."""
 
     broker_id: int
     last_epoch: int
     log_end_offset: int
+    leader_epoch: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +141,8 @@ def _elect(
     def ok(b: int) -> bool:
         return is_acceptable(image, b, unusable)
 
+    if rules.quorum_mode:
+        return _quorum_election(part, rules, target, ok)
     if election is ElectionType.PREFERRED:
         preferred = part.replicas[0] if part.replicas else NO_LEADER
         if preferred in target.isr and ok(preferred):
@@ -130,8 +150,6 @@ def _elect(
     current = target.leader
     if current != NO_LEADER and current in target.isr and ok(current):
         return target  # ONLINE keeps a valid leader
-    if rules.quorum_mode:
-        return _quorum_election(part, rules, target, ok)
     for r in part.replicas:
         if r in target.isr and ok(r):
             return _with_leader(target, r)
@@ -155,19 +173,31 @@ def _elect(
 def _quorum_election(
     part: Partition, rules: ElectionRules, target: _Target, ok: Callable[[int], bool]
 ) -> _Target:
-    """replication.mode=quorum: the most up-to-date (last epoch, LEO) replica among a live
-    majority of the replicas; no majority alive, no leader."""
-    live = [r for r in part.replicas if ok(r)]
-    if len(live) < len(part.replicas) // 2 + 1:
-        return _with_leader(target, NO_LEADER)
+    """replication.mode=quorum: keep a valid leader; else fence (leader -1, a new epoch); else,
+    once fenced, elect the most up-to-date (last epoch, LEO) replica among acceptable replicas
+    that reported at the current epoch and form a majority; else stay offline (module doc)."""
+    current = target.leader
+    if current != NO_LEADER and current in target.isr and ok(current):
+        return target
+    if part.leader != NO_LEADER:
+        return _with_leader(target, NO_LEADER)  # step 1: the fencing epoch, no leader
+    reported = [r for r in part.replicas if ok(r) and _reported_at(rules, r, part.leader_epoch)]
+    if len(reported) < len(part.replicas) // 2 + 1:
+        return _with_leader(target, NO_LEADER)  # no majority at the fenced epoch: offline
 
     def position(r: int) -> tuple[int, int, int]:
-        s = rules.log_states.get(r)
-        pos = (-1, -1) if s is None else (s.last_epoch, s.log_end_offset)
-        return (pos[0], pos[1], -part.replicas.index(r))  # ties: assignment order
+        s = rules.log_states[r]
+        return (s.last_epoch, s.log_end_offset, -part.replicas.index(r))  # ties: assignment order
 
-    leader = max(live, key=position)
-    return _Target(leader, tuple(live), (), (), target.recovery)
+    leader = max(reported, key=position)
+    # The reporting majority is the new ISR (informational in quorum mode: commits count the
+    # replicas, not the ISR); the leader is always in it.
+    return _Target(leader, tuple(reported), (), (), target.recovery)
+
+
+def _reported_at(rules: ElectionRules, broker_id: int, leader_epoch: int) -> bool:
+    s = rules.log_states.get(broker_id)
+    return s is not None and s.leader_epoch == leader_epoch
 
 
 def _with_leader(target: _Target, leader: int) -> _Target:

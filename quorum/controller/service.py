@@ -4,7 +4,7 @@ node and the simulator serialize controller operations the same way.
 Contract (see controller.py): one operation at a time, request or tick; its records are proposed
 and must be applied to the image before the next operation is computed. Usage:
 
-    service.submit(token, request)             # token: whatever identifies the caller
+    service.submit(token, request, now_ms)     # token: whatever identifies the caller
     for out in service.pump(image, now_ms):     # call after submit, after commits, on timers
         Propose(records) -> propose them, in order; when all are applied call
                             service.committed(apply_results) and run its outputs
@@ -42,6 +42,8 @@ from quorum.controller.messages import (
     DeleteTopicResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
+    ReportReplicaPositionRequest,
+    ReportReplicaPositionResponse,
 )
 from quorum.controller.result import ControllerResult
 from quorum.metadata.errors import Errors
@@ -57,6 +59,7 @@ _RESPONSE_FOR: dict[type, type] = {
     AlterPartitionRequest: AlterPartitionResponse,
     ElectLeadersRequest: ElectLeadersResponse,
     AllocateProducerIdsRequest: AllocateProducerIdsResponse,
+    ReportReplicaPositionRequest: ReportReplicaPositionResponse,
 }
 
 
@@ -106,7 +109,14 @@ class ControllerService:
     def next_deadline_ms(self) -> int:
         return self.controller.next_deadline_ms()
 
-    def submit(self, token: Hashable, request: ControllerRequest) -> None:
+    def submit(
+        self, token: Hashable, request: ControllerRequest, received_ms: int | None = None
+    ) -> None:
+        """Queue `request`. `received_ms` (when it arrived) makes a heartbeat count as contact
+        from then on, however long it waits behind proposals (KAFKA-15019)."""
+        if received_ms is not None and isinstance(request, BrokerHeartbeatRequest):
+            self.controller.heartbeat_received(request.broker_id, request.broker_epoch,
+                                               received_ms)  # fmt: skip
         self._queue.append((token, request))
 
     def pump(self, image: MetadataImage, now_ms: int) -> list[ServiceOutput]:

@@ -1,7 +1,8 @@
 """Topic creation and deletion (CreateTopics/DeleteTopics on the active controller).
 
 Validation order and error names are Kafka's: INVALID_TOPIC_EXCEPTION (name), TOPIC_ALREADY_EXISTS,
-INVALID_PARTITIONS, INVALID_REPLICATION_FACTOR (counted against unfenced brokers), INVALID_CONFIG
+INVALID_PARTITIONS (1..MAX_PARTITIONS_PER_TOPIC), INVALID_REPLICATION_FACTOR (at most
+MAX_REPLICATION_FACTOR, counted against unfenced brokers), INVALID_CONFIG
 (quorum.metadata.configs decides). A new partition has ISR = replicas and its first replica as
 leader, both epochs 0. Topic ids are derived, not drawn (a core uses no randomness).
 """
@@ -26,6 +27,7 @@ from quorum.controller.placement import assign_replicas
 from quorum.controller.result import ControllerResult, PendingRecords
 from quorum.metadata.configs import (
     MIN_INSYNC_REPLICAS,
+    REPLICATION_MODE,
     TOPIC_CONFIG_DEFAULTS,
     validate_topic_config,
 )
@@ -37,6 +39,11 @@ _log = structlog.get_logger("controller")
 
 # Kafka's Topic.validate: legal characters, at most 249 of them.
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
+# kraftlab guards (Kafka has none): one CreateTopic is one batch of records built at once, so a
+# (possibly garbage) request must not make the controller build millions of them; the admin API
+# and the Kafka listener refuse the same bounds before asking (harness/admin_topics.py).
+MAX_PARTITIONS_PER_TOPIC = 10_000
+MAX_REPLICATION_FACTOR = 1_000
 
 
 def create_topic(req: CreateTopicRequest, image: MetadataImage) -> ControllerResult:
@@ -49,6 +56,13 @@ def create_topic(req: CreateTopicRequest, image: MetadataImage) -> ControllerRes
         return fail(Errors.TOPIC_ALREADY_EXISTS, f"topic {req.name!r} already exists")
     if req.partitions < 1:
         return fail(Errors.INVALID_PARTITIONS, "number of partitions must be at least 1")
+    if req.partitions > MAX_PARTITIONS_PER_TOPIC:
+        return fail(Errors.INVALID_PARTITIONS,
+                    f"at most {MAX_PARTITIONS_PER_TOPIC} partitions per topic")  # fmt: skip
+    if req.replication_factor > MAX_REPLICATION_FACTOR:
+        return fail(Errors.INVALID_REPLICATION_FACTOR,
+                    f"replication factor {req.replication_factor} exceeds "
+                    f"{MAX_REPLICATION_FACTOR}")  # fmt: skip
     usable = [b for b in image.brokers() if image.is_broker_usable(b.broker_id)]
     if req.replication_factor < 1 or req.replication_factor > len(usable):
         return fail(
@@ -110,7 +124,8 @@ def _topic_id(image: MetadataImage, name: str) -> str:
 
 def alter_topic_configs(req: AlterConfigsRequest, image: MetadataImage) -> ControllerResult:
     """Config records for a topic's overrides (value None: back to the default). Validated like
-    creation: UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG. A changed min.insync.replicas clears
+    creation: UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG (also for a change of replication.mode:
+    a topic keeps its mode for life). A changed min.insync.replicas clears
     the ELRs of the topic's partitions (KIP-966: they were computed against the old value)."""
     if image.topic(req.topic) is None:
         return ControllerResult(
@@ -134,6 +149,15 @@ def alter_topic_configs(req: AlterConfigsRequest, image: MetadataImage) -> Contr
     before = image.topic_configs(req.topic)[MIN_INSYNC_REPLICAS]
     for name, value in req.configs:
         pending.add(Config("topic", req.topic, name, value))
+    if pending.view.topic_configs(req.topic)[REPLICATION_MODE] != image.topic_configs(
+        req.topic
+    )[REPLICATION_MODE]:
+        # The replicas commit by the mode they were created with, and the elections' safety
+        # rests on it (an ISR election after majority commits, or the reverse, can lose
+        # acknowledged writes): a topic keeps its mode for life.
+        return ControllerResult(response=AlterConfigsResponse(
+            Errors.INVALID_CONFIG,
+            f"{REPLICATION_MODE} cannot change on an existing topic"))  # fmt: skip
     if pending.view.topic_configs(req.topic)[MIN_INSYNC_REPLICAS] != before:
         topic = pending.view.topic(req.topic)
         assert topic is not None

@@ -3,6 +3,11 @@ demand (KIP-460), auto rebalance, ELR (KIP-966), quorum mode; and producer id bl
 
 from __future__ import annotations
 
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from quorum.controller import (
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
@@ -11,7 +16,8 @@ from quorum.controller import (
     ControllerConfig,
     ElectLeadersRequest,
     ElectLeadersResponse,
-    ReplicaLogState,
+    ReportReplicaPositionRequest,
+    ReportReplicaPositionResponse,
 )
 from quorum.metadata import NO_LEADER, Errors, LeaderRecoveryState
 from tests.controller.driver import Driver
@@ -212,21 +218,103 @@ def test_elr_member_that_restarts_uncleanly_leaves_the_elr() -> None:
 # --- replication.mode=quorum ------------------------------------------------------------------
 
 
-def test_quorum_mode_elects_the_most_up_to_date_live_replica() -> None:
-    d = cluster(replication_mode="quorum")
-    tid = d.part("t").topic_id
-    d.controller.update_replica_log_state(tid, 0, ReplicaLogState(102, 3, 50))
-    d.controller.update_replica_log_state(tid, 0, ReplicaLogState(103, 3, 70))
-    d.heartbeat(101, want_fence=True)
+def report(d: Driver, broker: int, last_epoch: int, leo: int, *, leader_epoch: int | None = None,
+           broker_epoch: int | None = None) -> ReportReplicaPositionResponse:  # fmt: skip
     p = d.part("t")
-    assert (p.leader, p.isr) == (103, (102, 103))
+    r = d.send(ReportReplicaPositionRequest(
+        broker, d.epoch(broker) if broker_epoch is None else broker_epoch, p.topic_id, 0,
+        p.leader_epoch if leader_epoch is None else leader_epoch, last_epoch, leo))  # fmt: skip
+    assert isinstance(r, ReportReplicaPositionResponse)
+    return r
 
 
-def test_quorum_mode_needs_a_live_majority() -> None:
+def test_quorum_mode_fences_then_elects_the_most_up_to_date_of_a_reporting_majority() -> None:
+    d = cluster(replication_mode="quorum")
+    assert (d.part("t").leader, d.part("t").leader_epoch) == (101, 0)
+    d.heartbeat(101, want_fence=True)
+    # Step 1: the fencing change. No leader, a new leader epoch; nobody is elected from
+    # positions reported before it (they may be stale: the old leader may still be committing).
+    p = d.part("t")
+    assert (p.leader, p.leader_epoch, p.partition_epoch, p.isr) == (NO_LEADER, 1, 1, (102, 103))
+    # Step 2: reports tagged with the fenced epoch. One of three is no majority: still offline.
+    assert report(d, 102, 0, 50) == ReportReplicaPositionResponse(Errors.NONE, p.topic_id, 0, -1, 1)
+    assert d.part("t").leader == NO_LEADER
+    # A report of another epoch never counts.
+    assert report(d, 103, 0, 70, leader_epoch=0).error is Errors.FENCED_LEADER_EPOCH
+    assert report(d, 103, 0, 70, leader_epoch=2).error is Errors.UNKNOWN_LEADER_EPOCH
+    assert d.part("t").leader == NO_LEADER
+    # Step 3: 103 at the fenced epoch makes a majority; it is ahead, so it leads, at epoch 2.
+    r = report(d, 103, 0, 70)
+    assert r == ReportReplicaPositionResponse(Errors.NONE, p.topic_id, 0, 103, 2)
+    p = d.part("t")
+    assert (p.leader, p.leader_epoch, p.partition_epoch, p.isr) == (103, 2, 2, (102, 103))
+    # A late report changes nothing.
+    assert report(d, 102, 0, 90, leader_epoch=1).error is Errors.FENCED_LEADER_EPOCH
+    assert d.part("t").leader == 103
+
+
+def test_quorum_mode_last_epoch_beats_length_and_ties_go_to_assignment_order() -> None:
+    d = cluster(replication_mode="quorum")
+    d.heartbeat(101, want_fence=True)
+    report(d, 102, 3, 10)
+    report(d, 103, 2, 99)
+    assert (d.part("t").leader, d.part("t").leader_epoch) == (102, 2)
+    d.heartbeat(102, want_fence=True)  # fence 2 -> epoch 3
+    d.heartbeat(101)  # 101 unfenced again
+    assert (d.part("t").leader, d.part("t").leader_epoch) == (NO_LEADER, 3)
+    report(d, 103, 3, 10)
+    report(d, 101, 3, 10)
+    assert (d.part("t").leader, d.part("t").leader_epoch) == (101, 4)  # tie: 101 comes first
+
+
+def test_quorum_mode_no_live_majority_means_no_leader() -> None:
     d = cluster(replication_mode="quorum")
     d.heartbeat(102, want_fence=True)
     d.heartbeat(101, want_fence=True)
+    p = d.part("t")
+    assert (p.leader, p.leader_epoch) == (NO_LEADER, 1)
+    report(d, 103, 0, 10)
+    # A fenced broker's report is refused as a candidate and does not make a majority either.
+    report(d, 102, 0, 20)
+    assert d.tick() == [] and d.part("t").leader == NO_LEADER
+    # Only reports from acceptable replicas at the fenced epoch count: once 102 is unfenced,
+    # its report (kept from before) completes the majority at the next attempt.
+    d.heartbeat(102)
+    assert (d.part("t").leader, d.part("t").leader_epoch) == (102, 2)
+
+
+def test_quorum_mode_reports_are_validated() -> None:
+    d = cluster(replication_mode="quorum")
+    d.heartbeat(101, want_fence=True)
+    assert report(d, 102, 0, 1, broker_epoch=12345).error is Errors.STALE_BROKER_EPOCH
+    d.start_brokers(104)
+    assert report(d, 104, 0, 1).error is Errors.INVALID_REQUEST  # not a replica
+    isr = cluster()
+    isr.heartbeat(101, want_fence=True)
+    assert report(isr, 102, 0, 1).error is Errors.INVALID_REQUEST  # ISR mode: no such election
+
+
+def test_quorum_mode_new_controller_waits_for_fresh_reports() -> None:
+    d = cluster(replication_mode="quorum")
+    d.heartbeat(101, want_fence=True)
+    report(d, 102, 0, 5)
+    d.fail_over()  # reports are soft state (replicas re-send them while fenced)
+    report(d, 103, 0, 7)
     assert d.part("t").leader == NO_LEADER
+    report(d, 102, 0, 5)
+    assert (d.part("t").leader, d.part("t").leader_epoch) == (103, 2)
+
+
+def test_quorum_mode_preferred_election_never_skips_the_fence() -> None:
+    d = cluster(replication_mode="quorum")
+    d.heartbeat(101, want_fence=True)
+    report(d, 102, 0, 5)
+    report(d, 103, 0, 7)
+    d.heartbeat(101)
+    assert d.part("t").leader == 103
+    r = elect(d, "preferred")
+    assert r.results[0].error is Errors.PREFERRED_LEADER_NOT_AVAILABLE
+    assert (d.part("t").leader, d.part("t").leader_epoch) == (103, 2)
 
 
 # --- producer ids ------------------------------------------------------------------------------
@@ -288,6 +376,16 @@ def test_alter_configs_errors() -> None:
     assert d.image.topic_config_overrides("t") == {}
 
 
+def test_a_topic_keeps_its_replication_mode_for_life() -> None:
+    d = cluster()
+    r = alter_configs(d, "t", ("replication.mode", "quorum"))
+    assert r.error is Errors.INVALID_CONFIG and "cannot change" in r.message
+    assert alter_configs(d, "t", ("replication.mode", "isr")).error is Errors.NONE  # no change
+    q = cluster(replication_mode="quorum")
+    assert alter_configs(q, "t", ("replication.mode", None)).error is Errors.INVALID_CONFIG
+    assert q.image.topic_configs("t")["replication.mode"] == "quorum"
+
+
 def test_changing_min_isr_clears_the_elr() -> None:
     d = cluster(ControllerConfig(eligible_leader_replicas_enable=True), min_insync_replicas="2")
     d.alter("t", 0, (101, 102))
@@ -295,3 +393,56 @@ def test_changing_min_isr_clears_the_elr() -> None:
     assert d.part("t").elr == (102,)
     alter_configs(d, "t", ("min.insync.replicas", "1"))
     assert d.part("t").elr == ()
+
+
+_report_op = st.tuples(st.just("report"), st.sampled_from((101, 102, 103)), st.integers(-1, 3),
+                       st.integers(0, 9), st.sampled_from((0, 0, 0, -1, 1)))  # epoch offset
+quorum_ops = st.lists(st.one_of(
+    st.tuples(st.just("fence_leader")),
+    st.tuples(st.just("fence_leader")),
+    st.tuples(st.just("fence"), st.sampled_from((101, 102, 103))),
+    st.tuples(st.just("heartbeat"), st.sampled_from((101, 102, 103))),
+    _report_op, _report_op, _report_op,
+    st.tuples(st.just("fail_over")),
+    st.tuples(st.just("tick")),
+), min_size=15, max_size=40)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(quorum_ops)
+def test_quorum_elections_follow_the_fencing_rule(ops: list[tuple[Any, ...]]) -> None:
+    """Against a model of the reports: leadership never moves without the fenced epoch in
+    between; a leader is elected only from usable replicas that reported at the fenced epoch and
+    form a majority, and it is the highest (last epoch, LEO) of them (ties: replica order)."""
+    d = cluster(replication_mode="quorum")
+    reports: dict[int, tuple[int, int]] = {}  # the model: positions at the current fenced epoch
+    for op in ops:
+        before = d.part("t")
+        match op:
+            case ("fence_leader",):
+                if before.leader != NO_LEADER:
+                    d.heartbeat(before.leader, want_fence=True)
+            case ("fence", b):
+                d.heartbeat(b, want_fence=True)
+            case ("heartbeat", b):
+                d.heartbeat(b)
+            case ("report", b, last_epoch, leo, off):
+                r = report(d, b, last_epoch, leo, leader_epoch=before.leader_epoch + off)
+                if r.error is Errors.NONE and before.leader == NO_LEADER:
+                    reports[b] = (last_epoch, leo)
+            case ("fail_over",):
+                d.fail_over()
+                reports.clear()  # soft state: gone with the old active controller
+            case ("tick",):
+                d.tick()
+        after = d.part("t")
+        if after.leader_epoch != before.leader_epoch and after.leader == NO_LEADER:
+            reports.clear()  # a new fenced epoch: earlier reports never count
+        if before.leader != NO_LEADER and after.leader != NO_LEADER:
+            assert after.leader == before.leader, (before, after)  # no move without a fence
+        if before.leader == NO_LEADER and after.leader != NO_LEADER:
+            voters = {b: p for b, p in reports.items() if d.image.is_broker_usable(b)}
+            assert len(voters) >= 2 and after.leader in voters, (voters, after)
+            best = max(voters, key=lambda b: (*voters[b], -after.replicas.index(b)))
+            assert after.leader == best and after.leader_epoch == before.leader_epoch + 1
+            reports.clear()

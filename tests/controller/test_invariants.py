@@ -18,6 +18,7 @@ from quorum.controller import (
     ControllerConfig,
     DeleteTopicRequest,
     ElectLeadersRequest,
+    ReportReplicaPositionRequest,
 )
 from quorum.metadata import NO_LEADER, Errors, LeaderRecoveryState, MetadataImage
 from tests.controller.driver import Driver
@@ -54,6 +55,15 @@ elect_op = st.tuples(
     st.just("elect"), st.sampled_from(TOPICS), st.sampled_from(["preferred", "unclean"])
 )
 delete_op = st.tuples(st.just("delete"), st.sampled_from(TOPICS))
+report_op = st.tuples(  # quorum mode: replicas' positions at the fenced epoch
+    st.just("report"),
+    st.sampled_from(TOPICS),
+    st.integers(0, 2),
+    st.integers(1, 7),  # bit mask over the replicas: who reports
+    st.integers(-1, 3),  # last epoch (of the first reporter; the others vary)
+    st.integers(0, 50),  # LEO (likewise)
+    st.integers(0, 5),  # 0: an older epoch, 1: a newer one, else the current one
+)
 config_op = st.tuples(
     st.just("config"),
     st.sampled_from(TOPICS),
@@ -78,6 +88,8 @@ ops = st.one_of(
     config_op,
     elect_op,
     delete_op,
+    report_op,
+    report_op,
 )
 
 
@@ -111,6 +123,17 @@ def run(d: Driver, op: tuple[Any, ...]) -> None:
             d.send(AlterConfigsRequest(name, ((key, value),)))
         case ("delete", name):
             d.send(DeleteTopicRequest(name))
+        case ("report", name, index, mask, last_epoch, leo, stale):
+            topic = d.image.topic(name)
+            part = None if topic is None else d.image.partition(topic.topic_id, index)
+            if part is None:
+                return
+            epoch = part.leader_epoch - (stale == 0) + (stale == 1)
+            for i, broker in enumerate(part.replicas):
+                if mask >> i & 1 and d.image.broker(broker) is not None:
+                    d.send(ReportReplicaPositionRequest(broker, d.epoch(broker), part.topic_id,
+                                                        index, epoch, last_epoch - i % 2,
+                                                        leo + 7 * i % 5))  # fmt: skip
         case _:
             raise AssertionError(op)
 
@@ -145,7 +168,7 @@ def alter(d: Driver, name: str, index: int, mask: int, stale: int) -> None:
     )
 
 
-def check(image: MetadataImage, seen: dict[tuple[str, int], tuple[int, int]], elr: bool) -> None:
+def check(image: MetadataImage, seen: dict[tuple[str, int], tuple[int, int, int]], elr: bool) -> None:
     for _, p in image.all_partitions():
         assert len(set(p.isr)) == len(p.isr) and set(p.isr) <= set(p.replicas), p
         if not elr:
@@ -161,9 +184,14 @@ def check(image: MetadataImage, seen: dict[tuple[str, int], tuple[int, int]], el
         if p.leader_recovery_state == LeaderRecoveryState.RECOVERING:
             assert len(p.isr) <= 1, p
         key = (p.topic_id, p.partition)
-        before = seen.get(key, (0, 0))
+        before = seen.get(key, (0, 0, NO_LEADER))
         assert p.leader_epoch >= before[0] and p.partition_epoch >= before[1], (p, before)
-        seen[key] = (p.leader_epoch, p.partition_epoch)
+        quorum = image.topic_configs(image.topic_by_id(p.topic_id).name)["replication.mode"]  # type: ignore[union-attr]
+        if quorum == "quorum" and NO_LEADER not in (before[2], p.leader):
+            # Quorum mode: leadership never moves from one replica to another without the
+            # fencing epoch (leader -1) in between, committed by an earlier operation.
+            assert p.leader == before[2], (p, before)
+        seen[key] = (p.leader_epoch, p.partition_epoch, p.leader)
 
 
 @settings(max_examples=200, deadline=None)
@@ -187,7 +215,8 @@ def test_random_operations_keep_the_invariants(
     # A running cluster with one topic first, so that every sequence starts somewhere useful.
     d.start_brokers(*BROKERS)
     d.create("a", 3, 3, min_insync_replicas="2")
-    seen: dict[tuple[str, int], tuple[int, int]] = {}
+    d.create("b", 2, 3, replication_mode="quorum")  # fencing elections (report ops) too
+    seen: dict[tuple[str, int], tuple[int, int, int]] = {}
     check(d.image, seen, elr)
     for op in operations:
         run(d, op)

@@ -15,6 +15,7 @@ from quorum.controller import (
 )
 from quorum.controller.service import error_response
 from quorum.metadata import ApplyResult, Endpoint, Errors, MetadataImage, encode_record
+from quorum.metadata.records import FenceBroker
 
 EP = (Endpoint("rpc", "127.0.0.1", 9101),)
 
@@ -88,3 +89,31 @@ def test_failure_answers_everyone_not_controller() -> None:
 def test_error_response_has_the_request_type() -> None:
     r = error_response(CreateTopicRequest("t", 1, 1), Errors.NOT_CONTROLLER)
     assert r == CreateTopicResponse(Errors.NOT_CONTROLLER)
+
+
+def _fences_after_a_queued_heartbeat(received_ms: int | None) -> bool:
+    """Broker 101 last heard at 0 ms (session 9 s); at 100 ms a CreateTopic proposal goes out
+    and stays in flight; 101's next heartbeat arrives at 8.9 s and waits behind it; the commit
+    ends at 9.05 s, and the pump runs the due tick before the queued heartbeat."""
+    image = MetadataImage()
+    service = ControllerService(image=image, now_ms=0)
+    service.submit("r", BrokerRegistrationRequest(101, "i1", EP), 0)
+    service.committed(commit(image, service.pump(image, 0)[0]))  # type: ignore[arg-type]
+    service.submit("h", BrokerHeartbeatRequest(101, 0, 0), 0)
+    service.committed(commit(image, service.pump(image, 0)[0]))  # type: ignore[arg-type]
+    assert image.is_broker_usable(101)
+    service.submit("t", CreateTopicRequest("t", 1, 1), 100)
+    (propose,) = service.pump(image, 100)
+    assert isinstance(propose, Propose)
+    service.submit("late", BrokerHeartbeatRequest(101, 0, image.applied_offset), received_ms)
+    service.committed(commit(image, propose))
+    out = service.pump(image, 9_050)
+    return any(isinstance(o, Propose) and any(isinstance(r, FenceBroker) for r in o.records)
+               for o in out)  # fmt: skip
+
+
+def test_a_heartbeat_counts_from_its_arrival_not_from_its_processing() -> None:
+    """KAFKA-15019: a heartbeat that waited in the queue behind a proposal past the session
+    deadline does not let the tick that runs first fence a live broker."""
+    assert _fences_after_a_queued_heartbeat(None)  # receipt unknown: fenced, wrongly
+    assert not _fences_after_a_queued_heartbeat(8_900)  # receipt counted: still alive

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from quorum.controller import DeleteTopicRequest, DeleteTopicResponse
 from quorum.controller.placement import assign_replicas
+from quorum.controller.topics import MAX_PARTITIONS_PER_TOPIC, MAX_REPLICATION_FACTOR
 from quorum.metadata import Errors, Partition, RemoveTopic, Topic
 from tests.controller.driver import Driver
 
@@ -63,12 +64,25 @@ def test_topic_already_exists() -> None:
     assert d.create("t", 1, 1).error is Errors.TOPIC_ALREADY_EXISTS
 
 
-@pytest.mark.parametrize("partitions", [0, -1])
+@pytest.mark.parametrize("partitions", [0, -1, MAX_PARTITIONS_PER_TOPIC + 1, 10**12])
 def test_invalid_partitions(partitions: int) -> None:
     d = Driver()
     d.start_brokers(101)
+    before = len(d.written)
     assert d.create("t", partitions, 1).error is Errors.INVALID_PARTITIONS
-    assert d.image.topic("t") is None
+    assert d.image.topic("t") is None and len(d.written) == before
+
+
+def test_partition_and_replication_factor_upper_bounds() -> None:
+    d = Driver()
+    d.start_brokers(101)
+    before = len(d.written)
+    r = d.create("big", 1, MAX_REPLICATION_FACTOR + 1)
+    assert r.error is Errors.INVALID_REPLICATION_FACTOR and str(MAX_REPLICATION_FACTOR) in r.message
+    assert d.create("big", 1, 10**20).error is Errors.INVALID_REPLICATION_FACTOR
+    assert len(d.written) == before  # nothing built, nothing written
+    assert d.create("big", MAX_PARTITIONS_PER_TOPIC, 1).error is Errors.NONE  # the bound itself
+    assert len(d.image.partitions(d.image.topic("big").topic_id)) == MAX_PARTITIONS_PER_TOPIC
 
 
 def test_invalid_replication_factor_counts_only_unfenced_brokers() -> None:

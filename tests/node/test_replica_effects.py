@@ -23,7 +23,11 @@ from partition.replica import (
     ReplicaCore,
 )
 from partition.replica.messages import FetchResponse, ProduceResponse
-from quorum.controller.messages import AlterPartitionRequest, BrokerState
+from quorum.controller.messages import (
+    AlterPartitionRequest,
+    BrokerState,
+    ReportReplicaPositionRequest,
+)
 from quorum.metadata.errors import Errors
 from quorum.metadata.records import Partition
 
@@ -49,6 +53,9 @@ class RecordingEnv:
 
     def complete_produce(self, response: ProduceResponse) -> None:
         self._note("produce", response)
+
+    def send_replica_position(self, request: ReportReplicaPositionRequest) -> None:
+        self._note("position", request)
 
     def leadership_changed(self, effect: LeadershipChanged) -> None:
         self._note("leadership", effect)
@@ -115,3 +122,30 @@ def test_a_follower_fetches_from_its_leader() -> None:
     to, request = env.calls[-1][1]
     assert (to, request.replica_id, request.current_leader_epoch, request.broker_epoch) == (
         101, 102, 3, 7)
+
+
+def test_quorum_mode_fence_report_and_epoch_marker_reach_the_env_and_the_log() -> None:
+    log = PartitionLog.open(SimStorage(), "/data", "t", 0, LogConfig())
+    local = LocalReplicaLog(log)
+    core = ReplicaCore(101, "tid", 0, local, ReplicaConfig(replication_mode="quorum"),
+                       broker_epoch=5, topic="t")  # fmt: skip
+    env = RecordingEnv(log)
+    brokers = (BrokerState(101, 5), BrokerState(102, 7), BrokerState(103, 9))
+    part = Partition("tid", 0, (101, 102, 103), (101, 102, 103), 101, leader_epoch=3)
+    execute_replica_effects(core.handle(MetadataUpdated(part, brokers), 0), local, env)
+    execute_replica_effects(core.handle(ProduceRequest(
+        "tid", 0, 1, encode_batch([Record(b"a"), Record(b"b")]), ACKS_LEADER), 1), local, env)
+    fenced = Partition("tid", 0, (101, 102, 103), (101, 102, 103), -1, leader_epoch=4,
+                       partition_epoch=1)  # fmt: skip
+    execute_replica_effects(core.handle(MetadataUpdated(fenced, brokers), 2), local, env)
+    kind, report, leo_then, _ = env.calls[-1]
+    assert kind == "position" and leo_then == 2
+    assert report == ReportReplicaPositionRequest(101, 5, "tid", 0, 4, 3, 2)
+    elected = Partition("tid", 0, (101, 102, 103), (101, 102), 101, leader_epoch=5,
+                        partition_epoch=2)  # fmt: skip
+    execute_replica_effects(core.handle(MetadataUpdated(elected, brokers), 3), local, env)
+    # The epoch marker (HW 0 < LEO 2): a control batch of epoch 5 at offset 2, in the log.
+    headers = log.batch_headers(0)
+    assert [(h.base_offset, h.partition_leader_epoch, h.is_control) for h in headers] == [
+        (0, 3, False), (2, 5, True)]
+    assert log.log_end_offset == 3 and core.log_end_offset == 3

@@ -31,12 +31,18 @@ from partition.replica import (
     SendAlterPartition,
     SendFetch,
     SendFetchResponse,
+    SendReplicaPosition,
     TruncateFully,
     TruncateTo,
     UpdateHighWatermark,
 )
 from quorum import codec
-from quorum.controller.messages import AlterPartitionRequest, AlterPartitionResponse, BrokerState
+from quorum.controller.messages import (
+    AlterPartitionRequest,
+    AlterPartitionResponse,
+    BrokerState,
+    ReportReplicaPositionRequest,
+)
 from quorum.metadata.errors import Errors
 from quorum.metadata.records import Partition
 
@@ -103,6 +109,7 @@ class Cluster:
         self.responses: dict[int, ProduceResponse] = {}
         self.consumer_responses: list[FetchResponse] = []
         self.alter_inbox: list[AlterPartitionRequest] = []
+        self.position_reports: list[ReportReplicaPositionRequest] = []  # quorum mode, fenced
         self.auto_alter = auto_alter
         self.effects: dict[int, list[Effect]] = {r: [] for r in replicas}
         self.next_request_id = 1
@@ -147,6 +154,8 @@ class Cluster:
                         self.step(to, wire(response))
                 case SendAlterPartition(request):
                     self.alter_inbox.append(wire(request))
+                case SendReplicaPosition(request):
+                    self.position_reports.append(wire(request))
                 case CompleteProduce(response):
                     self.responses[response.request_id] = wire(response)
                 case LeadershipChanged():
@@ -230,6 +239,14 @@ class Cluster:
         for r in nodes if nodes is not None else tuple(self.nodes):
             if self.nodes[r].up:
                 self.step(r, wire(self.metadata()))
+
+    def fence(self, nodes: tuple[int, ...] | None = None) -> None:
+        """Quorum mode's fencing change: leader -1 at a new leader epoch, published to `nodes`
+        (default all; leave the old leader out to model one cut off from the controller)."""
+        p = self.partition
+        self.partition = dataclasses.replace(p, leader=-1, leader_epoch=p.leader_epoch + 1,
+                                             partition_epoch=p.partition_epoch + 1)  # fmt: skip
+        self.publish(nodes)
 
     def elect(self, leader: int, isr: tuple[int, ...] | None = None, publish: bool = True) -> None:
         p = self.partition

@@ -1,16 +1,17 @@
 """Leader rules: caught-up tracking (Replica.updateFetchStateOrThrow), the HW over the maximal
 ISR (KIP-497), ISR shrink/expand through AlterPartition only (one in flight, KIP-903 broker
-epochs, KIP-841 eligibility), the epoch-start rule, and fetch fencing (KIP-320)."""
+epochs, KIP-841 eligibility), the new-leader HW rules per mode (ISR: Kafka's; quorum: figure 8
+and the epoch marker), and fetch fencing (KIP-320)."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from partition.replica import FetchRequest, ReplicaConfig, SendAlterPartition
+from partition.replica import FetchRequest, ReplicaConfig, SendAlterPartition, UpdateHighWatermark
 from partition.replica.state import FollowerReplica
 from quorum.controller.messages import AlterPartitionResponse
 from quorum.metadata.errors import Errors
-from tests.replica.router import TOPIC_ID, Cluster, answers, wire
+from tests.replica.router import TOPIC_ID, Cluster, answers, batch, wire
 
 
 def _response(error: Errors) -> AlterPartitionResponse:
@@ -186,23 +187,46 @@ def test_lost_alter_partition_is_proposed_again_after_timeout() -> None:
     assert sum(isinstance(e, SendAlterPartition) for e in c.effects[1]) == sends + 1
 
 
-def test_new_leader_does_not_expose_old_epoch_tail_before_its_own_entry() -> None:
+def test_quorum_leader_exposes_old_epoch_tail_only_with_its_own_marker() -> None:
     c = Cluster(
         replicas=(1, 2, 3),
         config=ReplicaConfig(replica_fetch_wait_max_ms=0, replication_mode="quorum"),
     )
     c.produce("a", "b", acks=1)
-    c.fetch(2)  # 2 holds both; the HW is still 0 on 1 and on 2
+    c.fetch(2)
+    c.fetch(3)  # 2 and 3 hold offsets 0-1 (epoch 0); no HW has moved yet
     assert c.nodes[2].core.high_watermark == 0
     c.crash(1)
-    c.elect(2, isr=(2, 3))  # epoch 1 starts at offset 2
-    c.fetch(3)
-    c.fetch(3)  # 3 holds offsets 0-1 too: a majority, but both of epoch 0 (Raft figure 8)
+    c.elect(2, isr=(2, 3))  # epoch 1: 2 appends its epoch marker at offset 2 at once
+    assert [(h.base_offset, h.partition_leader_epoch, h.is_control)
+            for h in c.nodes[2].log.batch_headers(0)] == [(0, 0, False), (2, 1, True)]
+    c.fetch(3, deliver_response=False)  # 3 at offset 2: a majority holds 0-1, all of epoch 0
+    assert c.nodes[2].core.high_watermark == 0  # Raft figure 8: not exposed yet
+    c.advance(30_000)  # replica.socket.timeout.ms: 3 gives the lost answer up and fetches again
     assert c.nodes[2].core.high_watermark == 0
-    r = c.produce("c", acks=-1)
+    c.fetch(3)  # now 3 gets the marker
+    c.fetch(3)  # ... and reports it: a majority holds an entry of epoch 1
+    assert c.nodes[2].core.high_watermark == 3  # no client write was needed (no deadlock)
+    hws = [e.high_watermark for e in c.effects[2] if isinstance(e, UpdateHighWatermark)]
+    assert hws == [3]  # straight past the marker, never to 1 or 2 first
+
+
+def test_isr_leader_commits_old_epoch_tail_once_the_isr_fetched_at_its_epoch() -> None:
+    """Kafka (Partition.makeLeader + Replica.resetReplicaState): no epoch marker, no figure-8
+    rule; the new leader's follower LEOs start unknown, so the HW waits for every ISR member to
+    fetch at the new epoch, then covers the old tail they all hold."""
+    c = Cluster(replicas=(1, 2, 3))
+    c.produce("a", "b", acks=1)
+    c.fetch(2)
     c.fetch(3)
+    c.crash(1)
+    c.elect(2, isr=(2, 3))
+    assert c.nodes[2].log.log_end_offset == 2  # nothing appended by the election
+    assert c.nodes[2].core.high_watermark == 0  # 3's LEO at epoch 1 unknown
     c.fetch(3)
-    assert c.nodes[2].core.high_watermark == 3 and c.responses[r].error is Errors.NONE
+    assert c.nodes[2].core.high_watermark == 2
+    hws = [e.high_watermark for e in c.effects[2] if isinstance(e, UpdateHighWatermark)]
+    assert hws == [2]
 
 
 def test_fetch_fencing_at_the_leader() -> None:
@@ -217,3 +241,21 @@ def test_fetch_fencing_at_the_leader() -> None:
     stranger = FetchRequest(TOPIC_ID, 0, 9, 0, current_leader_epoch=1)
     stranger_answer = answers(c.nodes[1].core.handle(stranger, c.now_ms))[0]
     assert stranger_answer.error is Errors.NOT_LEADER_OR_FOLLOWER
+
+
+def test_isr_idempotent_retry_of_the_old_tail_completes_after_failover() -> None:
+    """The deadlock the figure-8 rule caused in ISR mode (the broker driver's old epoch-marker
+    workaround): after failover the only write is an idempotent retry of the old tail, a
+    duplicate that appends nothing. With Kafka's rule it completes as soon as the ISR fetched."""
+    c = Cluster(replicas=(1, 2, 3))
+    c.produce(records=batch("x", producer_id=7, producer_epoch=0, base_sequence=0), acks=-1)
+    c.fetch(2)
+    c.fetch(3)  # both followers hold offset 0; leader 1 dies before anyone learns HW 1
+    c.crash(1)
+    c.elect(2, isr=(2, 3))
+    retry = c.produce(records=batch("x", producer_id=7, producer_epoch=0, base_sequence=0),
+                      acks=-1)  # fmt: skip
+    assert retry not in c.responses and c.nodes[2].log.log_end_offset == 1  # a duplicate
+    c.fetch(3)
+    assert c.responses[retry].error is Errors.NONE
+    assert (c.responses[retry].base_offset, c.responses[retry].last_offset) == (0, 0)

@@ -1,12 +1,22 @@
 """replication.mode=quorum: the same log and RPCs, but an offset commits on a majority of the
-replicas (not the ISR), acks=all means a majority, min.insync.replicas does not apply; and the
-leader choice the controller should make from (last epoch, LEO)."""
+replicas (not the ISR), acks=all means a majority, min.insync.replicas does not apply; the
+replica's part in the fencing election (report at the fenced epoch, take nothing more from the
+old leader), the new leader's epoch marker, and the leader choice from (last epoch, LEO)."""
 
 from __future__ import annotations
 
-from partition.replica import ReplicaConfig, ReplicaPosition, choose_quorum_leader
+from partition.replica import (
+    CompleteProduce,
+    FetchRequest,
+    ProduceRequest,
+    ReplicaConfig,
+    ReplicaPosition,
+    SendFetch,
+    SendFetchResponse,
+    choose_quorum_leader,
+)
 from quorum.metadata.errors import Errors
-from tests.replica.router import Cluster
+from tests.replica.router import TOPIC_ID, Cluster, answers, batch, wire
 
 
 def _quorum(**kw: object) -> ReplicaConfig:
@@ -41,12 +51,66 @@ def test_quorum_acks_all_ignores_min_insync_and_needs_a_majority() -> None:
 def test_position_reports_last_epoch_and_leo() -> None:
     c = Cluster(replicas=(1, 2, 3), config=_quorum())
     c.produce("a", "b", acks=1)
-    c.elect(1)
+    c.elect(1)  # re-elected with an uncommitted tail: the epoch marker goes to offset 2
     c.produce("c", acks=1)
-    assert c.nodes[1].core.position() == ReplicaPosition(1, 1, 3)
+    assert c.nodes[1].core.position() == ReplicaPosition(1, 1, 4)
     c.fetch(2)
-    assert c.nodes[2].core.position() == ReplicaPosition(2, 1, 3)
+    assert c.nodes[2].core.position() == ReplicaPosition(2, 1, 4)
     assert c.nodes[3].core.position() == ReplicaPosition(3, -1, 0)
+
+
+def test_fenced_replica_reports_at_the_fenced_epoch_and_rejects_the_old_leader() -> None:
+    """Quorum mode's fencing round on the replica side (partition/replica/quorum_mode.py): a
+    replica that saw the fenced epoch reports (last epoch, LEO) tagged with it, and nothing the
+    old leader still sends changes its log; the old leader, cut from the controller, can then
+    no longer commit anything."""
+    c = Cluster(replicas=(1, 2, 3), config=_quorum())
+    c.produce("a", "b", acks=-1)
+    c.fetch(2)
+    c.fetch(2)
+    assert c.nodes[1].core.high_watermark == 2
+    in_flight = c.nodes[2].outbox.pop(0)  # 2's next fetch (offset 2) reaches 1 ...
+    late = c.produce("c", acks=-1)
+    answer = [e.response for e in c.nodes[1].core.handle(in_flight, c.now_ms)
+              if isinstance(e, SendFetchResponse)]  # fmt: skip
+    assert answer and answer[0].records  # ... and would bring "c" (offset 2, epoch 0)
+    c.fence(nodes=(2, 3))  # epoch 1, no leader; 1 never hears of it (cut from the controller)
+    assert [(r.broker_id, r.leader_epoch, r.last_epoch, r.log_end_offset)
+            for r in c.position_reports] == [(2, 1, 0, 2), (3, 1, -1, 0)]  # fmt: skip
+    assert c.nodes[2].core.status().role == "offline"
+    before = len(c.effects[2])
+    c.step(2, wire(answer[0]))  # the old leader's answer arrives after the fence: dropped
+    assert c.nodes[2].log.log_end_offset == 2 and len(c.effects[2]) == before
+    produce = c.step(2, wire(ProduceRequest(TOPIC_ID, 0, 99, batch("x"), -1)))
+    assert [e.response.error for e in produce if isinstance(e, CompleteProduce)] == [
+        Errors.NOT_LEADER_OR_FOLLOWER]
+    old_epoch_fetch = FetchRequest(TOPIC_ID, 0, 3, 0, current_leader_epoch=0)
+    assert answers(c.nodes[2].core.handle(old_epoch_fetch, c.now_ms))[0].error is (
+        Errors.NOT_LEADER_OR_FOLLOWER)
+    c.advance(500)  # position.report.interval.ms: re-sent (a new controller needs it); no fetch
+    assert [(r.broker_id, r.leader_epoch, r.log_end_offset) for r in c.position_reports[2:]] == [
+        (2, 1, 2), (3, 1, 0)]
+    assert not any(isinstance(e, SendFetch) for e in c.effects[2][before:])
+    # The old leader still counts only itself for "c": it never commits it, and "c" is not
+    # acknowledged (so the controller electing 2 loses nothing acknowledged).
+    c.advance(1_000)
+    assert c.nodes[1].core.high_watermark == 2 and late not in c.responses
+
+
+def test_new_quorum_leader_appends_a_marker_only_over_an_uncommitted_tail() -> None:
+    c = Cluster(replicas=(1, 2, 3), config=_quorum())
+    c.produce("a", acks=-1)
+    c.fetch(2)
+    c.fetch(2)  # committed: HW 1 on 1, and 2 learns it on its next fetch
+    c.fetch(2)
+    c.elect(2)  # 2's HW == LEO: nothing to cover, no marker
+    assert c.nodes[2].log.log_end_offset == 1
+    c.produce("b", acks=1)  # uncommitted tail at 2
+    c.fence()
+    c.elect(2)
+    headers = c.nodes[2].log.batch_headers(0)
+    assert [(h.base_offset, h.partition_leader_epoch, h.is_control) for h in headers] == [
+        (0, 0, False), (1, 1, False), (2, 3, True)]
 
 
 def test_choose_quorum_leader() -> None:

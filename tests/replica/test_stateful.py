@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
-from partition.replica import ReplicaConfig, choose_quorum_leader
+from partition.replica import ReplicaConfig, ReplicaPosition, choose_quorum_leader
 from quorum.metadata.errors import Errors
 from tests.replica.router import Cluster
 
@@ -129,8 +129,9 @@ TestReplicationMachine.settings = settings(
 
 
 class QuorumModeMachine(RuleBasedStateMachine):
-    """replication.mode=quorum: elections ignore the ISR and pick the most up-to-date replica
-    of a random live majority (choose_quorum_leader). After every step: the HW is held by a
+    """replication.mode=quorum: elections ignore the ISR: a fence (leader -1, new epoch), then the
+    most up-to-date replica of a random majority of the positions reported at that epoch
+    (choose_quorum_leader), and the new leader's epoch marker. After every step: the HW is held by a
     majority, no divergence below any HW, nothing committed is ever lost (the Raft "figure 8"
     rule is what keeps the last one true)."""
 
@@ -158,8 +159,15 @@ class QuorumModeMachine(RuleBasedStateMachine):
         self.c.advance(ms)
 
     @rule(live=st.sampled_from([(1, 2), (1, 3), (2, 3), (1, 2, 3)]))
-    def elect_most_up_to_date_of_a_majority(self, live: tuple[int, ...]) -> None:
-        positions = [self.c.nodes[r].core.position() for r in live]
+    def fence_and_elect_most_up_to_date_of_a_majority(self, live: tuple[int, ...]) -> None:
+        # The controller's fencing round: leader -1 at a new epoch; each replica reports its
+        # position at that epoch (the core's SendReplicaPosition); a majority's best leads.
+        self.c.fence()
+        epoch = self.c.partition.leader_epoch
+        positions = [ReplicaPosition(r.broker_id, r.last_epoch, r.log_end_offset)
+                     for r in self.c.position_reports
+                     if r.leader_epoch == epoch and r.broker_id in live]  # fmt: skip
+        assert sorted(p.replica_id for p in positions) == sorted(live)
         leader = choose_quorum_leader(REPLICAS, positions)
         assert leader is not None
         self.c.elect(leader)
