@@ -111,7 +111,7 @@ class ClusterSimNode(SimNode):
     def handle(self, src: int, message: Any, now_ms: int) -> None:
         match message:
             case ControllerRpcRequest():
-                self._on_rpc_request(src, message)
+                self._on_rpc_request(src, message, now_ms)
             case ControllerRpcResponse():
                 if self.is_broker:
                     self._on_rpc_response(message, now_ms)
@@ -243,12 +243,14 @@ class ClusterSimNode(SimNode):
         else:
             self.admin_answers.append((token, response))
 
-    def _on_rpc_request(self, src: int, message: ControllerRpcRequest) -> None:
+    def _on_rpc_request(self, src: int, message: ControllerRpcRequest, now_ms: int) -> None:
         if self.is_broker:
             return
         token = ("rpc", message.origin, message.request_id)
         if self.service is not None:
-            self.service.submit(token, message.request)
+            # The receipt time: a heartbeat counts as contact from now (KAFKA-15019), as in
+            # harness/node/controller_rpc.py.
+            self.service.submit(token, message.request, now_ms)
         elif self.core.is_leader:
             self.early.append((token, message.request))
         else:

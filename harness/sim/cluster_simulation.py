@@ -27,6 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.sim.cluster_node import ClusterSimNode, ClusterTiming
+from harness.sim.invariants import SafetyChecker
 from harness.sim.simulation import SimConfig, SimResult, Simulation
 from quorum.controller import CreateTopicRequest, DeleteTopicRequest, ElectLeadersRequest
 from quorum.metadata.image import MetadataImage
@@ -56,6 +57,58 @@ def draw_timing(seed: int) -> ClusterTiming:
     )
 
 
+class PartitionImageChecker:
+    """The partition invariants above, checked on a node's image each time it applied something
+    (shared by this simulation and the data plane's Raft quorum, harness/sim/data_quorum.py).
+    `node` needs `node_id`, `incarnation` and `image`; failures go to `checker.fail`."""
+
+    def __init__(self, checker: SafetyChecker) -> None:
+        self.checker = checker
+        self.leader_of: dict[tuple[str, int, int], int] = {}
+        self.seen: dict[tuple[int, int], dict[tuple[str, int], tuple[int, int]]] = {}
+        self.checked_offset: dict[int, tuple[int, int]] = {}
+
+    def check(self, node: Any) -> None:
+        image = node.image
+        key = (node.node_id, node.incarnation)
+        if self.checked_offset.get(node.node_id) == (node.incarnation, image.applied_offset):
+            return
+        self.checked_offset[node.node_id] = (node.incarnation, image.applied_offset)
+        seen = self.seen.setdefault(key, {})
+        for topic, part in image.all_partitions():
+            where = f"{topic.name}-{part.partition} at offset {image.applied_offset}"
+            self.checker.count("cluster_partition_checks")
+            if (
+                part.leader != NO_LEADER
+                and part.leader not in part.isr
+                and part.leader_recovery_state != LeaderRecoveryState.RECOVERING
+            ):
+                self.checker.fail(
+                    "PartitionLeaderInIsr",
+                    node.node_id,
+                    f"{where}: leader {part.leader} not in ISR {part.isr}",
+                )
+            tp = (topic.topic_id, part.partition)
+            before = seen.get(tp)
+            now = (part.leader_epoch, part.partition_epoch)
+            if before is not None and (now[0] < before[0] or now[1] < before[1]):
+                self.checker.fail(
+                    "MonotonicPartitionEpochs",
+                    node.node_id,
+                    f"{where}: (leader_epoch, partition_epoch) {before} -> {now}",
+                )
+            seen[tp] = now
+            epoch_key = (topic.topic_id, part.partition, part.leader_epoch)
+            known = self.leader_of.setdefault(epoch_key, part.leader)
+            if known != part.leader:
+                self.checker.fail(
+                    "SingleLeaderPerEpoch",
+                    node.node_id,
+                    f"{where}: leader_epoch {part.leader_epoch} led by {known} "
+                    f"and by {part.leader}",
+                )
+
+
 class ClusterSimulation(Simulation):
     def __init__(
         self, config: SimConfig, node_class: type[ClusterSimNode] = ClusterSimNode
@@ -70,9 +123,7 @@ class ClusterSimulation(Simulation):
         self.admin_rng = random.Random(config.seed ^ (TIMING_SALT << 1))
         self.admin_ops = 0
         self.topics_created = 0
-        self.leader_of: dict[tuple[str, int, int], int] = {}
-        self.seen: dict[tuple[int, int], dict[tuple[str, int], tuple[int, int]]] = {}
-        self.checked_offset: dict[int, tuple[int, int]] = {}
+        self.image_checker = PartitionImageChecker(self.checker)
 
     # -- events ----------------------------------------------------------------------------------
 
@@ -128,44 +179,7 @@ class ClusterSimulation(Simulation):
     # -- invariants ------------------------------------------------------------------------------
 
     def _check_image(self, node: ClusterSimNode) -> None:
-        image = node.image
-        key = (node.node_id, node.incarnation)
-        if self.checked_offset.get(node.node_id) == (node.incarnation, image.applied_offset):
-            return
-        self.checked_offset[node.node_id] = (node.incarnation, image.applied_offset)
-        seen = self.seen.setdefault(key, {})
-        for topic, part in image.all_partitions():
-            where = f"{topic.name}-{part.partition} at offset {image.applied_offset}"
-            self.checker.count("cluster_partition_checks")
-            if (
-                part.leader != NO_LEADER
-                and part.leader not in part.isr
-                and part.leader_recovery_state != LeaderRecoveryState.RECOVERING
-            ):
-                self.checker.fail(
-                    "PartitionLeaderInIsr",
-                    node.node_id,
-                    f"{where}: leader {part.leader} not in ISR {part.isr}",
-                )
-            tp = (topic.topic_id, part.partition)
-            before = seen.get(tp)
-            now = (part.leader_epoch, part.partition_epoch)
-            if before is not None and (now[0] < before[0] or now[1] < before[1]):
-                self.checker.fail(
-                    "MonotonicPartitionEpochs",
-                    node.node_id,
-                    f"{where}: (leader_epoch, partition_epoch) {before} -> {now}",
-                )
-            seen[tp] = now
-            epoch_key = (topic.topic_id, part.partition, part.leader_epoch)
-            known = self.leader_of.setdefault(epoch_key, part.leader)
-            if known != part.leader:
-                self.checker.fail(
-                    "SingleLeaderPerEpoch",
-                    node.node_id,
-                    f"{where}: leader_epoch {part.leader_epoch} led by {known} "
-                    f"and by {part.leader}",
-                )
+        self.image_checker.check(node)
 
     def _liveness_missing(self, at_ms: int) -> str | None:
         missing = super()._liveness_missing(at_ms)
@@ -202,7 +216,7 @@ class ClusterSimulation(Simulation):
         stats = super()._stats()
         stats["admin_ops"] = self.admin_ops
         stats["topics_created"] = self.topics_created
-        stats["partition_epochs_seen"] = len(self.leader_of)
+        stats["partition_epochs_seen"] = len(self.image_checker.leader_of)
         stats["timing"] = {
             "heartbeat_interval_ms": self.timing.heartbeat_interval_ms,
             "session_timeout_ms": self.timing.session_timeout_ms,
