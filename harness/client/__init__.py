@@ -31,7 +31,13 @@ import asyncio
 from typing import Any
 
 from harness.client.connection import Bootstrap, BrokerConnection, ClientError, ClusterClient
-from harness.client.consumer import Consumer, ConsumerConfig, ConsumerRecord, RawBatches
+from harness.client.consumer import (
+    Consumer,
+    ConsumerConfig,
+    ConsumerRecord,
+    OffsetOutOfRange,
+    RawBatches,
+)
 from harness.client.producer import Producer, ProducerConfig, RecordFuture, RecordMetadata
 
 __all__ = [
@@ -42,6 +48,7 @@ __all__ = [
     "Consumer",
     "ConsumerConfig",
     "ConsumerRecord",
+    "OffsetOutOfRange",
     "Producer",
     "ProducerConfig",
     "RawBatches",

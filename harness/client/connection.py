@@ -44,6 +44,18 @@ class ClientError(Exception):
         super().__init__(f"{error}: {message}" if message else error)
 
 
+def _shared_failure(exc: BaseException, what: str) -> BaseException:
+    """What the *other* waiters of a shared connect or refresh see when it failed.
+
+    The caller that started it may be cancelled (its own timeout); handing that
+    CancelledError to the others would cancel tasks nobody cancelled (a Jepsen worker died of
+    it). They get a retriable ConnectionError instead; the starter still sees its own
+    cancellation."""
+    if isinstance(exc, asyncio.CancelledError):
+        return ConnectionError(f"{what} was abandoned by the caller that started it")
+    return exc
+
+
 class BrokerConnection(PipelinedConnection):
     """A pipelined connection to one broker (harness/pipelined.py)."""
 
@@ -112,7 +124,7 @@ class ClusterClient:
             future.set_result(conn)
             return conn
         except BaseException as exc:
-            future.set_exception(exc)
+            future.set_exception(_shared_failure(exc, f"connect to broker {broker_id}"))
             future.exception()  # retrieved: no "never retrieved" warning when nobody waits
             raise
         finally:
@@ -158,7 +170,7 @@ class ClusterClient:
             self.partition_counts.update(counts)
             self._refresh.set_result(None)
         except BaseException as exc:
-            self._refresh.set_exception(exc)
+            self._refresh.set_exception(_shared_failure(exc, "metadata refresh"))
             self._refresh.exception()
             raise
 

@@ -34,6 +34,21 @@ from partition.log import batch as rb
 _PROBE_OFFSET = 1 << 62
 
 
+class OffsetOutOfRange(ClientError):
+    """OFFSET_OUT_OF_RANGE with auto.offset.reset=none: the position of `topic`-`partition`
+    is outside [log_start_offset, high_watermark] at its leader (which one: the attributes)."""
+
+    def __init__(self, topic: str, partition: int, position: int | None, log_start_offset: int,
+                 high_watermark: int) -> None:  # fmt: skip
+        self.topic = topic
+        self.partition = partition
+        self.position = position
+        self.log_start_offset = log_start_offset
+        self.high_watermark = high_watermark
+        super().__init__("OFFSET_OUT_OF_RANGE", f"{topic}-{partition} at {position} (log start "
+                         f"{log_start_offset}, high watermark {high_watermark})")
+
+
 @dataclass(frozen=True, slots=True)
 class ConsumerConfig:
     max_wait_ms: int = 500  # fetch.max.wait.ms
@@ -124,7 +139,8 @@ class Consumer:
             return result
         if result.error == "OFFSET_OUT_OF_RANGE":
             if config.auto_offset_reset == "none":
-                raise ClientError(result.error, f"{tp[0]}-{tp[1]} at {self._positions[tp]}")
+                raise OffsetOutOfRange(tp[0], tp[1], self._positions[tp],
+                                       result.log_start_offset, result.high_watermark)
             self._positions[tp] = (result.log_start_offset if config.auto_offset_reset == "earliest"
                                    else result.high_watermark)  # fmt: skip
             return None

@@ -345,6 +345,30 @@ class Producer:
         if waits:
             await asyncio.wait(waits)
 
+    def abort(self, error: str = "PRODUCER_ABORTED") -> None:
+        """Stop at once without waiting for acknowledgements: every unacknowledged record's
+        future fails with ClientError(`error`) and the sender tasks are cancelled. A batch
+        already sent may still be written by the broker (its outcome stays unknown); Jepsen
+        workloads abort the producer of a retired process this way."""
+        self.closing = True
+        for sender in self._senders.values():
+            if sender.linger is not None:
+                sender.linger.cancel()
+                sender.linger = None
+            futures = [b.done for b in sender.pending]
+            if sender.open_future is not None:
+                futures.append(sender.open_future)
+            for future in futures:
+                if not future.done():
+                    future.set_exception(ClientError(error, "the producer was aborted"))
+                    future.exception()  # retrieved: nobody may be awaiting it
+            sender.pending.clear()
+            sender.records = []
+            sender.open_future = None
+            sender.space.set()
+            if sender.task is not None:
+                sender.task.cancel()
+
     async def close(self) -> None:
         await self.flush()
         self.closing = True

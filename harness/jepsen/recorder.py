@@ -7,7 +7,7 @@ the checkers may rely on: if op A's completion precedes op B's invoke in the lis
 returned before B was called. `time` is nanoseconds since the recorder was created (monotonic
 clock), for reports only.
 
-`Workload` is the pluggable part of a run (`kv` today; `queue` once the data plane exists):
+`Workload` is the pluggable part of a run (`kv`, workload_kv.py; `queue`, workload_queue.py):
 clients that record operations, a final phase after the cluster healed (final reads, a drain)
 and the checker that judges the history. `RunContext` is what the runner hands a workload.
 
@@ -110,7 +110,10 @@ class RunContext:
     recorder: Recorder
     rng: random.Random
     progress: Any = None  # callable(str) or None
+    # facts the runner shares with the workload; `healed_at`: time.monotonic() at the end of
+    # the final heal (recovery times count from it)
     stats: dict[str, Any] = field(default_factory=dict)
+    data_dir: Path | None = None  # the cluster's directory (cluster.json: brokers' addresses)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +146,9 @@ class Workload(Protocol):
         operation bounded by the workload's timeout."""
         ...
 
-    async def final(self, ctx: RunContext, deadline: float) -> None:
-        """After the final heal and recovery: final reads / drain, bounded by `deadline`."""
+    async def final(self, ctx: RunContext, deadline: float) -> dict[str, Any] | None:
+        """After the final heal and recovery: final reads / drain, bounded by `deadline`.
+        May return facts for results.json (e.g. the queue's probe recovery time)."""
         ...
 
     def check(self, ops: Sequence[Operation], out_dir: Path) -> CheckOutcome:

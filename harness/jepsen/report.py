@@ -80,8 +80,8 @@ def latency_ms(op: Operation) -> float:
 
 
 def per_second(client: Sequence[Operation]) -> list[dict[str, Any]]:
-    """Per second of invoke time: [ok, fail, info] of reads and of writes (write, cas, append),
-    the shape the comparison job (issue 8) aggregates."""
+    """Per second of invoke time: [ok, fail, info] of reads (read, poll) and of writes (write,
+    cas, append, send); the comparison's row has its own (summary_row.py)."""
     if not client:
         return []
     last = max(op.invoke.time for op in client) // NS_PER_S
@@ -90,7 +90,9 @@ def per_second(client: Sequence[Operation]) -> list[dict[str, Any]]:
     ]
     slot = {"ok": 0, "fail": 1, "info": 2}
     for op in client:
-        kind = "read" if op.f == "read" else "write"
+        if op.f in ("assign", "subscribe"):
+            continue  # neither a read nor a write
+        kind = "read" if op.f in ("read", "poll") else "write"
         rows[op.invoke.time // NS_PER_S][kind][slot[op.type]] += 1
     return rows
 
@@ -206,6 +208,31 @@ def _svg(ops: Sequence[Operation], summary: dict[str, Any], workers: int) -> str
             + "\n".join(out) + "</svg>")
 
 
+def _queue_anomalies(anomalies: dict[str, Any], shown: int = 3) -> str:
+    """A table of the queue checker's anomalies: count and the first examples (JSON)."""
+    import json
+
+    rows = "".join(
+        f"<tr><td>{html.escape(name)}</td><td>{item.get('count')}</td><td><pre>"
+        + html.escape("\n".join(json.dumps(e, default=str) for e in item.get("examples", [])[:shown]))
+        + "</pre></td></tr>"
+        for name, item in anomalies.items() if isinstance(item, dict)
+    )
+    return ("<h2>Anomalies</h2><table><tr><th>anomaly</th><th>count</th>"
+            f"<th>first examples (results.json has up to 8)</th></tr>{rows}</table>")
+
+
+def _settings(results: dict[str, Any]) -> str:
+    """The workload's settings in one phrase (kv: read consistency; queue: durability)."""
+    if results.get("workload") == "queue":
+        return (f"acks={results.get('acks')}, min.insync.replicas="
+                f"{results.get('min_insync_replicas')}, RF {results.get('replication_factor')}, "
+                f"unclean={results.get('unclean_leader_election')}, idempotence="
+                f"{results.get('idempotence')}, {results.get('partitions')} partitions, "
+                f"probe recovery {results.get('probe_recovery_s')} s")
+    return f"reads {results.get('consistency')}"
+
+
 def render_html(ops: Sequence[Operation], results: dict[str, Any], workers: int) -> str:
     summary = results["summary"]
     verdict = results["verdict"]
@@ -228,6 +255,8 @@ def render_html(ops: Sequence[Operation], results: dict[str, Any], workers: int)
     if "linearizability_html" in results.get("files", {}):
         extra = f'<p>Failure window: <a href="{results["files"]["linearizability_html"]}">' \
                 f'{results["files"]["linearizability_html"]}</a></p>'
+    if results.get("workload") == "queue" and results["anomalies"]:
+        extra += _queue_anomalies(results["anomalies"])
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>kraftlab jepsen: {html.escape(results['workload'])}
 under {html.escape(results['nemesis'])}</title>
@@ -236,8 +265,8 @@ table {{ border-collapse: collapse; margin: 8px 0 16px; }}
 td, th {{ border: 1px solid #bbb; padding: 2px 8px; font-size: 13px; }}</style></head><body>
 <h1>{html.escape(results['workload'])} under {html.escape(results['nemesis'])}:
 <span style="color:{colour}">{verdict.upper()}</span></h1>
-<p>seed {results['seed']}, time limit {results['time_limit_s']} s, reads
-{html.escape(str(results.get('consistency')))}; anomalies: {anomalies}.
+<p>seed {results['seed']}, time limit {results['time_limit_s']} s, {html.escape(_settings(results))};
+anomalies: {anomalies}.
 Availability (served/attempted: ok, or a cas compare that did not match) {summary['availability']}; ok latency p50
 {summary['latency_ms_ok']['p50']} ms, p99 {summary['latency_ms_ok']['p99']} ms.</p>
 {extra}

@@ -2,6 +2,9 @@
 
     kraftlab jepsen run --workload kv --nemesis NAME [--time-limit S] [--out DIR] [--seed N]
                         [--consistency linearizable|local] [--data-dir DIR] ...
+    kraftlab jepsen run --workload queue --nemesis NAME [--acks 0|1|all]
+                        [--min-insync-replicas N] [--replication-factor R] [--partitions P]
+                        [--unclean] [--no-idempotence] [--replication-mode isr|quorum] ...
 
 Progress goes to stderr; the last stdout line is a one-line summary. Exit 0 valid, 1 anomalies,
 2 unknown, 3 the run could not be done (bad option, cluster did not start).
@@ -27,6 +30,7 @@ from harness.jepsen.runner import (
     run,
 )
 from harness.jepsen.workload_kv import KvOptions
+from harness.jepsen.workload_queue import ACKS, QueueOptions
 
 
 def _range(text: str) -> tuple[float, float]:
@@ -65,8 +69,27 @@ def register(sub: Any) -> None:
     p.add_argument("--data-dir", type=Path, default=None,
                    help="cluster directory (default: a new temporary one, removed afterwards)")
     p.add_argument("--keys", type=int, default=3, help="kv keys (default 3)")
-    p.add_argument("--concurrency", type=int, default=5, help="client workers (default 5)")
-    p.add_argument("--rate", type=float, default=40.0, help="ops/s, all clients (default 40)")
+    p.add_argument("--concurrency", type=int, default=None,
+                   help="client workers: kv clients (default 5), queue producers (default 3)")
+    p.add_argument("--rate", type=float, default=None,
+                   help="kv ops/s of all clients (default 40); queue sends/s (default 60)")
+    q = p.add_argument_group("queue workload (topic created by the run with these settings)")
+    q.add_argument("--topic", default="jepsen-queue",
+                   help="topic the run creates; must not exist yet (default jepsen-queue)")
+    q.add_argument("--partitions", type=int, default=3, help="partitions (default 3)")
+    q.add_argument("--replication-factor", type=int, default=3, help="RF (default 3)")
+    q.add_argument("--acks", choices=tuple(ACKS), default="all", help="producer acks (all)")
+    q.add_argument("--min-insync-replicas", type=int, default=2,
+                   help="topic min.insync.replicas (default 2)")
+    q.add_argument("--unclean", action="store_true",
+                   help="topic unclean.leader.election.enable=true (default false)")
+    q.add_argument("--idempotence", action=argparse.BooleanOptionalAction, default=None,
+                   help="enable.idempotence (default: on with acks=all, off otherwise)")
+    q.add_argument("--replication-mode", choices=("isr", "quorum"), default="isr",
+                   help="topic replication.mode (default isr)")
+    q.add_argument("--consumers", type=int, default=2, help="consumer workers (default 2)")
+    q.add_argument("--brokers", type=int, default=None,
+                   help="brokers of the run's cluster (default 3 for queue, 0 for kv)")
     p.add_argument("--op-timeout", type=float, default=2.5, metavar="S",
                    help="client timeout per operation; then it is info (default 2.5)")
     p.add_argument("--fault-s", type=_range, default=(1.0, 3.0), metavar="MIN,MAX",
@@ -85,7 +108,10 @@ def register(sub: Any) -> None:
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
-    if args.time_limit <= 0 or args.concurrency < 1 or args.keys < 1 or args.rate <= 0:
+    queue = args.workload == "queue"
+    concurrency = args.concurrency if args.concurrency is not None else (3 if queue else 5)
+    rate = args.rate if args.rate is not None else (60.0 if queue else 40.0)
+    if args.time_limit <= 0 or concurrency < 1 or args.keys < 1 or rate <= 0:
         raise RunError("--time-limit, --rate must be > 0; --concurrency, --keys >= 1")
     overrides = dict(DEFAULT_OVERRIDES)
     for item in args.config or []:
@@ -95,11 +121,23 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
         overrides[key.strip()] = value.strip()
     seed = args.seed if args.seed is not None else int(time.time()) % 1_000_000
     out = args.out or Path("kraftlab-jepsen") / f"{args.workload}-{time.strftime('%Y%m%dT%H%M%S')}"
-    kv = KvOptions(keys=args.keys, concurrency=args.concurrency, rate=args.rate,
+    kv = KvOptions(keys=args.keys, concurrency=concurrency, rate=rate,
                    op_timeout_s=args.op_timeout, consistency=args.consistency,
                    check_timeout_s=args.check_timeout)
+    idempotence = args.idempotence if args.idempotence is not None else args.acks == "all"
+    try:
+        queue_options = QueueOptions(
+            topic=args.topic, partitions=args.partitions, replication_factor=args.replication_factor,
+            acks=args.acks, min_insync_replicas=args.min_insync_replicas,
+            unclean_leader_election=args.unclean, idempotence=idempotence,
+            replication_mode=args.replication_mode, producers=concurrency,
+            consumers=args.consumers, rate=rate, op_timeout_s=args.op_timeout,
+        )
+    except ValueError as exc:
+        raise RunError(str(exc)) from None
     return RunOptions(out_dir=out, workload=args.workload, nemesis=args.nemesis,
                       time_limit_s=args.time_limit, seed=seed, data_dir=args.data_dir, kv=kv,
+                      queue=queue_options, brokers=args.brokers,
                       fault_s=args.fault_s, quiet_s=args.quiet_s, lead_in_s=args.lead_in,
                       overrides=overrides, progress=_progress)
 

@@ -2,14 +2,18 @@
 final phase, check, write the artefacts, cluster down.
 
 Sequence (`run`), every step bounded in time:
-1. bring up a 3-controller cluster in a temporary data dir (or `--data-dir`) through the
-   launcher (`harness.cluster`), wait for an agreed leader;
+1. bring up a 3-controller cluster (plus 3 brokers for the `queue` workload) in a temporary
+   data dir (or `--data-dir`) through the launcher (`harness.cluster`), wait for an agreed
+   leader (and every broker registered and unfenced);
 2. run the workload's clients and the nemesis schedule together until the time limit (clients
    finish their in-flight operation, each bounded by the op timeout);
 3. heal everything (`ClusterNemesis.heal_all`), wait until every controller names the same
-   leader (recovery time is measured), run the workload's final phase (final reads);
+   leader (recovery time is measured), run the workload's final phase (kv: final reads;
+   queue: a probe send per partition, then the final drain);
 4. check the history with the workload's checker; write DIR/history.jsonl, DIR/results.json,
-   DIR/report.html, DIR/report.png (and the checker's failure view when invalid);
+   DIR/report.html, DIR/report.png (and the checker's failure view when invalid), and the
+   comparison's summary row (DIR/summary/part-<run_id>.parquet, DIR/summary.json;
+   summary_row.py);
 5. bring the cluster down (only the PIDs in its own cluster.json) unless it was already
    running before the run, and copy the node logs into DIR/logs.
 Exit codes: 0 valid, 1 anomalies (invalid), 2 unknown (checker gave up, or the cluster never
@@ -36,7 +40,9 @@ from harness.jepsen.history import HistoryError
 from harness.jepsen.nemesis import ClusterNemesis, Schedule, parse_nemesis
 from harness.jepsen.recorder import Recorder, RunContext, Workload
 from harness.jepsen.report import render_html, summarise, write_png
+from harness.jepsen.summary_row import build_row, write_row
 from harness.jepsen.workload_kv import KvOptions, KvWorkload, disable_idempotent_retry
+from harness.jepsen.workload_queue import QueueOptions, QueueSetupError, QueueWorkload
 
 EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN, EXIT_ERROR = 0, 1, 2, 3
 
@@ -47,8 +53,18 @@ DEFAULT_OVERRIDES = {
     "controller.quorum.request.timeout.ms": "1500",
 }
 
-WORKLOADS = ("kv",)
-PLANNED_WORKLOADS = {"queue": "needs the data plane (brokers' produce/consume), a later issue"}
+# The queue workload's brokers: fast fencing and ISR shrink, so a 10-20 s run sees a leader
+# cut off, fenced and replaced (Kafka's defaults: 9000, 2000 and 30000 ms).
+QUEUE_OVERRIDES = {
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "500",
+    "replica.lag.time.max.ms": "2000",
+    "replica.fetch.backoff.ms": "200",
+}
+QUEUE_BROKERS = 3
+
+WORKLOADS = ("kv", "queue")
+PLANNED_WORKLOADS: dict[str, str] = {}
 
 
 class RunError(RuntimeError):
@@ -64,6 +80,8 @@ class RunOptions:
     seed: int = 0
     data_dir: Path | None = None
     kv: KvOptions = field(default_factory=KvOptions)
+    queue: QueueOptions = field(default_factory=QueueOptions)
+    brokers: int | None = None  # None: 0 for kv, QUEUE_BROKERS for queue
     fault_s: tuple[float, float] = (1.0, 3.0)
     quiet_s: tuple[float, float] = (1.0, 2.0)
     lead_in_s: float = 1.0
@@ -71,7 +89,7 @@ class RunOptions:
     overrides: dict[str, str] = field(default_factory=lambda: dict(DEFAULT_OVERRIDES))
     startup_timeout_s: float = 30.0
     recovery_timeout_s: float = 20.0
-    final_timeout_s: float = 10.0
+    final_timeout_s: float = 15.0
     progress: Callable[[str], None] | None = None
 
 
@@ -86,10 +104,28 @@ class RunResult:
 def make_workload(options: RunOptions) -> Workload:
     if options.workload == "kv":
         return KvWorkload(options.kv)
+    if options.workload == "queue":
+        if options.queue.replication_factor > broker_count(options):
+            raise RunError(f"replication factor {options.queue.replication_factor} needs at "
+                           f"least as many brokers (have {broker_count(options)})")
+        return QueueWorkload(options.queue)
     if options.workload in PLANNED_WORKLOADS:
         raise RunError(f"workload {options.workload!r} is not available yet: "
                        f"{PLANNED_WORKLOADS[options.workload]}")
     raise RunError(f"unknown workload {options.workload!r}; use one of {', '.join(WORKLOADS)}")
+
+
+def broker_count(options: RunOptions) -> int:
+    if options.brokers is not None:
+        return options.brokers
+    return QUEUE_BROKERS if options.workload == "queue" else 0
+
+
+def cluster_overrides(options: RunOptions) -> dict[str, str]:
+    """The node configs of the run: the queue's broker timings under the user's overrides."""
+    if options.workload != "queue":
+        return dict(options.overrides)
+    return {**QUEUE_OVERRIDES, **options.overrides}
 
 
 def _say(options: RunOptions, message: str) -> None:
@@ -112,12 +148,17 @@ def bring_up(options: RunOptions, data_dir: Path) -> None:
     if cl.ClusterFile.path_in(data_dir).exists():
         cluster = cl.ClusterFile.load(data_dir)
     else:
-        cluster = cl.create_cluster(data_dir, options.controllers, options.overrides)
+        cluster = cl.create_cluster(data_dir, options.controllers, cluster_overrides(options),
+                                    broker_count(options))
     for node in cluster.nodes:
         cl.start_node(cluster, data_dir, node)
     leader = cl.wait_for_leader(cluster, [n.id for n in cluster.controllers],
                                 options.startup_timeout_s, lambda m: _say(options, m))
-    _say(options, f"cluster {cluster.cluster_id} up in {data_dir}; leader {leader}")
+    if cluster.brokers:
+        cl.wait_for_brokers(cluster, [n.id for n in cluster.brokers], options.startup_timeout_s,
+                            lambda m: _say(options, m))
+    _say(options, f"cluster {cluster.cluster_id} up in {data_dir}; leader {leader}; "
+         f"brokers {[n.id for n in cluster.brokers]}")
 
 
 def bring_down(data_dir: Path) -> list[int]:
@@ -184,32 +225,62 @@ async def _run_async(options: RunOptions, data_dir: Path, workload: Workload,
     async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session, \
             aiohttp.ClientSession(timeout=timeout) as nemesis_session:
         disable_idempotent_retry(session)
-        ctx = RunContext(urls, session, rec, random.Random(rng.random()), options.progress)
+        ctx = RunContext(urls, session, rec, random.Random(rng.random()), options.progress,
+                         data_dir=data_dir)
+        # broker faults pick a partition of the workload's own topic (kv has none)
+        topic = getattr(workload, "options", None)
+        targets = [(topic.topic, None)] if isinstance(topic, QueueOptions) else None
         nemesis = ClusterNemesis(data_dir, nemesis_session, rec, random.Random(rng.random()),
-                                 schedule)
+                                 schedule, partitions=targets)
+        epoch_start = await _controller_epoch(nemesis)
         await workload.setup(ctx)
         rec.restart_clock()
         started = time.monotonic()
         deadline = started + options.time_limit_s
         progress = asyncio.create_task(_progress_loop(options, rec, nemesis, started))
+        # The nemesis and the clients are tasks the runner owns: whatever ends the phase (the
+        # deadline, a bound, a crashed task), every one of them has stopped before heal_all
+        # runs, so the heal never races a fault action still in progress.
+        tasks = [asyncio.create_task(nemesis.run(deadline))]
+        tasks += [asyncio.create_task(workload.run_worker(ctx, w, deadline))
+                  for w in range(workload.concurrency)]
+        outcomes: list[Any] = []
         try:
-            workers = [asyncio.create_task(workload.run_worker(ctx, w, deadline))
-                       for w in range(workload.concurrency)]
             # bounded: the deadline, plus one op timeout, plus a fault action's own timeouts
             async with asyncio.timeout(options.time_limit_s + workload.op_timeout_s + 30):
-                await asyncio.gather(nemesis.run(deadline), *workers)
+                outcomes = await asyncio.gather(*tasks, return_exceptions=True)
         finally:
-            for task in workers:
+            for task in tasks:
                 task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             _say(options, "time limit reached: healing")
             heal = await nemesis.heal_all()
+            ctx.stats["healed_at"] = time.monotonic()  # recovery times count from here
+        # A crashed client or nemesis is a harness bug: the run goes on (the history stays
+        # sound: the crashed operation is left open) and results.json says what happened.
+        crashed = [f"{'nemesis' if i == 0 else f'worker {i - 1}'}: {r!r}"
+                   for i, r in enumerate(outcomes) if isinstance(r, BaseException)]
+        for line in crashed:
+            _say(options, f"WARNING: {line}")
         recovery_s = await _wait_recovery(nemesis, options.recovery_timeout_s)
         _say(options, f"recovered in {recovery_s} s" if recovery_s is not None
              else f"NOT recovered within {options.recovery_timeout_s} s")
-        await workload.final(ctx, time.monotonic() + options.final_timeout_s)
+        final = await workload.final(ctx, time.monotonic() + options.final_timeout_s) or {}
         progress.cancel()
+        epoch_end = await _controller_epoch(nemesis)
+    elections = (max(0, epoch_end - epoch_start)
+                 if epoch_start is not None and epoch_end is not None else None)
     return {"heal": heal, "recovery_s": recovery_s, "recovered": recovery_s is not None,
-            "faults_applied": nemesis.applied}
+            "faults_applied": nemesis.applied, "controller_leader_elections": elections,
+            "crashed_tasks": crashed, **final}
+
+
+async def _controller_epoch(nemesis: ClusterNemesis) -> int | None:
+    """The highest controller leader epoch any controller reports (None if none answers)."""
+    views = await asyncio.gather(*(nemesis._status(i) for i in nemesis.node_ids))
+    epochs = [v["leader_epoch"] for v in views
+              if v is not None and isinstance(v.get("leader_epoch"), int)]
+    return max(epochs) if epochs else None
 
 
 def run(options: RunOptions) -> RunResult:
@@ -222,14 +293,24 @@ def run(options: RunOptions) -> RunResult:
     assert data_dir is not None
     data_dir = data_dir.resolve()
     rec = Recorder()
+    started_s = time.time()  # the run id's stamp (wall clock, for people)
+    wall_started = time.monotonic()
     owned = not already_running(data_dir)
     if not owned:
         _say(options, f"using the cluster already running in {data_dir} (left running)")
     try:
         if owned:
             bring_up(options, data_dir)
+        elif broker_count(options):
+            # a cluster left by an earlier run may still be fencing or restarting a broker
+            cluster = cl.ClusterFile.load(data_dir)
+            cl.wait_for_brokers(cluster, [n.id for n in cluster.brokers],
+                                options.startup_timeout_s, lambda m: _say(options, m))
         info = asyncio.run(_run_async(options, data_dir, workload, rec))
-    except (cl.ClusterError, OSError) as exc:
+        cluster = cl.ClusterFile.load(data_dir)
+        info["cluster"] = {"controllers": len(cluster.controllers),
+                           "brokers": len(cluster.brokers)}
+    except (cl.ClusterError, OSError, QueueSetupError) as exc:
         raise RunError(f"run failed: {exc}") from exc
     finally:
         if owned and cl.ClusterFile.path_in(data_dir).exists():
@@ -241,6 +322,8 @@ def run(options: RunOptions) -> RunResult:
         rec.write(out_dir / "history.jsonl")
         if temp and owned:
             shutil.rmtree(data_dir, ignore_errors=True)
+    info["wall_ms"] = int((time.monotonic() - wall_started) * 1000)
+    info["started_s"] = started_s
     return finish(options, workload, rec, info)
 
 
@@ -273,6 +356,16 @@ def finish(options: RunOptions, workload: Workload, rec: Recorder,
         "files": {"history": "history.jsonl", "report_html": "report.html",
                   "report_png": "report.png", **outcome.files},
     }
+    cluster = info.get("cluster", {})
+    row = build_row(ops, results, wall_ms=int(info.get("wall_ms", 0)),
+                    controllers=int(cluster.get("controllers", options.controllers)),
+                    brokers=int(cluster.get("brokers", broker_count(options))),
+                    started_s=float(info.get("started_s", time.time())),
+                    overrides=cluster_overrides(options), logs_dir=out_dir / "logs")
+    results["summary_row"] = {"run_id": row.run_id, "nemesis": row.nemesis,
+                              "acked_writes": row.acked_writes, "lost_writes": row.lost_writes,
+                              "recovery_time_ms": row.recovery_time_ms}
+    results["files"].update(write_row(row, out_dir))
     workers = workload.concurrency
     (out_dir / "report.html").write_text(render_html(ops, results, workers), encoding="utf-8")
     write_png(ops, results, workers, out_dir / "report.png")

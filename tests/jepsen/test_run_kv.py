@@ -27,6 +27,7 @@ from harness.jepsen.linearizable import check_linearizable
 from harness.jepsen.models import get_model
 from harness.jepsen.runner import RunOptions, run
 from harness.jepsen.workload_kv import KvOptions
+from harness.matrix_schema import read_dataset
 
 pytestmark = pytest.mark.integration
 
@@ -83,6 +84,17 @@ def test_linearizable_reads_under_partitions_and_kill_find_no_anomaly(
     assert phases["after_heal"]["ok"] == 3  # one final read per key
     saved = json.loads((out / "results.json").read_text())
     assert saved["summary"]["counts"] == r["summary"]["counts"]
+    # The comparison's row: the metadata quorum as the data, linearizable, faults and a heal.
+    [row] = read_dataset(out / "summary")
+    assert (row.source, row.replication_mode, row.replication_factor, row.nemesis) == (
+        "jepsen", "quorum", 3, "mixed")
+    assert row.metadata_linearizable is True and row.stale_reads == 0
+    assert len(row.nemesis_timeline) == r["faults_applied"]
+    assert row.heal_ms is not None and row.recovery_time_ms == round(r["recovery_s"] * 1000)
+    writes = [op for op in client if op.f != "read" and not op.flag("final")]
+    assert sum(s.writes_attempted for s in row.per_second) == len(writes)
+    assert sum(s.writes_succeeded for s in row.per_second) == row.acked_writes == sum(
+        1 for op in writes if op.type == "ok")
 
 
 def test_local_reads_from_a_cut_off_follower_are_caught_as_stale(
@@ -105,6 +117,9 @@ def test_local_reads_from_a_cut_off_follower_are_caught_as_stale(
     ops = load_history(out / "history.jsonl")
     assert all(ops[row["op_id"]].flag("node") in (1, 2, 3) for row in stale)
     assert (out / "linearizability.html").exists() and (out / "report.png").exists()
+    [row] = read_dataset(out / "summary")
+    assert row.metadata_linearizable is False and row.stale_reads == len(stale) > 0
+    assert row.nemesis == "isolate-follower" and row.source == "jepsen"
     assert no_node_running(data_dir)
     # J's checker, run on the file by its own command, agrees.
     check = subprocess.run(
