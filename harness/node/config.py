@@ -85,6 +85,22 @@ TUNABLES: dict[str, tuple[str, int]] = {
     # Data logs (brokers): fsync after this many appended messages (Kafka's flush.messages
     # broker default; Long.MAX_VALUE: never, leave it to the OS and to replication).
     "log.flush.interval.messages": ("log_flush_interval_messages", 2**63 - 1),
+    # Broker defaults of the topic log configs (Kafka's synonyms; a topic's own config wins,
+    # harness/node/log_configs.py, docs/storage.md "Configs"). log.flush.interval.ms: the
+    # flush.ms default (Long.MAX_VALUE: never). log.roll.ms: segment.ms (Kafka: log.roll.hours=168).
+    "log.flush.interval.ms": ("log_flush_interval_ms", 2**63 - 1),
+    "log.segment.bytes": ("log_segment_bytes", 1 << 30),
+    "log.roll.ms": ("log_roll_ms", 7 * 24 * 3600 * 1000),
+    # retention.ms default: log.retention.ms when set, else log.retention.hours (Kafka's
+    # precedence; Kafka's log.retention.ms default is null, -2 stands for it here).
+    "log.retention.hours": ("log_retention_hours", 168),
+    "log.retention.ms": ("log_retention_ms", -2),
+    "log.retention.bytes": ("log_retention_bytes", -1),
+    "log.retention.check.interval.ms": ("log_retention_check_interval_ms", 300_000),
+    # How long a deleted topic's renamed `-delete` directory is kept before its files go.
+    "log.segment.delete.delay.ms": ("log_segment_delete_delay_ms", 60_000),
+    # max.message.bytes default (Kafka: 1048588).
+    "message.max.bytes": ("message_max_bytes", 1024 * 1024 + 12),
     # 1: a broker's data logs keep appends in its own memory until a flush, so kill -9 loses
     # the unflushed tail as a power loss would (the Jepsen nemesis crash-unflushed, docs/jepsen.md).
     "kraftlab.log.unflushed.in.process": ("unflushed_in_process", 0),
@@ -127,6 +143,15 @@ class NodeConfig:
     replica_fetch_backoff_ms: int = 1_000
     replica_socket_timeout_ms: int = 3_000
     log_flush_interval_messages: int = 2**63 - 1
+    log_flush_interval_ms: int = 2**63 - 1
+    log_segment_bytes: int = 1 << 30
+    log_roll_ms: int = 7 * 24 * 3600 * 1000
+    log_retention_hours: int = 168
+    log_retention_ms: int = -2
+    log_retention_bytes: int = -1
+    log_retention_check_interval_ms: int = 300_000
+    log_segment_delete_delay_ms: int = 60_000
+    message_max_bytes: int = 1024 * 1024 + 12
     unflushed_in_process: int = 0
     admin_require_token: int = 0
     admin_token_file: Path | None = None

@@ -3,7 +3,7 @@
 One function shared by every driver of ReplicaCore (the broker runtime here; the simulator can
 pass its own env), so the effect semantics cannot drift apart (STYLE.md: one execute_effects):
 
-- the five log effects go to `LocalReplicaLog.execute` (the PartitionLog, through LogManager so a
+- the six log effects go to `LocalReplicaLog.execute` (the PartitionLog, through LogManager so a
   truncation rewrites the checkpoints);
 - SendFetch / SendFetchResponse / SendAlterPartition / SendReplicaPosition / CompleteProduce /
   LeadershipChanged go to
@@ -24,6 +24,7 @@ from partition.replica import (
     AppendAsLeader,
     CompleteProduce,
     Effect,
+    IncrementLogStartOffset,
     LeadershipChanged,
     LocalReplicaLog,
     SendAlterPartition,
@@ -64,7 +65,7 @@ def execute_replica_effects(
     for effect in effects:
         match effect:
             case AppendAsLeader() | AppendAsFollower() | TruncateTo() | TruncateFully() | (
-                UpdateHighWatermark()
+                UpdateHighWatermark() | IncrementLogStartOffset()
             ):
                 log.execute(effect)
             case SendFetch(to=to, request=request):

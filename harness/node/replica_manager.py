@@ -22,8 +22,15 @@ What it does:
   in a fencing election, partition/replica/quorum_mode.py) go the same way; their answers are
   not needed (the core re-sends while fenced). The quorum-mode epoch marker is the core's own
   effect; ISR mode needs none (docs/replication.md, "HW rules per mode").
+- Topic configs reach the logs (harness/node/log_configs.py): every hosted log gets its topic's
+  LogConfig (broker defaults < topic overrides) at creation and again whenever the image changes
+  (dynamic topic config); the core's ReplicaConfig likewise.
 - Every replica.high.watermark.checkpoint.interval.ms (5000) the HW/recovery/log-start checkpoints
-  are written, logs flushed per flush.ms and retention applied.
+  are written and logs flushed per flush.ms; every log.retention.check.interval.ms (300000)
+  retention is applied (retention.ms against the wall clock, retention.bytes).
+- A deleted topic's logs are renamed to `<topic>-<partition>.<uuid>-delete` at once and removed
+  after log.segment.delete.delay.ms (60000), also when left over from before a restart
+  (LogManager.open schedules them).
 
 Invariants:
 - A core is never re-entered: inputs that arrive while its effects run are queued and fed after.
@@ -34,6 +41,7 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -42,8 +50,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from harness.node.log_configs import TopicLogConfigs
 from harness.node.replica_effects import execute_replica_effects
-from partition.log.config import LogConfig
 from partition.log.manager import LogManager
 from partition.log.storage import BufferedFileStorage, FileStorage
 from partition.replica import (
@@ -78,7 +86,6 @@ if TYPE_CHECKING:
 log = structlog.get_logger()
 
 HW_CHECKPOINT_INTERVAL_MS = 5_000  # replica.high.watermark.checkpoint.interval.ms
-RETENTION_CHECK_INTERVAL_MS = 300_000  # log.retention.check.interval.ms
 
 ProduceCallback = Callable[[ProduceResponse], None]
 FetchCallback = Callable[[FetchResponse], None]
@@ -107,6 +114,7 @@ class HostedReplica:
     log: LocalReplicaLog
     last_partition: Partition | None = None
     last_eligible: tuple[BrokerState, ...] = ()
+    config_overrides: dict[str, str] = field(default_factory=dict)  # the topic's, last applied
     timer: asyncio.TimerHandle | None = None
     deadline_ms: int | None = None
     busy: bool = False
@@ -125,9 +133,10 @@ class ReplicaManager:
         c = node.config
         # kraftlab.log.unflushed.in.process: appends stay in memory until flushed (crash tests).
         storage = BufferedFileStorage() if c.unflushed_in_process else FileStorage()
-        flush_messages = c.log_flush_interval_messages  # log.flush.interval.messages
-        self.log_manager = LogManager.open(storage, str(self.data_dir), LogConfig(
-            flush_messages=None if flush_messages >= 2**63 - 1 else flush_messages))
+        self.topic_logs = TopicLogConfigs(c)  # broker log defaults (log.segment.bytes, ...)
+        self.log_manager = LogManager.open(
+            storage, str(self.data_dir), self.topic_logs.log_config({}), now_ms=node.now_ms(),
+            file_delete_delay_ms=c.log_segment_delete_delay_ms)
         self.replicas: dict[tuple[str, int], HostedReplica] = {}
         self.by_name: dict[tuple[str, int], HostedReplica] = {}
         self._produce_waiters: dict[int, ProduceCallback] = {}
@@ -139,7 +148,8 @@ class ReplicaManager:
         self._eligible: tuple[BrokerState, ...] = ()
         self._known_peers: dict[int, tuple[str, int]] = {}
         self._housekeeping: asyncio.TimerHandle | None = None
-        self._last_retention_ms = node.now_ms()
+        self._retention_timer: asyncio.TimerHandle | None = None
+        self._delete_timer: asyncio.TimerHandle | None = None
         self._closed = False
         # Producer ids handed out from blocks the controller allocates (KIP-730).
         self._pid_next = 0
@@ -149,13 +159,15 @@ class ReplicaManager:
         self.fetch_frames_sent = 0
         self.fetch_requests_sent = 0
         self._arm_housekeeping()
+        self._arm_retention()
+        self._arm_deletions()
 
     # --- config -------------------------------------------------------------------------------
 
     def _replica_config(self, image: MetadataImage, topic: str) -> ReplicaConfig:
         c = self.node.config
         return ReplicaConfig.from_topic_configs(
-            image.topic_configs(topic),
+            self.topic_logs.effective(image.topic_config_overrides(topic)),
             replica_lag_time_max_ms=c.replica_lag_time_max_ms,
             replica_fetch_wait_max_ms=c.replica_fetch_wait_max_ms,
             replica_socket_timeout_ms=c.replica_socket_timeout_ms,
@@ -173,6 +185,7 @@ class ReplicaManager:
                          if image.is_broker_usable(b.broker_id))  # fmt: skip
         broker_epoch = self.broker.broker_epoch
         assigned = image.partitions_hosted_by(self.broker_id)
+        overrides_of: dict[str, dict[str, str]] = {}  # topic configs, read once per topic
         hosted = {(topic.topic_id, part.partition) for topic, part in assigned}
         # Removals first: a topic deleted and created again under the same name must not find
         # the old log still open (the new replica gets a fresh directory).
@@ -183,6 +196,12 @@ class ReplicaManager:
             r = self.replicas.get(key)
             if r is None:
                 r = self._create(image, topic.name, topic.topic_id, part.partition)
+            else:
+                overrides = overrides_of.get(topic.name)
+                if overrides is None:
+                    overrides = overrides_of[topic.name] = image.topic_config_overrides(topic.name)
+                if overrides != r.config_overrides:
+                    self._apply_topic_configs(image, r, overrides)
             r.core.broker_epoch = broker_epoch  # KIP-903: fetches and AlterPartition carry it
             if part != r.last_partition or eligible != r.last_eligible:
                 r.last_partition, r.last_eligible = part, eligible
@@ -198,13 +217,26 @@ class ReplicaManager:
                 self._known_peers[b.broker_id] = address
                 self.node.transport.learn_peer(b.broker_id, list(address))
 
+    def _apply_topic_configs(self, image: MetadataImage, r: HostedReplica,
+                             overrides: dict[str, str]) -> None:  # fmt: skip
+        """Dynamic topic config: a changed config applies to the open log and the core."""
+        r.config_overrides = overrides
+        self.log_manager.set_config(r.topic, r.partition, self.topic_logs.log_config(overrides))
+        config = self._replica_config(image, r.topic)
+        if config != r.core.config:
+            r.core.config = config
+            log.info("replica.config_changed", topic=r.topic, partition=r.partition)
+
     def _create(self, image: MetadataImage, topic: str, topic_id: str, partition: int) -> HostedReplica:
-        plog = self.log_manager.get_or_create(topic, partition)
+        log_config = self.topic_logs.log_config(image.topic_config_overrides(topic))
+        plog = self.log_manager.get_or_create(topic, partition, log_config)
+        self.log_manager.set_config(topic, partition, log_config)  # opened at start: defaults
         local = LocalReplicaLog(plog)
         core = ReplicaCore(self.broker_id, topic_id, partition, local,
                            self._replica_config(image, topic),
                            broker_epoch=self.broker.broker_epoch, topic=topic)  # fmt: skip
-        r = HostedReplica(topic, topic_id, partition, core, local)
+        r = HostedReplica(topic, topic_id, partition, core, local,
+                          config_overrides=image.topic_config_overrides(topic))
         self.replicas[(topic_id, partition)] = r
         self.by_name[(topic, partition)] = r
         log.info("replica.created", topic=topic, partition=partition,
@@ -219,16 +251,16 @@ class ReplicaManager:
             r.timer.cancel()
         del self.replicas[(r.topic_id, r.partition)]
         self.by_name.pop((r.topic, r.partition), None)
-        plog = self.log_manager.logs.pop((r.topic, r.partition), None)
-        if plog is not None:
-            plog.flush()
-            plog.close()
-        if part is None and plog is not None:
-            # The topic is gone: set its log aside as Kafka does (`<dir>.<id>-delete`, which
-            # LogManager.open skips); the files are left for an operator to remove.
-            self.log_manager.storage.rename(
-                plog.directory, f"{plog.directory}.{r.topic_id}-delete")
-            self.log_manager.checkpoint()
+        if part is None:
+            # The topic is gone: rename its log aside at once and remove the files after
+            # log.segment.delete.delay.ms, as Kafka's LogManager.asyncDelete.
+            self.log_manager.delete_log(r.topic, r.partition, uuid.uuid4().hex, self.node.now_ms())
+            self._arm_deletions()
+        else:
+            plog = self.log_manager.logs.pop((r.topic, r.partition), None)
+            if plog is not None:
+                plog.flush()
+                plog.close()
         log.info("replica.removed", topic=r.topic, partition=r.partition,
                  topic_deleted=part is None)  # fmt: skip
 
@@ -458,23 +490,52 @@ class ReplicaManager:
         try:
             for plog in self.log_manager.logs.values():
                 plog.maybe_flush(now_ms)
-            if now_ms - self._last_retention_ms >= RETENTION_CHECK_INTERVAL_MS:
-                self._last_retention_ms = now_ms
-                wall_ms = self.node.wall_ms(now_ms)
-                for plog in self.log_manager.logs.values():
-                    plog.apply_retention(wall_ms)
             self.log_manager.checkpoint()
         except Exception as exc:
             self.node._crash(exc)
         self._arm_housekeeping()
+
+    def _arm_retention(self) -> None:
+        interval_ms = self.node.config.log_retention_check_interval_ms
+        self._retention_timer = self.loop.call_later(interval_ms / 1000, self._on_retention)
+
+    def _on_retention(self) -> None:
+        """log.retention.check.interval.ms: retention.ms (batch timestamps against the wall
+        clock) then retention.bytes on every log; a moved log start is checkpointed at once."""
+        if self._closed:
+            return
+        try:
+            wall_ms = self.node.wall_ms(self.node.now_ms())
+            deleted = sum(plog.apply_retention(wall_ms) for plog in self.log_manager.logs.values())
+            if deleted:
+                self.log_manager.checkpoint()
+        except Exception as exc:
+            self.node._crash(exc)
+        self._arm_retention()
+
+    def _arm_deletions(self) -> None:
+        due_ms = self.log_manager.next_delete_due_ms()
+        if self._delete_timer is not None:
+            self._delete_timer.cancel()
+        self._delete_timer = None if due_ms is None or self._closed else self.loop.call_at(
+            (due_ms + 1) / 1000, self._on_deletions)
+
+    def _on_deletions(self) -> None:
+        self._delete_timer = None
+        try:
+            self.log_manager.remove_deleted_logs(self.node.now_ms())
+        except Exception as exc:
+            self.node._crash(exc)
+        self._arm_deletions()
 
     def close(self) -> None:
         """Clean shutdown: stop timers, flush logs and write the checkpoints."""
         if self._closed:
             return
         self._closed = True
-        if self._housekeeping is not None:
-            self._housekeeping.cancel()
+        for timer in (self._housekeeping, self._retention_timer, self._delete_timer):
+            if timer is not None:
+                timer.cancel()
         for r in self.replicas.values():
             if r.timer is not None:
                 r.timer.cancel()

@@ -36,6 +36,7 @@ from partition.replica import (
     AppendAsLeader,
     CompleteProduce,
     Effect,
+    IncrementLogStartOffset,
     LeadershipChanged,
     LocalReplicaLog,
     MetadataUpdated,
@@ -468,7 +469,8 @@ class Broker:
                     before = self.view.high_watermark
                     self.view.execute(e)
                     world.on_high_watermark(self, before, hw)
-                case AppendAsLeader() | AppendAsFollower() | TruncateTo() | TruncateFully():
+                case (AppendAsLeader() | AppendAsFollower() | TruncateTo() | TruncateFully()
+                      | IncrementLogStartOffset()):
                     self.view.execute(e)
                 case SendFetch(to=to, request=request):
                     world.network.send(self.node_id, to, request)

@@ -5,7 +5,9 @@
 - `segment`, `index`: segment files with sparse offset and time indexes;
 - `log`: PartitionLog (append as leader/follower, read, truncate, retention, flush, recovery);
 - `epoch_cache`, `producer_state`, `checkpoint`: leader epochs, idempotence, checkpoint files;
-- `manager`: LogManager, the logs of one log dir and its per-dir checkpoint files.
+- `config`: LogConfig, Kafka's topic log configs (`from_topic_configs` over broker defaults);
+- `manager`: LogManager, the logs of one log dir, its per-dir checkpoint files, config changes on
+  open logs and deleted topics' `-delete` directories.
 
 docs/storage.md describes the file layout, formats, recovery rules and guarantees.
 """

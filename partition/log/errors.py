@@ -30,9 +30,10 @@ class InvalidRecordError(LogError):
 
 
 class RecordTooLargeError(LogError):
-    """A batch larger than the segment can hold (Kafka RECORD_TOO_LARGE / max.message.bytes)."""
+    """A batch larger than max.message.bytes (Kafka's RecordTooLargeException, which the
+    protocol carries as MESSAGE_TOO_LARGE, code 10)."""
 
-    error_name = "RECORD_TOO_LARGE"
+    error_name = "MESSAGE_TOO_LARGE"
 
 
 class OffsetOutOfRangeError(LogError):

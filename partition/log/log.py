@@ -43,6 +43,7 @@ from partition.log.errors import (
     InvalidRecordError,
     OffsetOutOfRangeError,
     OutOfOrderSequenceError,
+    RecordTooLargeError,
     UnexpectedAppendOffsetError,
 )
 from partition.log.segment import LogSegment, segment_name
@@ -248,6 +249,8 @@ class PartitionLog:
         next_offset = base + first[6] + 1  # + last_offset_delta
         active = self.segments[-1]
         config = self.config
+        if config.max_message_bytes is not None and size > config.max_message_bytes:
+            raise RecordTooLargeError(f"batch of {size} bytes > max.message.bytes {config.max_message_bytes}")
         if active.size and (active.size + size > config.segment_bytes
                             or (active.first_batch_max_timestamp_ms >= 0
                                 and first[8] - active.first_batch_max_timestamp_ms > config.segment_ms)
@@ -269,6 +272,9 @@ class PartitionLog:
 
     def _append_many_as_leader(self, data: bytes, leader_epoch: int) -> LogAppendInfo:
         headers = list(rb.iter_headers(data))
+        limit = self.config.max_message_bytes
+        if limit is not None and any(h.batch_length + rb.LOG_OVERHEAD > limit for h in headers):
+            raise RecordTooLargeError(f"a batch is larger than max.message.bytes {limit}")
         if any(h.has_producer_id for h in headers):
             raise InvalidRecordError("an idempotent produce carries exactly one batch per partition")
         self._check_epoch(leader_epoch)

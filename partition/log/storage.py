@@ -3,7 +3,8 @@ same seam").
 
 A `Storage` is a tiny filesystem: files addressed by '/'-separated string paths, opened as
 `StorageFile` handles that append, read at a position, report their size, fsync and truncate;
-plus directory operations (list, make, rename, remove, exists, fsync a directory).
+plus directory operations (list, make, rename a file or a directory, remove a file, remove an
+empty directory, exists, fsync a directory).
 
 Two implementations:
 
@@ -98,6 +99,10 @@ class Storage(Protocol):
         ...
 
     def remove(self, path: str) -> None: ...
+
+    def remove_dir(self, path: str) -> None:
+        """Remove an empty directory (StorageError if it is missing or not empty)."""
+        ...
 
     def fsync_dir(self, path: str) -> None:
         """Make the entries of directory `path` (creates, renames, removes) durable."""
@@ -199,6 +204,12 @@ class FileStorage:
             os.remove(self._p(path))
         except FileNotFoundError as exc:
             raise StorageError(f"no such file: {path}") from exc
+
+    def remove_dir(self, path: str) -> None:
+        try:
+            os.rmdir(self._p(path))
+        except OSError as exc:
+            raise StorageError(f"cannot remove directory {path}: {exc.strerror}") from exc
 
     def fsync_dir(self, path: str) -> None:
         fd = os.open(self._p(path), os.O_RDONLY | os.O_DIRECTORY)
@@ -399,16 +410,44 @@ class SimStorage:
 
     def rename(self, source: str, target: str) -> None:
         source, target = self._norm(source), self._norm(target)
+        if source in self._dirs and source not in ("", "/", "."):
+            self._rename_dir(source, target)
+            return
         if source not in self._files:
             raise StorageError(f"no such file: {source}")
         self._check_dir(target)
         self._files[target] = self._files.pop(source)
+
+    def _rename_dir(self, source: str, target: str) -> None:
+        """A directory moves with everything in it. Its entries stay durable under the new name
+        (one inode, as on a real filesystem); the move itself is durable at once, like make_dirs
+        (a simplification: the log never depends on a directory rename being lost)."""
+        if target in self._dirs or target in self._files:
+            raise StorageError(f"rename target exists: {target}")
+        self._check_dir(target)
+        prefix = source + "/"
+
+        def moved(path: str) -> str:
+            return target + path[len(source):]
+
+        self._dirs = {moved(d) if d == source or d.startswith(prefix) else d for d in self._dirs}
+        for table in (self._files, self._durable):
+            for path in [p for p in table if p.startswith(prefix)]:
+                table[moved(path)] = table.pop(path)
 
     def remove(self, path: str) -> None:
         path = self._norm(path)
         if path not in self._files:
             raise StorageError(f"no such file: {path}")
         del self._files[path]
+
+    def remove_dir(self, path: str) -> None:
+        path = self._norm(path)
+        if path not in self._dirs:
+            raise StorageError(f"no such directory: {path}")
+        if self.list_dir(path):
+            raise StorageError(f"directory not empty: {path}")
+        self._dirs.discard(path)
 
     def fsync_dir(self, path: str) -> None:
         path = self._norm(path)

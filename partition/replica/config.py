@@ -11,7 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from quorum.metadata.configs import MIN_INSYNC_REPLICAS, REPLICATION_MODE, REPLICATION_MODES
+from quorum.metadata.configs import (
+    MAX_MESSAGE_BYTES,
+    MIN_INSYNC_REPLICAS,
+    REPLICATION_MODE,
+    REPLICATION_MODES,
+    TOPIC_CONFIG_DEFAULTS,
+)
 
 LEADER_EPOCH_ENABLE = "leader.epoch.enable"
 
@@ -22,6 +28,9 @@ class ReplicaConfig:
     min_insync_replicas: int = 1  # min.insync.replicas (topic)
     replication_mode: str = "isr"  # replication.mode (kraftlab): "isr" (Kafka) or "quorum"
     leader_epoch_enable: bool = True  # leader.epoch.enable (kraftlab): False = pre-KIP-101
+    # max.message.bytes (topic; broker default message.max.bytes): a larger produced batch is
+    # answered MESSAGE_TOO_LARGE and not written (Kafka's RecordTooLargeException).
+    max_message_bytes: int = 1024 * 1024 + 12
     replica_fetch_wait_max_ms: int = 500  # replica.fetch.wait.max.ms (long poll)
     replica_fetch_max_bytes: int = 1 << 20  # replica.fetch.max.bytes
     replica_fetch_backoff_ms: int = 1_000  # replica.fetch.backoff.ms (after a fetch error)
@@ -59,5 +68,7 @@ class ReplicaConfig:
             min_insync_replicas=int(configs.get(MIN_INSYNC_REPLICAS, "1")),
             replication_mode=configs.get(REPLICATION_MODE, "isr"),
             leader_epoch_enable=configs.get(LEADER_EPOCH_ENABLE, "true") == "true",
+            max_message_bytes=int(configs.get(MAX_MESSAGE_BYTES,
+                                              TOPIC_CONFIG_DEFAULTS[MAX_MESSAGE_BYTES])),
             **broker,
         )

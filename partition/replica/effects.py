@@ -4,7 +4,8 @@ synchronously, before the core sees its next input. So a produce is answered (Co
 only after the AppendAsLeader it depends on, a follower's next fetch is sent only after the
 truncation or append before it, and log effects are applied in the order the core decided them.
 
-Log effects (AppendAsLeader, AppendAsFollower, TruncateTo, TruncateFully, UpdateHighWatermark)
+Log effects (AppendAsLeader, AppendAsFollower, TruncateTo, TruncateFully, UpdateHighWatermark,
+IncrementLogStartOffset)
 are executed by `partition.replica.local_log.LocalReplicaLog.execute` over a PartitionLog.
 """
 
@@ -54,6 +55,15 @@ class UpdateHighWatermark:
     Kafka's replication-offset-checkpoint)."""
 
     high_watermark: int
+
+
+@dataclass(frozen=True, slots=True)
+class IncrementLogStartOffset:
+    """A follower follows the leader's log start offset (Kafka's fetcher: the follower's log
+    start = max(own, leader's) after each fetch; maybeIncrementLogStartOffset): segments wholly
+    below it are deleted. Never above the follower's HW."""
+
+    log_start_offset: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +120,7 @@ Effect = (
     | TruncateTo
     | TruncateFully
     | UpdateHighWatermark
+    | IncrementLogStartOffset
     | SendFetch
     | SendFetchResponse
     | SendAlterPartition
@@ -117,4 +128,11 @@ Effect = (
     | CompleteProduce
     | LeadershipChanged
 )
-LogEffect = AppendAsLeader | AppendAsFollower | TruncateTo | TruncateFully | UpdateHighWatermark
+LogEffect = (
+    AppendAsLeader
+    | AppendAsFollower
+    | TruncateTo
+    | TruncateFully
+    | UpdateHighWatermark
+    | IncrementLogStartOffset
+)

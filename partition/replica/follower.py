@@ -14,6 +14,9 @@ Rules (each one a test in tests/replica/):
   (OFFSET_OUT_OF_RANGE) truncates to the leader's LEO. With true (the default) it never truncates
   to its own HW.
 - HW = min(own LEO, leader HW), only ever raised here (truncation lowers it, in the log).
+- Log start offset = max(own, min(leader's log start, own HW)) after every successful fetch
+  (Kafka's ReplicaFetcherThread: log.maybeIncrementLogStartOffset(leaderLogStartOffset)), so a
+  follower deletes what the leader's retention (or DeleteRecords) removed.
 - FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER: back off
   replica.fetch.backoff.ms and retry; the metadata (MetadataUpdated) decides who leads.
 """
@@ -28,6 +31,7 @@ from partition.replica.config import ReplicaConfig
 from partition.replica.effects import (
     AppendAsFollower,
     Effect,
+    IncrementLogStartOffset,
     SendFetch,
     TruncateFully,
     TruncateTo,
@@ -94,6 +98,7 @@ class FollowerMixin:
                 return (
                     appended
                     + self._update_follower_hw(resp.high_watermark)
+                    + self._follow_log_start(resp.log_start_offset)
                     + self._send_fetch(follower, now_ms)
                 )
             case Errors.OFFSET_OUT_OF_RANGE:
@@ -132,6 +137,15 @@ class FollowerMixin:
             return []
         self._hw = high_watermark
         return [UpdateHighWatermark(high_watermark)]
+
+    def _follow_log_start(self, leader_log_start: int) -> list[Effect]:
+        # Never above our HW (Kafka refuses that with OFFSET_OUT_OF_RANGE): what lies above it
+        # may still be truncated, and the log start must stay at or below the HW.
+        log_start = min(leader_log_start, self._hw)
+        if log_start <= self._log_start:
+            return []
+        self._log_start = log_start
+        return [IncrementLogStartOffset(log_start)]
 
     def _truncation_target(self, diverging: EpochEndOffset) -> int:
         if diverging.epoch < 0:

@@ -145,6 +145,11 @@ class LeaderMixin:
             return [], Errors.INVALID_REQUEST, "INVALID_RECORD: no batch"
         if len(headers) > 1 and any(h.has_producer_id for h in headers):
             return [], Errors.INVALID_REQUEST, "INVALID_RECORD: one idempotent batch per partition"
+        limit = self.config.max_message_bytes
+        for h in headers:  # Kafka LogValidator: per batch, RecordTooLargeException
+            if h.batch_length + rb.LOG_OVERHEAD > limit:
+                return [], Errors.MESSAGE_TOO_LARGE, (
+                    f"batch of {h.batch_length + rb.LOG_OVERHEAD} bytes > max.message.bytes {limit}")
         if req.acks == ACKS_ALL and self._is_under_min_isr():
             # Checked before the append: nothing is written (Partition.appendRecordsToLeader).
             isr = sorted(self._isr())

@@ -19,6 +19,7 @@ from partition.log.producer_state import CheckResult
 from partition.replica.effects import (
     AppendAsFollower,
     AppendAsLeader,
+    IncrementLogStartOffset,
     LogEffect,
     TruncateFully,
     TruncateTo,
@@ -125,5 +126,7 @@ class LocalReplicaLog:
                 self.log.truncate_fully(start_offset)
             case UpdateHighWatermark(high_watermark):
                 self.log.update_high_watermark(high_watermark)
+            case IncrementLogStartOffset(log_start_offset):
+                self.log.delete_prefix(log_start_offset)
             case _:
                 assert_never(effect)

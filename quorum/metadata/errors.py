@@ -23,6 +23,7 @@ class Errors(Enum):
     LEADER_NOT_AVAILABLE = 5
     NOT_LEADER_OR_FOLLOWER = 6
     REQUEST_TIMED_OUT = 7
+    MESSAGE_TOO_LARGE = 10  # RecordTooLargeException: a batch over max.message.bytes
     NETWORK_EXCEPTION = 13
     INVALID_TOPIC_EXCEPTION = 17
     NOT_ENOUGH_REPLICAS = 19

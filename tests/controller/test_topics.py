@@ -6,7 +6,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from quorum.controller import DeleteTopicRequest, DeleteTopicResponse
+from quorum.controller import (
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    CreateTopicRequest,
+    CreateTopicResponse,
+    DeleteTopicRequest,
+    DeleteTopicResponse,
+)
 from quorum.controller.placement import assign_replicas
 from quorum.controller.topics import MAX_PARTITIONS_PER_TOPIC, MAX_REPLICATION_FACTOR
 from quorum.metadata import Errors, Partition, RemoveTopic, Topic
@@ -194,3 +201,42 @@ def test_describe_lines_like_kafka_topics() -> None:
     ]
     assert describe_topic(d.image, "nope") == []
     assert describe_topics(d.image) == describe_topic(d.image, "first")
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("segment.ms", "0"),
+        ("cleanup.policy", "compact"),
+        ("cleanup.policy", "compact,delete"),
+        ("flush.messages", "0"),
+        ("flush.ms", "-1"),
+        ("max.message.bytes", "-1"),
+        ("retention.bytes", "lots"),
+    ],
+)
+def test_invalid_log_config_names_the_key(name: str, value: str) -> None:
+    d = Driver()
+    d.start_brokers(101)
+    r = d.send(CreateTopicRequest("t", 1, 1, ((name, value),)))
+    assert isinstance(r, CreateTopicResponse)
+    assert r.error is Errors.INVALID_CONFIG and name in r.message
+    if name == "cleanup.policy":
+        assert "compaction is not supported" in r.message
+    assert d.image.topic("t") is None
+
+
+def test_log_configs_are_accepted_at_create_and_alter() -> None:
+    d = Driver()
+    d.start_brokers(101)
+    configs = {"segment.bytes": "1024", "segment.ms": "60000", "retention.ms": "-1",
+               "retention.bytes": "4096", "cleanup.policy": "delete", "flush.messages": "1",
+               "flush.ms": "1000", "max.message.bytes": "2048"}  # fmt: skip
+    r = d.send(CreateTopicRequest("t", 1, 1, tuple(configs.items())))
+    assert isinstance(r, CreateTopicResponse) and r.error is Errors.NONE
+    assert d.image.topic_config_overrides("t") == configs
+    bad = d.send(AlterConfigsRequest("t", (("cleanup.policy", "compact"),)))
+    assert isinstance(bad, AlterConfigsResponse) and bad.error is Errors.INVALID_CONFIG
+    good = d.send(AlterConfigsRequest("t", (("retention.bytes", "100"),)))
+    assert isinstance(good, AlterConfigsResponse) and good.error is Errors.NONE
+    assert d.image.topic_configs("t")["retention.bytes"] == "100"

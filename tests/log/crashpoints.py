@@ -78,6 +78,10 @@ class CrashAt:
         self.step("remove")
         self.sim.remove(path)
 
+    def remove_dir(self, path: str) -> None:
+        self.step("remove_dir")
+        self.sim.remove_dir(path)
+
     def fsync_dir(self, path: str) -> None:
         self.step("fsync_dir")
         self.sim.fsync_dir(path)

@@ -21,6 +21,7 @@ from partition.replica import (
     Effect,
     FetchRequest,
     FetchResponse,
+    IncrementLogStartOffset,
     LeadershipChanged,
     LocalReplicaLog,
     MetadataUpdated,
@@ -143,6 +144,7 @@ class Cluster:
                     | TruncateTo()
                     | TruncateFully()
                     | UpdateHighWatermark()
+                    | IncrementLogStartOffset()
                 ):
                     node.view.execute(e)
                 case SendFetch(to, request):
