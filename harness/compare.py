@@ -7,7 +7,7 @@ Three phases, each reported in OUT (default ./kraftlab-report/):
    controller, then a SIGKILL of the leader timed to the first successful write issued after
    it (OUT/live/report.md). The cluster is stopped afterwards.
 2. matrix: the default scenario matrix on the deterministic simulator (harness/sim/matrix.py:
-   both replication modes, the main durability settings, every nemesis shape, a few seeds),
+   both replication modes, the main durability settings, every nemesis shape, 20 seeds),
    one run-summary row per run in OUT/runs (Parquet, docs/compare.md).
 3. analysis: the Spark job (harness/spark/compare.py) on `local[*]` by default, or `--master`,
    writing OUT/analysis/compare.md with tables, plots and computed conclusions.
@@ -196,6 +196,20 @@ def run_analysis(runs: Path, out: Path, master: str | None) -> Any:
         spark.stop()
 
 
+def matrix_speed(runs: Path, wall_s: float) -> str:
+    """`N runs, W s wall, X simulated workload s per wall s` from the rows' durations."""
+    import pyarrow.parquet as pq
+
+    files = [runs] if runs.is_file() else sorted(runs.rglob("*.parquet"))
+    durations = [pq.read_table(f, columns=["duration_ms"]).column(0).to_pylist() for f in files]
+    count = sum(len(d) for d in durations)
+    sim_s = sum(sum(d) for d in durations) / 1000
+    # Workload seconds (the rows' duration_ms); the matrix's progress line also counts each
+    # run's quiet settle period, so it prints a higher figure.
+    return (f"{count} runs, {wall_s:.0f} s wall, {sim_s / max(wall_s, 1e-9):.0f} simulated "
+            f"workload s per wall s")
+
+
 def write_index(out: Path, live: Path | None, live_ok: bool, runs: Path, matrix_wall_s: float,
                 result: Any) -> Path:
     lines = [
@@ -207,7 +221,7 @@ def write_index(out: Path, live: Path | None, live_ok: bool, runs: Path, matrix_
         + (f"[{live.relative_to(out)}]({live.relative_to(out)}), every linearizable read "
            f"returned the written value: **{live_ok}**." if live else "skipped or failed."),
         f"2. Simulated scenario matrix: run-summary Parquet in `{runs.relative_to(out)}` "
-        f"({matrix_wall_s:.0f} s wall).",
+        f"({matrix_speed(runs, matrix_wall_s)}).",
         f"3. Spark analysis: [{result.report.relative_to(out)}]({result.report.relative_to(out)})"
         " (tables, plots, conclusions).",
         "",
@@ -231,7 +245,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
         progress("phase 1/3: live cluster check")
         live, live_ok = live_check(out / "live")
     progress("phase 2/3: simulated scenario matrix")
-    runs, wall_s = run_matrix(out / "runs", args.seeds, args.jobs)
+    from harness.sim.matrix import DEFAULT_SEEDS
+
+    runs, wall_s = run_matrix(out / "runs", args.seeds or DEFAULT_SEEDS, args.jobs)
     progress("phase 3/3: Spark analysis")
     result = run_analysis(out / "runs", out / "analysis", args.master)
     index = write_index(out, live, live_ok, runs, wall_s, result)
@@ -247,7 +263,8 @@ def register(sub: Any) -> None:
     parser = sub.add_parser(
         "compare", help="the main job: live cluster check, simulated matrix, Spark analysis")
     parser.add_argument("--out", default="./kraftlab-report", help="report directory")
-    parser.add_argument("--seeds", type=int, default=3, help="seeds per matrix cell (default 3)")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="seeds per matrix cell (default 20: the default matrix)")
     parser.add_argument("--jobs", type=int, default=None, help="simulator processes (default: all cores)")
     parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     parser.add_argument("--skip-live", action="store_true", help="skip the live cluster check")

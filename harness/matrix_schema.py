@@ -39,7 +39,7 @@ NEMESES = (
     "none", "isolate-partition-leader", "leader-cut-from-followers-only", "zombie-leader",
     "random-halves", "majorities-ring", "bridge", "isolate-controller-leader",
     "metadata-quorum-down", "kill-leader", "pause-leader", "kill-2-of-3",
-    "unclean-crash-losing-unflushed-tail", "flapping",
+    "unclean-crash-losing-unflushed-tail", "flapping", "cut-followers-then-kill-leader",
 )
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
 

@@ -19,6 +19,12 @@ unless said otherwise):
 - unclean-crash-losing-unflushed-tail: the KIP-966 last-replica shape: the leader is cut from
   its followers for the fault, then loses power (unflushed tail lost) as the network heals, and
   restarts LAST_REPLICA_RESTART_MS later;
+- cut-followers-then-kill-leader: reference section 2, item 6: the leader is cut from its
+  followers for the fault (longer than replica.lag.time.max.ms, the ISR shrinks to the leader and
+  acks=all with min.insync.replicas=1 keeps succeeding on one copy), then it is killed (SIGKILL,
+  page cache kept) as the network heals, and restarts KILLED_LEADER_RESTART_MS later: without
+  unclean election the partition is offline until then; with it a follower is elected and
+  whatever only the old leader held is lost;
 - flapping: the leader cut from everyone and healed every FLAP_MS for the fault.
 """
 
@@ -34,10 +40,18 @@ NEMESES = (
     "none", "isolate-partition-leader", "leader-cut-from-followers-only", "zombie-leader",
     "random-halves", "majorities-ring", "bridge", "isolate-controller-leader",
     "metadata-quorum-down", "kill-leader", "pause-leader", "kill-2-of-3",
-    "unclean-crash-losing-unflushed-tail", "flapping",
+    "unclean-crash-losing-unflushed-tail", "flapping", "cut-followers-then-kill-leader",
 )
 CONTROLLER_FAILOVER_MS = 1000
 LAST_REPLICA_RESTART_MS = 500
+# Longer than broker.session.timeout (WorldTiming: 1 s) so the controller fences the dead
+# leader and, if allowed, elects a follower uncleanly before the old leader comes back.
+KILLED_LEADER_RESTART_MS = 2000
+# Shapes whose last action (a restart) comes after the fault's end: the heal is that much later.
+RESTART_AFTER_FAULT_MS = {
+    "unclean-crash-losing-unflushed-tail": LAST_REPLICA_RESTART_MS,
+    "cut-followers-then-kill-leader": KILLED_LEADER_RESTART_MS,
+}
 FLAP_MS = 300
 
 
@@ -176,6 +190,15 @@ class Nemesis:
             w.queue.at(self.end_ms, crash)
             self._at_end(w.brokers[leader].start, "crash-unflushed",
                          self.end_ms + LAST_REPLICA_RESTART_MS)
+        elif name == "cut-followers-then-kill-leader":
+            self._cut(leader, followers)
+            self._at_end(self._heal_network, "partition")
+
+            def kill() -> None:
+                w.brokers[leader].kill()
+            w.queue.at(self.end_ms, kill)
+            self._at_end(w.brokers[leader].start, "kill",
+                         self.end_ms + KILLED_LEADER_RESTART_MS)
         elif name == "flapping":
             t = self.start_ms
             cut = True

@@ -10,21 +10,25 @@ AFTER_HEAL_MS more, then stops; after SETTLE_MS of quiet the final drain reads t
 Checked after every event (harness/sim/data_world.py): a leader's HW never exceeds the minimum ISR
 LEO it knows (the majority LEO in quorum mode); no replica holds, below its HW, a record that
 differs from the one first seen committed at that offset (committed-prefix agreement, which
-`leader.epoch.enable=true` must guarantee when no unclean election happens); leader epochs a
+`leader.epoch.enable=true` must guarantee unless an unclean election or a lost disk tail hands
+leadership to a shorter log, so the matrix does not count it as divergence); leader epochs a
 broker sees never go back. After the run: Jepsen's queue checker (harness/jepsen/queue.py) over
-the send/poll history with the final drain: lost-write, duplicate, inconsistent-offsets, ...
+the send/poll history with the final drain: lost-write, duplicate, inconsistent-offsets, ...;
+and the replicas' end state (`replica_divergence`: records that differ below two replicas' HWs,
+the KIP-101 divergence the summary row reports as divergent_offsets).
 """
 
 from __future__ import annotations
 
+import random
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.jepsen.history import pair_operations
 from harness.jepsen.queue import QueueResult, check_queue
-from harness.sim.data_nemesis import Nemesis, Span
-from harness.sim.data_workload import Consumer, History, Producer, final_drain
+from harness.sim.data_nemesis import RESTART_AFTER_FAULT_MS, Nemesis, Span
+from harness.sim.data_workload import Consumer, History, Producer, decode_values, final_drain
 from harness.sim.data_world import CLIENT_BASE, World, WorldTiming
 from partition.replica import ACKS_ALL, ACKS_LEADER, ReplicaConfig
 from quorum.controller import ControllerConfig, CreateTopicRequest
@@ -51,6 +55,11 @@ class DataRunConfig:
     replication_factor: int = 3
     nemesis: str = "none"
     fault_duration_ms: int = 5000
+    # > 0: each broker starts at a seeded time in [0, start_jitter_ms) and each producer with a
+    # seeded offset in [0, WRITE_INTERVAL_MS), so that seeds vary where the fault (still at
+    # FAULT_START_MS, on a second boundary as the per-second phases need) falls against writes
+    # in flight, heartbeats, fetches and HW checkpoints. 0: everything starts on the dot.
+    start_jitter_ms: int = 0
     timing: WorldTiming = field(default_factory=WorldTiming)
 
     @property
@@ -61,7 +70,9 @@ class DataRunConfig:
         return (f"{self.replication_mode}-acks{self.acks}-isr{self.min_insync_replicas}-"
                 f"u{int(self.unclean_leader_election)}-elr{int(self.eligible_leader_replicas)}-"
                 f"le{int(self.leader_epoch_enable)}-rf{self.replication_factor}-{self.nemesis}-"
-                f"{self.fault_duration_ms}ms-s{self.seed}")
+                f"{self.fault_duration_ms}ms"
+                + (f"-j{self.start_jitter_ms}" if self.start_jitter_ms else "")
+                + f"-s{self.seed}")
 
 
 @dataclass
@@ -84,6 +95,7 @@ class DataRunResult:
     events: int
     wall_ms: int
     drained: bool
+    divergent_offsets: int = 0  # replica_divergence at the end of the run
 
     @property
     def lost_writes(self) -> int:
@@ -135,6 +147,10 @@ class DataSimulation:
         self.consumer = Consumer(world, CLIENT_BASE + PRODUCERS, self.history, PRODUCERS,
                                  concurrency, POLL_INTERVAL_MS)
         self.nemesis = Nemesis(world, config.nemesis, FAULT_START_MS, config.fault_duration_ms)
+        self._start_rng = random.Random(config.seed * 6151 + 29)
+
+    def _jitter(self, below_ms: int) -> int:
+        return self._start_rng.randrange(below_ms) if below_ms > 0 else 0
 
     def _on_change(self, old: Any, new: Any) -> None:
         if old is None and not self.world.topic_id:
@@ -151,22 +167,25 @@ class DataSimulation:
         started = time.monotonic()
         w = self.world
         for b in sorted(w.brokers):
-            w.queue.at(0, w.brokers[b].start)
+            w.queue.at(self._jitter(self.config.start_jitter_ms), w.brokers[b].start)
         w.controller.pump()
         w.queue.at(TOPIC_CREATE_MS, self._create_topic)
         for i, p in enumerate(self.producers):
-            p.start(WORKLOAD_START_MS + i * (WRITE_INTERVAL_MS // PRODUCERS))
+            offset = (self._jitter(WRITE_INTERVAL_MS) if self.config.start_jitter_ms
+                      else i * (WRITE_INTERVAL_MS // PRODUCERS))
+            p.start(WORKLOAD_START_MS + offset)
         self.consumer.start(WORKLOAD_START_MS + 7)
         self.nemesis.schedule()
-        heal = FAULT_START_MS + self.config.fault_duration_ms
-        if self.config.nemesis == "unclean-crash-losing-unflushed-tail":
-            heal += 500
+        fault_start = FAULT_START_MS
+        heal = (fault_start + self.config.fault_duration_ms
+                + RESTART_AFTER_FAULT_MS.get(self.config.nemesis, 0))
         workload_end = heal + AFTER_HEAL_MS
         w.queue.run_until(workload_end - 1)  # no operation is invoked at workload_end
         for client in (*self.producers, self.consumer):
             client.stopped = True
         w.queue.run_until(workload_end + SETTLE_MS)
         drained = final_drain(w, self.history, 2 * (PRODUCERS + 1) * 1000)
+        divergent = replica_divergence(w)
         ops = pair_operations(self.history.events)
         queue = check_queue(ops)
         c = w.counters
@@ -177,13 +196,49 @@ class DataSimulation:
             leader_elections=c.leader_elections, unclean_elections=c.unclean_elections,
             isr_shrinks=c.isr_shrinks, isr_expands=c.isr_expands,
             timeline=list(self.nemesis.timeline),
-            fault_start_ms=FAULT_START_MS if has_fault else None,
-            fault_end_ms=FAULT_START_MS + self.config.fault_duration_ms if has_fault else None,
-            heal_ms=max(self.nemesis.heal_ms or heal, FAULT_START_MS + self.config.fault_duration_ms)
+            fault_start_ms=fault_start if has_fault else None,
+            fault_end_ms=fault_start + self.config.fault_duration_ms if has_fault else None,
+            heal_ms=max(self.nemesis.heal_ms or heal, fault_start + self.config.fault_duration_ms)
             if has_fault else None,
             workload_end_ms=workload_end, sim_ms=w.queue.now_ms, events=w.queue.events,
             wall_ms=int((time.monotonic() - started) * 1000), drained=drained,
+            divergent_offsets=divergent,
         )
+
+
+def _committed_bytes(world: World) -> list[tuple[int, bytes]]:
+    """(HW, the raw batches below it) of every broker that is up (a broker's HW is what it
+    believes committed: min(leader HW, own LEO) on a follower)."""
+    out: list[tuple[int, bytes]] = []
+    for _, broker in sorted(world.brokers.items()):
+        log = broker.log
+        if not broker.up or log is None:
+            continue
+        hw = broker.core.high_watermark if broker.core is not None else log.high_watermark
+        out.append((hw, log.read(log.log_start_offset, 1 << 26, max_offset=hw)
+                    if hw > log.log_start_offset else b""))
+    return out
+
+
+def replica_divergence(world: World) -> int:
+    """Offsets at which two live replicas hold different records below their own HWs at the end
+    of the run: the KIP-101 divergence (reference section 2, items 1-2), which epoch-based
+    truncation must rule out whatever was lost. An acknowledged write that was lost and whose
+    offset was reused by a later write is loss, not divergence: every replica then agrees on
+    the new record (the client-side `inconsistent-offsets` count mixes the two).
+
+    Followers append the leader's batches byte for byte, so replicas that agree hold byte
+    prefixes of one another; only when they do not are the records decoded and compared."""
+    logs = sorted(_committed_bytes(world), key=lambda hw_data: len(hw_data[1]))
+    if not logs or all(logs[-1][1].startswith(data) for _, data in logs):
+        return 0
+    seen: dict[int, int] = {}
+    divergent: set[int] = set()
+    for hw, data in logs:
+        for offset, value in decode_values(data):
+            if offset < hw and seen.setdefault(offset, value) != value:
+                divergent.add(offset)
+    return len(divergent)
 
 
 def run_data(config: DataRunConfig) -> DataRunResult:

@@ -8,7 +8,7 @@
                         [--nemeses a,b,...] [--durations 1,5,30] [--histories]
 
 Without --full and without any of the dimension options it runs the default matrix (both modes,
-the main settings, every nemesis, RF 3, faults of 1 and 5 s; harness/sim/matrix.py
+the main settings, every nemesis, RF 3, faults of 1 and 5 s, 20 seeds; harness/sim/matrix.py
 DEFAULT_SETTINGS); --full (or any dimension option) starts from issue 8's whole product.
 --runs N keeps the first N runs. Rows: DIR/part-*.parquet in K's schema (harness/matrix_schema.py,
 docs/compare.md); --histories also writes DIR/histories/<run_id>.jsonl (local engine).
@@ -41,7 +41,7 @@ def register(sub: Any) -> None:
                          "as Parquet)", description=__doc__,
                          formatter_class=argparse.RawDescriptionHelpFormatter)
     m.add_argument("--out", required=True, help="output directory for the Parquet rows")
-    m.add_argument("--seeds", type=int, default=None, help="seeds per cell (default 3, --full 20)")
+    m.add_argument("--seeds", type=int, default=None, help="seeds per cell (default 20)")
     m.add_argument("--first-seed", type=int, default=1)
     m.add_argument("--runs", type=int, default=None, help="run only the first N runs")
     m.add_argument("--engine", choices=("local", "spark"), default="local")
@@ -77,7 +77,7 @@ def _split(value: str, convert: Any, allowed: tuple[Any, ...] | None, name: str)
 
 def build_spec(args: argparse.Namespace) -> Any:
     from harness.sim.data_nemesis import NEMESES
-    from harness.sim.matrix import MatrixSpec, default_spec
+    from harness.sim.matrix import DEFAULT_SEEDS, MatrixSpec, default_spec
 
     dims = {"modes": (str, ("isr", "quorum")), "acks": (str, ("1", "all")),
             "min_isr": (int, (1, 2, 3)), "unclean": (_BOOLS.__getitem__, None),
@@ -86,9 +86,9 @@ def build_spec(args: argparse.Namespace) -> Any:
             "nemeses": (str, NEMESES), "durations": (lambda v: int(float(v) * 1000), None)}
     given = {k: getattr(args, k) for k in dims if getattr(args, k) is not None}
     if args.full or given:
-        spec = MatrixSpec(seeds=args.seeds or 20)
+        spec = MatrixSpec(seeds=args.seeds or DEFAULT_SEEDS)
     else:
-        spec = default_spec(args.seeds or 3)
+        spec = default_spec(args.seeds or DEFAULT_SEEDS)
     changes: dict[str, Any] = {"first_seed": args.first_seed}
     for key, raw in given.items():
         convert, allowed = dims[key]

@@ -82,6 +82,13 @@ def check_values(df: DataFrame) -> None:
     if bad:
         listed = ", ".join(f"{r['run_id']!r} ({r['problem']})" for r in bad)
         raise SchemaError(f"invalid rows: {listed}")
+    # A run counted twice (the same directory given twice, or nested in another input) would
+    # weigh double in every pooled number.
+    twice = (df.groupBy("run_id").count().filter(F.col("count") > 1).select("run_id")
+             .limit(5).collect())
+    if twice:
+        listed = ", ".join(repr(r["run_id"]) for r in twice)
+        raise SchemaError(f"duplicate run_id across the input: {listed}")
 
 
 def _phase_sum(phase: str, field: str) -> Column:
@@ -131,8 +138,9 @@ def _wilson(k: str, n: str) -> tuple[Column, Column]:
     centre = (p + F.lit(z2) / (2 * nn)) / (1 + F.lit(z2) / nn)
     half = (F.lit(WILSON_Z) * F.sqrt(p * (1 - p) / nn + F.lit(z2) / (4 * nn * nn))
             / (1 + F.lit(z2) / nn))
-    low = F.greatest(F.lit(0.0), centre - half)
-    high = F.least(F.lit(1.0), centre + half)
+    # Exactly 0 (1) when k = 0 (k = n): the formula's rounding would print 4e-19.
+    low = F.when(F.col(k) == 0, F.lit(0.0)).otherwise(F.greatest(F.lit(0.0), centre - half))
+    high = F.when(F.col(k) == F.col(n), F.lit(1.0)).otherwise(F.least(F.lit(1.0), centre + half))
     return low, high
 
 

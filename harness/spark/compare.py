@@ -70,17 +70,31 @@ def check_input(location: str | Path) -> None:
                           f"harness.matrix_schema.write_dataset)")
 
 
-def analyze(spark: Any, input_path: str | Path, out: Path,
+def input_list(inputs: str | Path | Sequence[str | Path]) -> list[str]:
+    """One input or several, as strings (a Path would turn hdfs:///x into hdfs:/x)."""
+    items = [inputs] if isinstance(inputs, str | Path) else list(inputs)
+    if not items:
+        from harness.matrix_schema import SchemaError
+
+        raise SchemaError("no input given")
+    return [str(i) for i in items]
+
+
+def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
             progress: Progress | None = None) -> Result:
-    """The job on an existing SparkSession (the tests share one)."""
+    """The job on an existing SparkSession (the tests share one). `inputs`: one location or
+    several (directories are read recursively, so one directory may hold simulated matrix rows
+    and `kraftlab jepsen run --out` directories side by side); rows keep their `source`."""
     from harness.spark import aggregate as ag
     from harness.spark import conclude, report
 
     progress = progress or Progress(quiet=True)
-    check_input(input_path)
+    locations = input_list(inputs)
+    for location in locations:
+        check_input(location)
     progress.stage("read runs")
     raw = (spark.read.option("recursiveFileLookup", "true")
-           .option("pathGlobFilter", "*.parquet").parquet(str(input_path)))
+           .option("pathGlobFilter", "*.parquet").parquet(*locations))
     ag.check_columns(raw)
     ag.check_values(raw)
     runs = ag.run_level(raw).cache()
@@ -109,7 +123,7 @@ def analyze(spark: Any, input_path: str | Path, out: Path,
     sources = ", ".join(f"{s}: {int(n)}" for s, n in
                         tables["configs"].groupby("source")["runs"].sum().items())
     path = report.write_markdown(out, tables, sentences, {
-        "input": str(input_path), "runs": total_runs, "sources": sources or "none",
+        "input": ", ".join(f"`{x}`" for x in locations), "runs": total_runs, "sources": sources or "none",
         "master": spark.sparkContext.master})
     return Result(report=path, files=(path, *files), tables=tables, sentences=sentences)
 
@@ -120,9 +134,11 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
     parser = parser or argparse.ArgumentParser(
         prog="compare.py", description="quorum-vs-ISR comparison over run-summary Parquet")
     # A string, not a Path: Path would turn hdfs:///runs into hdfs:/runs.
-    parser.add_argument("--input", required=True,
-                        help="directory (or file, or hdfs://, s3a:// URI) of run-summary "
-                             "Parquet (docs/compare.md)")
+    parser.add_argument("--input", required=True, nargs="+", action="extend",
+                        help="one or more directories (or files, or hdfs://, s3a:// URIs) of "
+                             "run-summary Parquet, read recursively: simulated matrix rows "
+                             "and `kraftlab jepsen run --out` directories alike; repeat the "
+                             "option or list several (docs/compare.md)")
     parser.add_argument("--out", required=True, type=Path, help="report directory")
     parser.add_argument("--master", default=None,
                         help=f"Spark master URL (default {DEFAULT_MASTER}; under spark-submit, "
@@ -139,7 +155,8 @@ def run(args: argparse.Namespace) -> int:
 
     progress = Progress(quiet=args.quiet)
     try:
-        check_input(args.input)
+        for location in input_list(args.input):
+            check_input(location)
     except SchemaError as exc:
         print(json.dumps({"error": "INVALID_REQUEST", "message": str(exc)}), file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -4,12 +4,14 @@ Input is the per-group aggregate table (aggregate.summarize over GROUP_KEYS, col
 pandas DataFrame: at most a few thousand rows) and the quorum-vs-ISR pairs. A rule selects the
 groups it talks about, pools their *sums* (never averages of ratios) and states what the numbers
 show; a subject without rows is reported as "no data", never guessed. The rules follow the
-claims of issue 8's acceptance list (kafka-replication reference, section 2), but the verdict
-words (prevented, reduced, did not reduce, ...) come from comparing the pooled numbers.
+claims of issue 8's acceptance list, (a) to (f) (kafka-replication reference, section 2): each
+states the pooled numbers, then a verdict line, "Reproduced: <claim>." or "Not reproduced:
+<claim> (<why, from the numbers>).", decided by comparing the pooled numbers only.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,35 +104,86 @@ def _cmp(a: float | None, b: float | None) -> str | None:
     return "lower" if a < b else "higher" if a > b else "equal"
 
 
+# Faults in which the leader is first cut off from its followers (longer than
+# replica.lag.time.max.ms, so the ISR can shrink to the leader) and then loses leadership:
+# killed, or cut from the controller too (reference section 2, item 6).
+LOSES_LEADERSHIP = ("cut-followers-then-kill-leader", "isolate-partition-leader")
+LAST_REPLICA = "unclean-crash-losing-unflushed-tail"  # reference section 2, item 7
+MINORITY = "leader-cut-from-followers-only"  # the leader alone on the minority side
+
+
+def verdict(ok: bool, claim: str, why: str = "") -> str:
+    """'Reproduced: claim.' or 'Not reproduced: claim (why).'."""
+    if ok:
+        return f"Reproduced: {claim}."
+    return f"Not reproduced: {claim}" + (f" ({why})." if why else ".")
+
+
+def _nemeses_with_loss(g: pd.DataFrame, **match: Any) -> list[str]:
+    sel = g
+    for column, value in match.items():
+        sel = sel[sel[column].isin(value)] if isinstance(value, list | tuple) else \
+            sel[sel[column] == value]
+    return sorted(sel[sel["lost_writes"].fillna(0) > 0]["nemesis"].unique())
+
+
+def _nem_list(names: Sequence[str]) -> str:
+    return ", ".join(names)
+
+
 def rule_min_isr(g: pd.DataFrame) -> list[str]:
-    nem = "leader-cut-from-followers-only"
-    base = dict(SAFE, replication_mode="isr", acks="all", nemesis=nem)
+    """(a) ISR, acks=all, min ISR 1 vs 2, when the cut-off leader loses leadership to an
+    out-of-sync follower (unclean election allowed), then when it loses its disk tail."""
+    base = dict(SAFE, replication_mode="isr", acks="all", unclean_leader_election=True,
+                nemesis=list(LOSES_LEADERSHIP))
     one, two = pool(g, min_insync_replicas=1, **base), pool(g, min_insync_replicas=2, **base)
-    out = [f"Under {nem}, ISR with acks=all and min.insync.replicas=1 {lost(one)}; "
-           f"with min.insync.replicas=2 it {lost(two)}."]
+    out = [f"When the ISR leader was cut off from its followers and then lost leadership to an "
+           f"out-of-sync follower ({_nem_list(LOSES_LEADERSHIP)}, unclean election allowed), "
+           f"acks=all with min.insync.replicas=1 {lost(one)}; with min.insync.replicas=2 it "
+           f"{lost(two)}."]
     a = one.lost_per_million if one else None
     b = two.lost_per_million if two else None
-    if a is not None and b is not None:
-        if a > 0 and b == 0:
-            out.append("So min.insync.replicas=2 prevented the loss seen with "
-                       "min.insync.replicas=1 there.")
-        elif b < a:
-            out.append("So min.insync.replicas=2 reduced that loss but did not prevent it.")
-        elif a == b == 0:
-            out.append("Neither setting lost an acknowledged write there.")
-        else:
-            out.append("So min.insync.replicas=2 did not reduce that loss.")
+    claim = ("ISR with acks=all and min.insync.replicas=1 loses acknowledged writes when the "
+             "leader is cut off from its followers and then loses leadership; with "
+             "min.insync.replicas=2 it loses none")
+    if a is None or b is None:
+        out.append(verdict(False, claim, "no data"))
+    else:
+        why = ("min.insync.replicas=1 lost none" if a == 0 else
+               "min.insync.replicas=2 lost some too")
+        out.append(verdict(a > 0 and b == 0, claim, why))
+    crash = dict(SAFE, replication_mode="isr", acks="all", nemesis=LAST_REPLICA)
+    c1, c2 = pool(g, min_insync_replicas=1, **crash), pool(g, min_insync_replicas=2, **crash)
+    if c1 is not None or c2 is not None:
+        tail = ""
+        if c2 is not None and c2.lost_per_million is not None:
+            tail = (": with the leader's disk tail gone, min.insync.replicas=2 alone did not "
+                    "prevent the loss (reference 2.6-2.7: that needs ELR)"
+                    if c2.lost_per_million > 0 else
+                    ": min.insync.replicas=2 prevented that loss too")
+        out.append(f"When the cut-off leader instead crashed losing its unflushed tail "
+                   f"({LAST_REPLICA}, no unclean election), min.insync.replicas=1 {lost(c1)}; "
+                   f"min.insync.replicas=2 without ELR {lost(c2)}{tail}.")
     return out
 
 
 def rule_quorum_loss(g: pd.DataFrame) -> list[str]:
+    """(b) quorum mode (acks=all) loses nothing, under any fault."""
     q = pool(g, replication_mode="quorum", acks="all", **SAFE)
     i = pool(g, replication_mode="isr", acks="all", min_insync_replicas=1, **SAFE)
+
     def tail(p: Pooled | None) -> str:
         return f" across {count(p.nemeses, 'nemesis', 'nemeses')}" if p else ""
 
-    return [f"Quorum mode with acks=all {lost(q)}{tail(q)}; ISR with acks=all and "
-            f"min.insync.replicas=1 {lost(i)}{tail(i)}."]
+    out = [f"Quorum mode with acks=all {lost(q)}{tail(q)}; ISR with acks=all and "
+           f"min.insync.replicas=1 {lost(i)}{tail(i)}."]
+    claim = "quorum mode with acks=all loses no acknowledged write"
+    if q is None or q.lost_per_million is None:
+        out.append(verdict(False, claim, "no data"))
+    else:
+        where = _nemeses_with_loss(g, replication_mode="quorum", acks="all", **SAFE)
+        out.append(verdict(q.lost == 0, claim, f"it lost writes under {_nem_list(where)}"))
+    return out
 
 
 def _mode_pair(g: pd.DataFrame, nemesis: str) -> tuple[Pooled | None, Pooled | None]:
@@ -141,85 +194,123 @@ def _mode_pair(g: pd.DataFrame, nemesis: str) -> tuple[Pooled | None, Pooled | N
 
 
 def rule_minority_side(g: pd.DataFrame) -> list[str]:
-    nem = "isolate-partition-leader"
-    q, i = _mode_pair(g, nem)
-    out = [f"Under {nem}, quorum mode (acks=all) {served(q)}; ISR (acks=all, "
-           f"min.insync.replicas=1) {served(i)}."]
-    c = _cmp(q.write_availability_fault if q else None, i.write_availability_fault if i else None)
-    if c is not None:
-        out.append(f"Quorum mode's write availability there was {c} than ISR's"
-                   + (" (the equal case: neither refused more)." if c == "equal" else "."))
+    """(b) quorum mode stops accepting writes on a minority side: under MINORITY the leader
+    (still the controller's choice) is alone, a minority of its replicas."""
+    q, i = _mode_pair(g, MINORITY)
+    out = [f"Under {MINORITY} (the leader alone on the minority side of its replicas, still "
+           f"named leader by the controller), quorum mode (acks=all) {served(q)}; ISR "
+           f"(acks=all, min.insync.replicas=1) {served(i)}."]
+    claim = "quorum mode stops accepting writes on a minority side"
+    if q is None or q.write_availability_fault is None:
+        out.append(verdict(False, claim, "no data"))
+    else:
+        out.append(verdict(q.w_ok_fault == 0, claim,
+                           f"it acknowledged {q.w_ok_fault} writes there"))
     return out
 
 
 def rule_fewer_live(g: pd.DataFrame) -> list[str]:
+    """(c) ISR stays writable with fewer live replicas than quorum mode needs."""
     nem = "kill-2-of-3"
     q, i = _mode_pair(g, nem)
     out = [f"Under {nem}, ISR (acks=all, min.insync.replicas=1) {served(i)}; quorum mode "
            f"(acks=all) {served(q)}."]
     c = _cmp(i.write_availability_fault if i else None, q.write_availability_fault if q else None)
-    if c == "higher":
-        out.append("So ISR stayed writable with fewer live replicas than quorum mode needs.")
-    elif c is not None:
-        out.append(f"ISR was not more writable than quorum mode there ({c}).")
+    out.append(verdict(c == "higher", "ISR mode stays writable with fewer live replicas than "
+                       "quorum mode needs", "no data" if c is None else
+                       f"ISR's write availability was {c}, not higher"))
     return out
 
 
 def rule_unclean(g: pd.DataFrame) -> list[str]:
+    """(d) unclean election trades loss for availability: ISR acks=all min ISR 1, unclean on
+    vs off, everything else equal, over every fault."""
     faults = sorted(n for n in g["nemesis"].unique() if n != "none")
-    base = {"replication_mode": "isr", "acks": "all", "eligible_leader_replicas": False,
-            "leader_epoch_enable": True, "nemesis": faults}
+    base = {"replication_mode": "isr", "acks": "all", "min_insync_replicas": 1,
+            "eligible_leader_replicas": False, "leader_epoch_enable": True, "nemesis": faults}
     on = pool(g, unclean_leader_election=True, **base)
     off = pool(g, unclean_leader_election=False, **base)
 
     def both(p: Pooled | None) -> str:
         return f"{lost(p)} and {served(p)}" if p else lost(p)
 
-    out = [f"Over all faults, ISR with acks=all and unclean.leader.election.enable=true "
-           f"{both(on)}; with it false, {both(off)}."]
-    if on and off:
-        more_loss = _cmp(on.lost_per_million, off.lost_per_million) == "higher"
-        more_avail = _cmp(on.write_availability_fault, off.write_availability_fault) == "higher"
-        out.append("So unclean election traded loss for availability." if more_loss and more_avail
-                   else "So unclean election lost more without gaining availability."
-                   if more_loss else "So unclean election gained availability without more loss."
-                   if more_avail else "Unclean election showed neither more loss nor more "
-                   "availability in these runs.")
+    out = [f"Over all faults, ISR with acks=all, min.insync.replicas=1 and "
+           f"unclean.leader.election.enable=true {both(on)}; with it false, {both(off)}."]
+    claim = "unclean election trades loss for availability"
+    if on is None or off is None:
+        out.append(verdict(False, claim, "no data"))
+        return out
+    more_loss = _cmp(on.lost_per_million, off.lost_per_million) == "higher"
+    more_avail = _cmp(on.write_availability_fault, off.write_availability_fault) == "higher"
+    why = ("it lost more without gaining availability" if more_loss else
+           "it gained availability without more loss" if more_avail else
+           "neither more loss nor more availability")
+    out.append(verdict(more_loss and more_avail, claim, why))
     return out
 
 
 def rule_elr(g: pd.DataFrame) -> list[str]:
-    nem = "unclean-crash-losing-unflushed-tail"
+    """(e) ELR avoids the last-replica loss (reference 2.7, KIP-966)."""
     base = {"replication_mode": "isr", "acks": "all", "min_insync_replicas": 2,
-            "unclean_leader_election": False, "leader_epoch_enable": True, "nemesis": nem}
+            "unclean_leader_election": False, "leader_epoch_enable": True,
+            "nemesis": LAST_REPLICA}
     on = pool(g, eligible_leader_replicas=True, **base)
     off = pool(g, eligible_leader_replicas=False, **base)
-    out = [f"Under {nem}, ISR (acks=all, min.insync.replicas=2) with ELR {lost(on)}; "
+    out = [f"Under {LAST_REPLICA}, ISR (acks=all, min.insync.replicas=2) with ELR {lost(on)}; "
            f"without ELR it {lost(off)}."]
     a = on.lost_per_million if on else None
     b = off.lost_per_million if off else None
-    if a is not None and b is not None:
-        out.append("So ELR avoided the last-replica loss." if b > 0 and a == 0
-                   else "So ELR reduced the last-replica loss." if a < b
-                   else "Neither lost an acknowledged write there." if a == b == 0
-                   else "ELR did not reduce the loss there.")
+    claim = "ELR avoids loss in the last-replica case"
+    if a is None or b is None:
+        out.append(verdict(False, claim, "no data"))
+    else:
+        why = ("without ELR nothing was lost either" if b == 0 else
+               "ELR reduced the loss but did not avoid it" if a < b else
+               "ELR did not reduce the loss")
+        out.append(verdict(a == 0 and b > 0, claim, why))
     return out
 
 
+_EPOCH_PAIR_KEYS = ("replication_mode", "acks", "min_insync_replicas", "unclean_leader_election",
+                    "eligible_leader_replicas", "replication_factor", "nemesis",
+                    "fault_duration_ms")
+
+
 def rule_kip101(g: pd.DataFrame) -> list[str]:
-    def part(p: Pooled | None, label: str) -> str:
-        if p is None:
-            return f"with leader.epoch.enable={label}: no data"
-        return (f"with leader.epoch.enable={label}, {p.divergent_runs} of {p.runs} ISR runs had "
-                f"divergent offsets ({p.divergent_offsets} offsets)")
-    off = pool(g, replication_mode="isr", leader_epoch_enable=False)
-    on = pool(g, replication_mode="isr", leader_epoch_enable=True)
-    text = f"{part(off, 'false')}; {part(on, 'true')}."
-    out = [text[0].upper() + text[1:]]
-    if off and on and off.runs and on.runs:
-        more = off.divergent_runs / off.runs > on.divergent_runs / on.runs
-        out.append("So disabling leader epochs shows the KIP-101 divergence." if more
-                   else "The runs do not show more divergence without leader epochs.")
+    """(f) leader.epoch.enable=false shows the KIP-101 divergence (replicas disagreeing below
+    their HWs at the end of a run), compared with the same settings and faults with epochs on;
+    and no run with epochs on may diverge at all."""
+    off_groups = g[~g["leader_epoch_enable"].astype(bool)]
+    on_groups = g[g["leader_epoch_enable"].astype(bool)]
+    keys = list(_EPOCH_PAIR_KEYS)
+    matched = off_groups[keys].merge(on_groups[keys], on=keys)
+    out: list[str] = []
+    claim = "leader.epoch.enable=false shows the KIP-101 divergence"
+    if matched.empty:
+        out.append("No runs with leader.epoch.enable=false and a counterpart with it true: "
+                   "no data for the KIP-101 comparison.")
+        out.append(verdict(False, claim, "no data"))
+    else:
+        def sel(frame: pd.DataFrame) -> Pooled | None:
+            both = frame.merge(matched, on=keys)
+            return pool(both) if not both.empty else None
+
+        off, on = sel(off_groups), sel(on_groups)
+        assert off is not None and on is not None
+        out.append(f"With leader.epoch.enable=false, {off.divergent_runs} of {off.runs} runs "
+                   f"ended with replicas disagreeing below their high watermarks "
+                   f"({off.divergent_offsets} offsets); the same settings and faults with it "
+                   f"true: {on.divergent_runs} of {on.runs} ({on.divergent_offsets} offsets).")
+        why = ("no run diverged without epochs" if off.divergent_runs == 0 else
+               "runs diverged with epochs on too")
+        out.append(verdict(off.divergent_runs > 0 and on.divergent_runs == 0, claim, why))
+    every = pool(on_groups) if not on_groups.empty else None
+    if every is not None:
+        where = sorted(on_groups[on_groups["divergent_runs"].fillna(0) > 0]["nemesis"].unique())
+        out.append(f"Across every run with leader epochs on (both modes), "
+                   f"{every.divergent_runs} of {every.runs} ended divergent"
+                   + (f" (under {_nem_list(where)}: epoch-based truncation should rule this "
+                      f"out, so it is a finding)." if every.divergent_runs else "."))
     return out
 
 

@@ -34,7 +34,7 @@ _SHORT = {"replication_mode": "mode", "min_insync_replicas": "min.isr",
           "anomaly_wilson_low": "95% low", "anomaly_wilson_high": "95% high",
           "leader_elections_mean": "elections/run", "unclean_elections": "unclean elections"}
 
-GROUP_COLUMNS = ("replication_mode", "acks", "min_insync_replicas", "unclean_leader_election",
+GROUP_COLUMNS = ("source", "replication_mode", "acks", "min_insync_replicas", "unclean_leader_election",
                  "eligible_leader_replicas", "replication_factor", "leader_epoch_enable",
                  "nemesis", "fault_duration_ms", "runs", "write_availability_fault",
                  "read_availability_fault", "write_availability_heal", "read_availability_heal",
@@ -42,7 +42,7 @@ GROUP_COLUMNS = ("replication_mode", "acks", "min_insync_replicas", "unclean_lea
                  "never_recovered", "lost_per_million", "anomaly_fraction",
                  "anomaly_wilson_low", "anomaly_wilson_high", "leader_elections_mean",
                  "unclean_elections")
-PAIR_COLUMNS = tuple(k for k in PAIR_KEYS if k != "source") + (
+PAIR_COLUMNS = PAIR_KEYS + (
     "quorum_runs", "isr_runs", "delta_write_availability_fault", "delta_read_availability_fault",
     "delta_write_availability_heal", "delta_p50_unavailable_ms", "delta_lost_per_million",
     "delta_anomaly_fraction")
@@ -84,6 +84,48 @@ def _series_label(row: Any) -> str:
     return f"{row['source']}/{row['replication_mode']}"
 
 
+def config_short(row: Any, with_rf: bool = False) -> str:
+    """A configuration in a few characters, for plot labels: `isr all/1 U`, `quorum all/2`
+    (acks/min.insync.replicas; U unclean election, ELR, E- leader epochs off, J jepsen)."""
+    parts = [f"{row['replication_mode']} {row['acks']}/{row['min_insync_replicas']}"]
+    if bool(row["unclean_leader_election"]):
+        parts.append("U")
+    if bool(row["eligible_leader_replicas"]):
+        parts.append("ELR")
+    if not bool(row["leader_epoch_enable"]):
+        parts.append("E-")
+    if with_rf:
+        parts.append(f"RF{row['replication_factor']}")
+    if row["source"] != "sim":
+        parts.append(str(row["source"])[0].upper())
+    return " ".join(parts)
+
+
+def point_labels(configs: pd.DataFrame) -> list[tuple[str, float, float, int]]:
+    """(label, x, y, line) for every configuration on the availability-vs-consistency plot:
+    x = write availability during faults, y = anomalous-run fraction, and `line` > 0 lifts a
+    label that would overlap one already placed nearby (labels are about a tenth of the axes
+    wide) by that many lines instead of printing it over the other."""
+    if configs.empty:
+        return []
+    with_rf = configs["replication_factor"].nunique() > 1
+    xs = configs["write_availability_fault"].astype(float)
+    ys = configs["anomaly_fraction"].astype(float)
+    x_span = max(float(xs.max() - xs.min()), 0.05)
+    y_span = max(float(ys.max() - ys.min()), 0.05)
+    placed: list[tuple[float, float]] = []  # label positions, in spans
+    out = []
+    for _, row in configs.sort_values(["write_availability_fault", "anomaly_fraction"]).iterrows():
+        x, y = float(row["write_availability_fault"]), float(row["anomaly_fraction"])
+        k = 0
+        while any(abs(x / x_span - px) < 0.15 and abs(y / y_span + 0.045 * k - py) < 0.04
+                  for px, py in placed):
+            k += 1
+        placed.append((x / x_span, y / y_span + 0.045 * k))
+        out.append((config_short(row, with_rf), x, y, k))
+    return out
+
+
 def write_plots(out: Path, tables: dict[str, pd.DataFrame]) -> list[Path]:
     import matplotlib
 
@@ -97,8 +139,13 @@ def write_plots(out: Path, tables: dict[str, pd.DataFrame]) -> list[Path]:
         ax.scatter(part["write_availability_fault"], part["anomaly_fraction"], label=label)
         ax.vlines(part["write_availability_fault"], part["anomaly_wilson_low"],
                   part["anomaly_wilson_high"], alpha=0.3)
+    for label, x, y, k in point_labels(configs):
+        ax.annotate(label, (x, y), xytext=(5, 4 + 9 * k), textcoords="offset points",
+                    fontsize=7)
     ax.set(xlabel="write availability during faults", ylabel="fraction of runs with an anomaly",
            title="Availability vs consistency, one point per configuration (95% Wilson)")
+    ax.text(0.0, -0.13, "labels: mode acks/min.insync.replicas; U unclean election, ELR, "
+            "E- leader epochs off, J jepsen", transform=ax.transAxes, fontsize=7)
     ax.legend() if len(configs) else ax.text(0.5, 0.5, "no data", ha="center")
     fig.tight_layout()
     fig.savefig(paths[0], dpi=100)
@@ -163,7 +210,7 @@ def write_markdown(out: Path, tables: dict[str, pd.DataFrame],
                    sentences: dict[str, list[str]], meta: dict[str, Any]) -> Path:
     groups, pairs = tables["groups"], tables["pairs"]
     lines = ["# kraftlab: quorum vs ISR under faults", "",
-             f"Input `{meta['input']}`: {meta['runs']} runs ({meta['sources']}), "
+             f"Input {meta['input']}: {meta['runs']} runs ({meta['sources']}), "
              f"{len(groups)} configuration-nemesis groups, {len(pairs)} quorum/ISR pairs. "
              f"Spark master `{meta['master']}`. Definitions: docs/compare.md.", "",
              "## Conclusion", "",

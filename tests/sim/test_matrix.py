@@ -77,3 +77,17 @@ def test_cli_rejects_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert main(["sim", "matrix", "--out", str(tmp_path), "--nemeses", "gremlins"]) == 2
     assert "INVALID_REQUEST" in capsys.readouterr().err
     assert main(["sim", "matrix", "--out", str(tmp_path), "--seeds", "0"]) == 2
+
+
+def test_compare_index_reports_the_matrix_speed_from_the_rows(tmp_path: Path) -> None:
+    # `kraftlab compare` names the matrix's runs and speed in its index, for a file or a dir.
+    from harness.compare import matrix_speed
+    from harness.matrix_schema import write_dataset
+
+    rows = [run_one(DataRunConfig(seed=s, nemesis="none")).row for s in (1, 2)]
+    path = write_dataset(rows, tmp_path / "runs", part="local")
+    total_s = sum(r.duration_ms for r in rows) / 1000  # 2 x 11 s of workload
+    assert total_s == 22.0
+    assert matrix_speed(path, 0.5) == "2 runs, 0 s wall, 44 simulated workload s per wall s"
+    assert matrix_speed(tmp_path / "runs", 2.0) == \
+        "2 runs, 2 s wall, 11 simulated workload s per wall s"

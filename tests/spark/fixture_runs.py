@@ -1,4 +1,4 @@
-"""A 16-run fixture dataset whose aggregates are worked out by hand in test_compare_job.py.
+"""A 20-run fixture dataset whose aggregates are worked out by hand in test_compare_job.py.
 
 Every faulted run has the same fault window: fault_start_ms=2000, fault_end_ms=heal_ms=4000,
 so seconds 2 and 3 are "during the fault" and seconds >= 4 are "after heal".
@@ -12,6 +12,7 @@ from harness.matrix_schema import NemesisEvent, RunSummary, SecondCounts, Window
 
 LCF = "leader-cut-from-followers-only"
 TAIL = "unclean-crash-losing-unflushed-tail"
+CKL = "cut-followers-then-kill-leader"
 
 
 def sec(second: int, w_ok: int = 0, w_fail: int = 0, w_info: int = 0,
@@ -89,6 +90,18 @@ def fixture_rows() -> list[RunSummary]:
         # G8: no fault at all.
         run("g8", "isr", "1", 1, "none", 1, [sec(0, 10), sec(1, 10), sec(2, 10)],
             acked_writes=30, metadata_linearizable=True),
+        # G10: the cut-off leader killed, a follower elected uncleanly: min.isr=1 loses 10 of
+        # 200 (all writes served during the fault), min.isr=2 refuses them and loses nothing.
+        *[run(f"g10-{s}", "isr", "all", 1, CKL, s, [sec(2, 10), sec(3, 10)],
+              unclean_leader_election=True, acked_writes=100, lost_writes=10 * (s == 1),
+              leader_elections=1, unclean_elections=1, recovery_time_ms=100)
+          for s in (1, 2)],
+        run("g11", "isr", "all", 2, CKL, 1, [sec(2, 0, 10), sec(3, 0, 10)],
+            unclean_leader_election=True, acked_writes=50, windows=(2000, 4000),
+            leader_elections=1, unclean_elections=1, recovery_time_ms=300),
+        # G12: the epoch-enabled twin of G7: no divergence.
+        run("g12", "isr", "1", 1, "kill-leader", 1, [sec(2, 5)], acked_writes=10,
+            recovery_time_ms=10),
         # G9: one real-process run (source jepsen) that must not mix with the simulated ones.
         run("j1", "isr", "all", 1, LCF, 7, [sec(2, 1, 1)], source="jepsen", acked_writes=4,
             metadata_linearizable=False, recovery_time_ms=1500),

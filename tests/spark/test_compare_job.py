@@ -19,7 +19,7 @@ from harness.spark import conclude
 from harness.spark.compare import Progress, analyze
 from harness.spark.report import PLOTS
 from harness.spark.session import build_session
-from tests.spark.fixture_runs import LCF, TAIL, fixture_rows
+from tests.spark.fixture_runs import CKL, LCF, TAIL, fixture_rows
 
 pytestmark = pytest.mark.integration  # needs Java (Spark)
 
@@ -43,12 +43,20 @@ def spark():
 @pytest.fixture(scope="module")
 def result(spark, tmp_path_factory):
     rows = fixture_rows()
+    sim = [r for r in rows if r.source == "sim"]
     data = tmp_path_factory.mktemp("runs")
-    write_dataset(rows[:9], data, part="slice-0")
-    write_dataset(rows[9:], data, part="slice-1")
+    write_dataset(sim[:9], data, part="slice-0")
+    write_dataset(sim[9:], data, part="slice-1")
+    # Two inputs: the simulated matrix, and a directory laid out as `kraftlab jepsen run
+    # --out` writes it (DIR/summary/part-<run_id>.parquet beside the run's other files).
+    jepsen = tmp_path_factory.mktemp("jepsen-run")
+    (jepsen / "history.jsonl").write_text("{}\n")
+    for r in rows:
+        if r.source == "jepsen":
+            write_dataset([r], jepsen / "summary", part=r.run_id)
     out = tmp_path_factory.mktemp("report")
     progress = Progress(quiet=True)
-    res = analyze(spark, data, out, progress)
+    res = analyze(spark, [data, jepsen], out, progress)
     return SimpleNamespace(report=res.report, files=res.files, tables=res.tables,
                            sentences=res.sentences, progress=progress.seen)
 
@@ -91,9 +99,9 @@ def test_loss_per_million_acknowledged(result):
         == pytest.approx(100_000.0)
     assert math.isnan(group(result, mode="quorum", nemesis="kill-2-of-3")["lost_per_million"])
     durability = result.tables["durability"]
-    # isr acks=all min.isr=1 over all nemeses: 10 + 0 + 10 lost of 200 + 20 + 100
+    # isr acks=all min.isr=1 over all nemeses: 10 + 0 + 10 + 10 lost of 200 + 20 + 100 + 200
     assert one(durability, source="sim", replication_mode="isr", acks="all",
-               min_insync_replicas=1)["lost_per_million"] == pytest.approx(62_500.0)
+               min_insync_replicas=1)["lost_per_million"] == pytest.approx(30e6 / 520)
 
 
 def test_anomaly_fraction_and_wilson_interval(result):
@@ -151,7 +159,7 @@ def test_files_and_progress(result):
         assert back.num_rows == len(result.tables[name])
     for plot in PLOTS:
         assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
-    assert pd.read_csv(out / "groups.csv")["runs"].sum() == 16
+    assert pd.read_csv(out / "groups.csv")["runs"].sum() == 20
     assert result.progress == ["read runs", "aggregate", "pair quorum with ISR",
                                "collect aggregates", "write tables", "plot", "write compare.md"]
 
@@ -159,46 +167,106 @@ def test_files_and_progress(result):
 def test_conclusion_reflects_the_fixture(result):
     sim = result.sentences["sim"]
     assert sim[0] == (
-        "Under leader-cut-from-followers-only, ISR with acks=all and min.insync.replicas=1 lost "
-        "50000.0 acknowledged writes per million (10 of 200, 3 runs); with "
-        "min.insync.replicas=2 it lost 0.0 acknowledged writes per million (0 of 100, 2 runs).")
-    assert sim[1] == ("So min.insync.replicas=2 prevented the loss seen with "
-                      "min.insync.replicas=1 there.")
-    assert "So ISR stayed writable with fewer live replicas than quorum mode needs." in sim
-    assert "So unclean election traded loss for availability." in sim
-    assert "So ELR avoided the last-replica loss." in sim
-    assert "So disabling leader epochs shows the KIP-101 divergence." in sim
-    assert any(s.startswith("4 of 10 configuration-nemesis groups lost acknowledged writes; "
+        "When the ISR leader was cut off from its followers and then lost leadership to an "
+        "out-of-sync follower (cut-followers-then-kill-leader, isolate-partition-leader, unclean "
+        "election allowed), acks=all with min.insync.replicas=1 lost 50000.0 acknowledged writes "
+        "per million (10 of 200, 2 runs); with min.insync.replicas=2 it lost 0.0 acknowledged "
+        "writes per million (0 of 50, 1 run).")
+    assert sim[1] == (
+        "Reproduced: ISR with acks=all and min.insync.replicas=1 loses acknowledged writes when "
+        "the leader is cut off from its followers and then loses leadership; with "
+        "min.insync.replicas=2 it loses none.")
+    assert sim[2] == (
+        "When the cut-off leader instead crashed losing its unflushed tail "
+        "(unclean-crash-losing-unflushed-tail, no unclean election), min.insync.replicas=1 has "
+        "no data; min.insync.replicas=2 without ELR lost 50000.0 acknowledged writes per million "
+        "(5 of 100, 1 run): with the leader's disk tail gone, min.insync.replicas=2 alone did not "
+        "prevent the loss (reference 2.6-2.7: that needs ELR).")
+    assert sim[3] == (
+        "Quorum mode with acks=all lost 0.0 acknowledged writes per million (0 of 160, 3 runs) "
+        "across 2 nemeses; ISR with acks=all and min.insync.replicas=1 lost 45454.5 "
+        "acknowledged writes per million (10 of 220, 4 runs) across 2 nemeses.")
+    assert "Reproduced: quorum mode with acks=all loses no acknowledged write." in sim
+    # G3: the fixture's quorum runs acknowledged 36 of 40 writes during the fault.
+    assert ("Not reproduced: quorum mode stops accepting writes on a minority side (it "
+            "acknowledged 36 writes there).") in sim
+    assert "Reproduced: ISR mode stays writable with fewer live replicas than quorum mode " \
+           "needs." in sim
+    # unclean (min.isr=1): g6-unclean + G10, 20 of 300 lost, 60 of 60 served; without: G1 +
+    # g5-isr, 10 of 220 lost, 54 of 80 served.
+    assert ("Over all faults, ISR with acks=all, min.insync.replicas=1 and "
+            "unclean.leader.election.enable=true lost 66666.7 acknowledged writes per million "
+            "(20 of 300, 3 runs) and served 100.0% of the writes attempted during the fault "
+            "(60 of 60, 3 runs); with it false, lost 45454.5 acknowledged writes per million "
+            "(10 of 220, 4 runs) and served 67.5% of the writes attempted during the fault "
+            "(54 of 80, 4 runs).") in sim
+    assert "Reproduced: unclean election trades loss for availability." in sim
+    assert "Reproduced: ELR avoids loss in the last-replica case." in sim
+    assert ("With leader.epoch.enable=false, 1 of 2 runs ended with replicas disagreeing below "
+            "their high watermarks (3 offsets); the same settings and faults with it true: 0 of "
+            "1 (0 offsets).") in sim
+    assert "Reproduced: leader.epoch.enable=false shows the KIP-101 divergence." in sim
+    assert "Across every run with leader epochs on (both modes), 0 of 17 ended divergent." in sim
+    assert any(s.startswith("5 of 13 configuration-nemesis groups lost acknowledged writes; "
                             "the most was 100000.0 per million with isr acks=all "
                             "min.insync.replicas=1 unclean=true") for s in sim)
-    assert "Under isolate-partition-leader, quorum mode (acks=all) has no data; ISR (acks=all, " \
-           "min.insync.replicas=1) has no data." in sim
     assert sim[-1].startswith("Across 2 quorum/ISR pairs under a fault, quorum mode had lower "
                               "write availability during the fault in 1, higher in 1")
     jepsen = result.sentences["jepsen"]
     assert jepsen[0].endswith("with min.insync.replicas=2 it has no data.")
+    assert jepsen[1] == (
+        "Not reproduced: ISR with acks=all and min.insync.replicas=1 loses acknowledged writes "
+        "when the leader is cut off from its followers and then loses leadership; with "
+        "min.insync.replicas=2 it loses none (no data).")
     text = result.report.read_text()
     assert sim[0] in text and "## Quorum minus ISR at equal RF and durability (sim)" in text
+    # Both inputs are named, the sources counted, and every table row says its source.
+    assert "20 runs (jepsen: 1, sim: 19)" in text
+    assert text.count("`") >= 4 and "jepsen-run" in text
+    assert "| source | mode | acks |" in text and "| jepsen | isr | all | 1 |" in text
 
 
 def test_verdicts_follow_the_numbers(result):
     # The same rules over doctored aggregates must change their verdicts.
     groups = result.tables["groups"].copy()
-    min2 = ((groups["source"] == "sim") & (groups["min_insync_replicas"] == 2)
-            & (groups["nemesis"] == LCF))
-    groups.loc[min2, "lost_writes"] = 20  # 20 of 100: more than min.isr=1's 10 of 200
-    said = conclude.rule_min_isr(groups[groups["source"] == "sim"])
-    assert said[1] == "So min.insync.replicas=2 did not reduce that loss."
-    elr = groups["eligible_leader_replicas"] & (groups["source"] == "sim")
+    sim = groups["source"] == "sim"
+    min2 = sim & (groups["min_insync_replicas"] == 2) & (groups["nemesis"] == CKL)
+    groups.loc[min2, "lost_writes"] = 20  # 20 of 50: more than min.isr=1's 10 of 200
+    said = conclude.rule_min_isr(groups[sim])
+    assert said[1].startswith("Not reproduced: ") and said[1].endswith(
+        "(min.insync.replicas=2 lost some too).")
+    elr = groups["eligible_leader_replicas"] & sim
     groups.loc[elr, "lost_writes"] = 5
-    assert conclude.rule_elr(groups[groups["source"] == "sim"])[-1] == \
-        "ELR did not reduce the loss there."
-    unclean = groups["unclean_leader_election"] & (groups["source"] == "sim")
+    assert conclude.rule_elr(groups[sim])[-1] == (
+        "Not reproduced: ELR avoids loss in the last-replica case (ELR did not reduce the loss).")
+    unclean = groups["unclean_leader_election"] & sim
     groups.loc[unclean, "lost_writes"] = 0
-    assert conclude.rule_unclean(groups[groups["source"] == "sim"])[-1] == \
-        "So unclean election gained availability without more loss."
+    assert conclude.rule_unclean(groups[sim])[-1] == (
+        "Not reproduced: unclean election trades loss for availability (it gained availability "
+        "without more loss).")
+    on = sim & groups["leader_epoch_enable"] & (groups["nemesis"] == "kill-leader")
+    groups.loc[on, ["divergent_runs", "divergent_offsets"]] = [1, 2]
+    said = conclude.rule_kip101(groups[sim])
+    assert said[1] == ("Not reproduced: leader.epoch.enable=false shows the KIP-101 divergence "
+                       "(runs diverged with epochs on too).")
+    assert said[2] == ("Across every run with leader epochs on (both modes), 1 of 17 ended "
+                       "divergent (under kill-leader: epoch-based truncation should rule this "
+                       "out, so it is a finding).")
+    quorum = sim & (groups["replication_mode"] == "quorum")
+    groups.loc[quorum & (groups["nemesis"] == "kill-2-of-3"), "lost_writes"] = 1
+    assert conclude.rule_quorum_loss(groups[sim])[-1] == (
+        "Not reproduced: quorum mode with acks=all loses no acknowledged write (it lost writes "
+        "under kill-2-of-3).")
     empty = groups.iloc[0:0]
     assert conclude.rule_worst(empty) == ["No run acknowledged a write, so loss cannot be judged."]
+
+
+def test_the_same_run_given_twice_is_refused(spark, tmp_path):
+    # e.g. a matrix directory given again through a copy: its runs would weigh double.
+    write_dataset(fixture_rows()[:2], tmp_path / "a")
+    write_dataset(fixture_rows()[1:3], tmp_path / "b")
+    with pytest.raises(SchemaError, match="duplicate run_id across the input: 'g1-b'$"):
+        analyze(spark, [tmp_path / "a", tmp_path / "b"], tmp_path / "out")
 
 
 def test_missing_column_is_a_schema_error(spark, tmp_path):
@@ -240,3 +308,21 @@ def test_rows_breaking_an_invariant_are_named(spark, tmp_path):
     assert "'g1-b' (lost_writes > acked_writes)" in str(info.value)
     assert "'g1-c' (acks)" in str(info.value)
     assert "g1-a" not in str(info.value)
+
+
+def test_every_configuration_on_the_plot_is_labelled(result):
+    from harness.spark.report import point_labels
+
+    configs = result.tables["configs"].dropna(subset=["write_availability_fault"])
+    labels = {label: (x, y, k) for label, x, y, k in point_labels(configs)}
+    assert len(labels) == len(configs)
+    # unclean, min.isr=1: g6-unclean and G10 served 60 of 60 writes during their faults, and
+    # g6-unclean and g10-1 lost writes: 2 of 3 runs anomalous.
+    assert labels["isr all/1 U"][:2] == (pytest.approx(60 / 60), pytest.approx(2 / 3))
+    assert labels["isr all/2 U"][:2] == (0.0, 0.0)
+    assert labels["isr all/2 ELR"][:2] == (0.0, 0.0)
+    assert labels["isr 1/1 E-"][1] == 0.5
+    assert labels["isr all/1 J"][:2] == (0.5, 1.0)  # the jepsen run: 1 of 2 served
+    # Points at the same place get their labels on separate lines.
+    same = [v[2] for k, v in labels.items() if v[:2] == (0.0, 0.0)]
+    assert sorted(same) == list(range(len(same)))
