@@ -359,8 +359,12 @@ class LeaderMixin:
         return effects
 
     def _on_consumer_fetch(self, leader: Leader, req: FetchRequest, now_ms: int) -> list[Effect]:
-        if not self._log_start <= req.fetch_offset <= self._hw:
-            return self._fetch_error(req, Errors.OFFSET_OUT_OF_RANGE)  # consumers read below the HW
+        # Consumers read below the HW only, but the range check is Kafka's LocalLog.read one,
+        # [log start, LEO]: a position in (HW, LEO] is not out of range, it gets no records (a
+        # new leader's HW may lag what consumers already read from the old one; an error there
+        # would reset them to the start: a non-monotonic poll).
+        if not self._log_start <= req.fetch_offset <= self._leo:
+            return self._fetch_error(req, Errors.OFFSET_OUT_OF_RANGE)
         records = self._read_committed(req)
         if not records and req.max_wait_ms > 0:
             leader.parked_fetches.append(ParkedFetch(req, now_ms + req.max_wait_ms))
@@ -380,7 +384,7 @@ class LeaderMixin:
         for parked in leader.parked_fetches:
             req = parked.request
             if req.replica_id == CONSUMER_REPLICA_ID:
-                if not self._log_start <= req.fetch_offset <= self._hw:
+                if not self._log_start <= req.fetch_offset <= self._leo:
                     effects += self._fetch_error(req, Errors.OFFSET_OUT_OF_RANGE)
                     continue
                 records = self._read_committed(req) if woken else b""

@@ -1,6 +1,6 @@
-"""Findings of the default matrix outside issue 8's claims, held as strict xfails until the
+"""Findings of the default matrix outside issue 8's claims: held as strict xfails until the
 owning module is fixed (a fix makes the test pass, and strict=True then fails the suite so the
-marker is removed)."""
+marker is removed), then kept as regression tests."""
 
 from __future__ import annotations
 
@@ -16,10 +16,8 @@ def _quiet_logging() -> None:
     quiet_logging()  # tests/conftest.py restores the previous configuration afterwards
 
 
-@pytest.mark.xfail(strict=True, reason="FINDING for the replica core (partition/replica/leader.py "
-                   "_on_consumer_fetch): a consumer fetch above the HW but within the LEO gets "
-                   "OFFSET_OUT_OF_RANGE; Kafka returns no records there (a new leader's HW may lag "
-                   "what consumers already read from the old one)")
+# Was a strict xfail (FINDING for partition/replica/leader.py _on_consumer_fetch) until the
+# consumer range check became Kafka's [log start, LEO] with no records in (HW, LEO].
 def test_consumer_position_between_a_new_leaders_hw_and_leo_is_not_out_of_range() -> None:
     # Default-matrix run isr-acksall-isr2-u0-elr1-le1-rf3-majorities-ring-1000ms-j500-s9: at
     # 4211 ms the new leader 2 has HW 143 and LEO 147, the consumer (which read up to 143 from
