@@ -63,6 +63,9 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 LATENCY_BUCKETS_MS = (0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000)
 
 
+# HTTP methods kept as a label value; anything else a client sends is `other`.
+_METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+
 class LatencyWindow:
     """The last `size` samples (ms) plus all-time count and sum, for a Prometheus summary."""
 
@@ -294,7 +297,8 @@ class NodeMetrics:
 
     def middleware(self) -> Callable[..., Awaitable[web.StreamResponse]]:
         """aiohttp middleware timing every request under its route template (`/kv/{key}`; an
-        unmatched path counts as `unmatched`, so fuzzed URLs cannot grow the label set)."""
+        unmatched path counts as `unmatched` and an unknown method as `other`, so fuzzed requests
+        cannot grow the label set)."""
         histogram = self.request_time_ms
 
         @web.middleware
@@ -307,7 +311,8 @@ class NodeMetrics:
             finally:
                 route = request.match_info.route.resource
                 template = route.canonical if route is not None else "unmatched"
-                histogram.labels(request.method, template).observe(
+                method = request.method if request.method in _METHODS else "other"
+                histogram.labels(method, template).observe(
                     (time.perf_counter() - started) * 1000)
 
         return timed
