@@ -66,6 +66,8 @@ async def error_middleware(request: web.Request, handler: Handler) -> web.Stream
     except web.HTTPException as exc:
         if exc.status >= 400 and exc.content_type != "application/json":
             name = "UNKNOWN_ROUTE" if exc.status in (404, 405) else "INVALID_REQUEST"
+            if exc.status == 413:  # a body over client_max_size: named as an oversized batch is
+                name = "MESSAGE_TOO_LARGE"
             return error_response(exc.status, name, exc.reason)
         raise
     except Exception as exc:  # the HTTP edge: a bug becomes a 500 with a log line, not a hang

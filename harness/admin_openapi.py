@@ -22,6 +22,7 @@ def _errors(*codes: int) -> dict[str, Any]:
         404: "KEY_NOT_FOUND / UNKNOWN_TOPIC_OR_PARTITION",
         409: "CAS_FAILED / TOPIC_ALREADY_EXISTS / OUT_OF_ORDER_SEQUENCE_NUMBER / "
              "INVALID_PRODUCER_EPOCH",
+        413: "MESSAGE_TOO_LARGE (the batch exceeds the topic's max.message.bytes)",
         416: "OFFSET_OUT_OF_RANGE (outside [log_start_offset, high_watermark])",
         421: "NOT_CONTROLLER / NOT_LEADER_OR_FOLLOWER (hint: leader)",
         503: "LEADER_NOT_AVAILABLE / NOT_ENOUGH_REPLICAS / NOT_ENOUGH_REPLICAS_AFTER_APPEND",
@@ -96,6 +97,35 @@ def _topic_paths() -> dict[str, Any]:
                        "responses": {"200": _json({"type": "object"}),
                                      **_errors(404, 421, 503, 504)}},
         },
+        "/topics/{topic}/configs": {
+            "parameters": [TOPIC_PARAM],
+            "get": {"summary": "every topic config with its source, like kafka-configs.sh "
+                               "--describe --all (DYNAMIC_TOPIC_CONFIG: the topic's override)",
+                    "parameters": [CONSISTENCY],
+                    "responses": {"200": _json({"type": "object", "properties": {
+                        "topic": {"type": "string"},
+                        "configs": {"type": "array", "items": {"type": "object", "properties": {
+                            "name": {"type": "string"}, "value": {"type": "string"},
+                            "source": {"enum": ["DYNAMIC_TOPIC_CONFIG", "DEFAULT_CONFIG"]},
+                            "is_default": {"type": "boolean"}}}}}}),
+                        **_errors(400, 404, 503, 504)}},
+            "patch": {"summary": "IncrementalAlterConfigs (KIP-339), like kafka-configs.sh "
+                                 "--alter --add-config k=v --delete-config k: all or nothing; "
+                                 "answers the topic's overrides after the change",
+                      "requestBody": {"content": {"application/json": {"schema": {
+                          "type": "object", "additionalProperties": False,
+                          "anyOf": [{"required": ["set"]}, {"required": ["delete"]}],
+                          "properties": {
+                              "set": {"type": "object", "additionalProperties": {
+                                  "type": ["string", "integer"]},
+                                  "description": "config name -> new value (SET)"},
+                              "delete": {"type": "array", "items": {"type": "string"},
+                                         "description": "config names back to their default "
+                                                        "(DELETE)"}}}}}},
+                      "responses": {"200": _json({"type": "object", "properties": {
+                          "topic": {"type": "string"}, "configs": {"type": "object"}}}),
+                          **_errors(400, 404, 421, 503, 504)}},
+        },
         "/elect-leaders": {"post": {
             "summary": "preferred or unclean leader election (KIP-460)",
             "requestBody": {"content": {"application/json": {"schema": {
@@ -152,7 +182,7 @@ def _record_paths() -> dict[str, Any]:
                          "producer_id": int_, "producer_epoch": int_, "base_sequence": int_}}}}},
                  "responses": {"200": _json({"type": "object", "properties": {
                      "base_offset": int_, "last_offset": int_, "leader_epoch": int_}}),
-                     **_errors(400, 404, 409, 421, 503, 504)}},
+                     **_errors(400, 404, 409, 413, 421, 503, 504)}},
         "get": {"summary": "consume records below the high watermark (long poll: max_wait_ms)",
                 "parameters": fetch_query,
                 "responses": {"200": _json({"type": "object", "properties": {

@@ -14,8 +14,9 @@ when producer_id is given: KIP-98 sequence checks in the leader's core), so the 
 native path (harness/client) write the same bytes. Consumers read below the high watermark only.
 
 Error mapping: 400 INVALID_REQUEST (bad input; never a 500), 404 UNKNOWN_TOPIC_OR_PARTITION,
-409 OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH, 416 OFFSET_OUT_OF_RANGE,
-421 NOT_LEADER_OR_FOLLOWER, 503 NOT_ENOUGH_REPLICAS / NOT_ENOUGH_REPLICAS_AFTER_APPEND,
+409 OUT_OF_ORDER_SEQUENCE_NUMBER / INVALID_PRODUCER_EPOCH, 413 MESSAGE_TOO_LARGE (the batch is
+over the topic's max.message.bytes: HTTP's Content Too Large, as the body is), 416
+OFFSET_OUT_OF_RANGE, 421 NOT_LEADER_OR_FOLLOWER, 503 NOT_ENOUGH_REPLICAS / NOT_ENOUGH_REPLICAS_AFTER_APPEND,
 504 REQUEST_TIMED_OUT (the append may still commit: `indeterminate`).
 """
 
@@ -41,6 +42,7 @@ STATUS: dict[Errors, int] = {
     Errors.UNKNOWN_TOPIC_OR_PARTITION: 404,
     Errors.OUT_OF_ORDER_SEQUENCE_NUMBER: 409,
     Errors.INVALID_PRODUCER_EPOCH: 409,
+    Errors.MESSAGE_TOO_LARGE: 413,
     Errors.OFFSET_OUT_OF_RANGE: 416,
     Errors.NOT_LEADER_OR_FOLLOWER: 421,
     Errors.FENCED_LEADER_EPOCH: 421,

@@ -1,5 +1,6 @@
 """Admin HTTP routes for brokers and topics (API.md): /cluster, /topics, /topics/{topic},
-/elect-leaders, /partitions. Served by every node, controllers and brokers alike.
+/topics/{topic}/configs, /elect-leaders, /partitions. Served by every node, controllers and
+brokers alike.
 
 Rules (on top of harness/admin.py's):
 - Writes (create, delete, elect) run on the active controller: a follower controller or a broker
@@ -11,6 +12,13 @@ Rules (on top of harness/admin.py's):
 - Kafka errors map to HTTP as API.md says: TOPIC_ALREADY_EXISTS 409; INVALID_* 400;
   UNKNOWN_TOPIC_OR_PARTITION 404; NOT_CONTROLLER 421 (leader hint); an unknown outcome is
   504 REQUEST_TIMED_OUT with `"indeterminate": true`. Bad input is 400, never 500.
+- Topic configs (kafka-configs.sh --entity-type topics): GET describes every topic config with
+  its source (DYNAMIC_TOPIC_CONFIG: the topic's override; DEFAULT_CONFIG: Kafka's default, which
+  a broker's `log.*` synonym may replace on that broker, harness/node/log_configs.py); PATCH is
+  IncrementalAlterConfigs (KIP-339): `set` k=v (SET), `delete` k (DELETE: back to the default),
+  all or nothing. The controller validates (quorum/controller/topics.py: UNKNOWN_TOPIC_OR_PARTITION
+  first, then INVALID_CONFIG naming the key); brokers apply the committed Config records to their
+  open logs (harness/node/replica_manager.py).
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from aiohttp import web
 from harness.node.runtime import NotLeaderError, OutcomeUnknownError
 from harness.node.status import partition_health
 from quorum.controller import (
+    AlterConfigsRequest,
     ControllerRequest,
     ControllerResponse,
     CreateTopicRequest,
@@ -30,6 +39,7 @@ from quorum.controller import (
     ElectLeadersRequest,
     ElectLeadersResponse,
 )
+from quorum.metadata.configs import TOPIC_CONFIG_DEFAULTS, validate_topic_config
 from quorum.metadata.describe import describe_topic, describe_topics
 from quorum.metadata.errors import Errors
 from quorum.metadata.records import NO_LEADER
@@ -56,6 +66,9 @@ HTTP_STATUS: dict[Errors, int] = {
 # single proposal, so an absurd count must be refused before it reaches the controller.
 MAX_PARTITIONS = 10_000
 MAX_REPLICATION_FACTOR = 1_000
+# Kafka's DescribeConfigs sources for a topic's configs.
+SOURCE_TOPIC = "DYNAMIC_TOPIC_CONFIG"
+SOURCE_DEFAULT = "DEFAULT_CONFIG"
 
 
 def _text_format(request: web.Request) -> bool:
@@ -241,6 +254,60 @@ class TopicRoutes:
             return self._error(out.error, getattr(out, "message", ""), topic=name)
         return web.json_response({"name": name, "deleted": True})
 
+    # --- /topics/{topic}/configs (kafka-configs.sh --entity-type topics) ----------------------
+
+    async def describe_configs(self, request: web.Request) -> web.StreamResponse:
+        early = await self._read_here(request)
+        if early is not None:
+            return early
+        name = request.match_info["topic"]
+        image = self.node.image
+        if image.topic(name) is None:
+            return self._error(Errors.UNKNOWN_TOPIC_OR_PARTITION, f"unknown topic {name!r}",
+                               topic=name)
+        overrides = image.topic_config_overrides(name)
+        return web.json_response({"topic": name, "configs": [
+            {"name": key, "value": value,
+             "source": SOURCE_TOPIC if key in overrides else SOURCE_DEFAULT,
+             "is_default": key not in overrides}
+            for key, value in sorted(image.topic_configs(name).items())
+        ]})
+
+    async def alter_configs(self, request: web.Request) -> web.StreamResponse:
+        """IncrementalAlterConfigs for one topic: {"set": {k: v}, "delete": [k]}."""
+        from harness.admin import BadRequest, read_json_object
+
+        name = request.match_info["topic"]
+        body = await request.read()
+        parsed = await read_json_object(request)
+        unknown = sorted(set(parsed) - {"set", "delete"})
+        if unknown:
+            raise BadRequest(f"unknown field(s) {unknown}; give 'set' and/or 'delete'")
+        to_set = parsed.get("set", {})
+        to_delete = parsed.get("delete", [])
+        if not isinstance(to_set, dict) or not all(
+            isinstance(v, str | int) and not isinstance(v, bool) for v in to_set.values()
+        ):
+            raise BadRequest("'set' must be an object of string values")
+        if not isinstance(to_delete, list) or not all(isinstance(k, str) for k in to_delete):
+            raise BadRequest("'delete' must be a list of config names")
+        if not to_set and not to_delete:
+            raise BadRequest("nothing to alter: give 'set' and/or 'delete'")
+        pairs: list[tuple[str, str | None]] = [(str(k), str(v)) for k, v in to_set.items()]
+        pairs += [(k, None) for k in to_delete]
+        out = await self._call(request, body, AlterConfigsRequest(name, tuple(pairs)))
+        if isinstance(out, web.StreamResponse):
+            return out
+        if out.error is not Errors.NONE:
+            hints: dict[str, Any] = {"topic": name}
+            bad = _first_bad_config(pairs)
+            if out.error is Errors.INVALID_CONFIG and bad is not None:
+                hints["config"] = bad
+            return self._error(out.error, getattr(out, "message", ""), **hints)
+        # Answered after the records are committed and applied here (ActiveController).
+        return web.json_response({"topic": name,
+                                  "configs": self.node.image.topic_config_overrides(name)})
+
     async def elect_leaders(self, request: web.Request) -> web.StreamResponse:
         from harness.admin import BadRequest, read_json_object
 
@@ -310,6 +377,21 @@ class TopicRoutes:
         return web.json_response([] if broker is None else broker.assignments())
 
 
+def _first_bad_config(pairs: list[tuple[str, str | None]]) -> str | None:
+    """The first config name the controller would refuse (a hint beside its message)."""
+    seen: set[str] = set()
+    for key, value in pairs:
+        if key in seen:
+            return key  # named twice (in 'set' and 'delete')
+        seen.add(key)
+        if value is None:
+            if key not in TOPIC_CONFIG_DEFAULTS:
+                return key
+        elif validate_topic_config(key, value) is not None:
+            return key
+    return None
+
+
 def add_routes(app: web.Application, api: AdminApi) -> None:
     routes = TopicRoutes(api)
     r = app.router
@@ -318,6 +400,8 @@ def add_routes(app: web.Application, api: AdminApi) -> None:
     r.add_post("/topics", routes.create)
     r.add_get("/topics/{topic}", routes.describe)
     r.add_delete("/topics/{topic}", routes.delete)
+    r.add_get("/topics/{topic}/configs", routes.describe_configs)
+    r.add_patch("/topics/{topic}/configs", routes.alter_configs)
     r.add_post("/elect-leaders", routes.elect_leaders)
     r.add_get("/partitions", routes.partitions)
     r.add_post("/partitions/{topic}/{partition}/isr", routes.alter_isr)

@@ -1,4 +1,6 @@
-"""`kraftlab config show` and the range checks behind `cluster up --config key=value`.
+"""`kraftlab config show` and the range checks behind `cluster up --config key=value`; and
+`kraftlab config describe|alter --topic T` (kafka-configs.sh --entity-type topics: a live topic's
+configs through the admin API, PATCH /topics/{topic}/configs = IncrementalAlterConfigs).
 
 The defaults are NOT repeated here: node settings come from harness/node/config.py `TUNABLES`
 (what the node process parses) and topic settings from quorum/metadata/configs.py
@@ -37,7 +39,17 @@ from harness.node.config import (
     tunable_value,
     validate_overrides,
 )
-from quorum.metadata.configs import TOPIC_CONFIG_DEFAULTS, validate_topic_config
+from quorum.metadata.configs import (
+    FLUSH_MESSAGES,
+    FLUSH_MS,
+    MAX_MESSAGE_BYTES,
+    RETENTION_BYTES,
+    RETENTION_MS,
+    SEGMENT_BYTES,
+    SEGMENT_MS,
+    TOPIC_CONFIG_DEFAULTS,
+    validate_topic_config,
+)
 
 # Settings that are flags (Kafka booleans; the node parser stores them as 0/1).
 BOOLEAN_KEYS = frozenset({"auto.leader.rebalance.enable", "kraftlab.log.fsync",
@@ -46,7 +58,24 @@ BOOLEAN_KEYS = frozenset({"auto.leader.rebalance.enable", "kraftlab.log.fsync",
 # kraftlab.raft/log/snapshot keys drive the Raft client, which brokers run too (as observers).
 CONTROLLER_ONLY = frozenset({"leader.imbalance.check.interval.ms", "auto.leader.rebalance.enable",
                              "metadata.max.idle.interval.ms"})
-BROKER_ONLY_PREFIXES = ("replica.", "kraftlab.controlled.shutdown.")
+# Read only by brokers: the replica fetchers, controlled shutdown, and the data logs (`log.*`,
+# message.max.bytes: the broker defaults of the topic log configs, harness/node/log_configs.py;
+# controllers host no data logs; their metadata log is `kraftlab.log.*` / `kraftlab.snapshot.*`).
+BROKER_ONLY_PREFIXES = ("replica.", "kraftlab.controlled.shutdown.", "log.")
+BROKER_ONLY = frozenset({"message.max.bytes"})
+# Broker setting -> the topic config it is the default of (Kafka's synonyms): its value must be
+# one the topic config accepts, else the broker would refuse it at start (checked up front).
+BROKER_SYNONYMS = {
+    "log.segment.bytes": SEGMENT_BYTES,
+    "log.roll.ms": SEGMENT_MS,
+    "log.retention.ms": RETENTION_MS,
+    "log.retention.bytes": RETENTION_BYTES,
+    "log.flush.interval.messages": FLUSH_MESSAGES,
+    "log.flush.interval.ms": FLUSH_MS,
+    "message.max.bytes": MAX_MESSAGE_BYTES,
+}
+# Kafka: -1 is "unlimited" for both (no time / no size limit on a partition's log).
+UNLIMITED_OK = frozenset({"log.retention.ms", "log.retention.bytes"})
 
 
 def applies_to(key: str) -> str:
@@ -54,7 +83,7 @@ def applies_to(key: str) -> str:
         return "topic"
     if key in CONTROLLER_ONLY:
         return "controller"
-    if key.startswith(BROKER_ONLY_PREFIXES):
+    if key.startswith(BROKER_ONLY_PREFIXES) or key in BROKER_ONLY:
         return "broker"
     return "controller,broker"
 
@@ -63,6 +92,10 @@ def minimum(key: str) -> int:
     """Smallest accepted value of a node setting."""
     if key == "kraftlab.raft.seed":
         return -1  # -1: drawn from the OS
+    if key in UNLIMITED_OK:
+        return -1
+    if key == "log.flush.interval.messages":
+        return 1  # Kafka: at least 1 (flush.messages); the default Long.MAX_VALUE means never
     if key.endswith(".ms") and ("timeout" in key or "interval" in key):
         return 1  # a zero timeout or interval would spin or never elect
     if key == "kraftlab.snapshot.interval.records":
@@ -88,7 +121,9 @@ def check_overrides(overrides: dict[str, str]) -> None:
     for key, value in overrides.items():
         if key in TOPIC_CONFIG_DEFAULTS:
             raise ConfigError(f"{key} is a topic config; set it per topic with "
-                              f"`kraftlab topic create NAME ... --config {key}={value}`")
+                              f"`kraftlab topic create NAME ... --config {key}={value}` "
+                              f"(a live topic: `kraftlab config alter --topic NAME "
+                              f"--add-config {key}={value}`)")
     validate_overrides(overrides)  # unknown keys and non-integers: the node parser's own check
     for key, value in overrides.items():
         if key not in BOOLEAN_KEYS and value.strip().lower() in ("true", "false"):
@@ -97,7 +132,15 @@ def check_overrides(overrides: dict[str, str]) -> None:
         if key in BOOLEAN_KEYS and number not in (0, 1):
             raise ConfigError(f"{key} must be true or false (or 1/0), got {value!r}")
         if number < minimum(key):
-            raise ConfigError(f"{key} must be >= {minimum(key)}, got {value!r}")
+            hint = " (-1: unlimited)" if key in UNLIMITED_OK else ""
+            if key == "log.flush.interval.messages":
+                hint = (" (fsync after this many messages, Kafka's minimum is 1; the default "
+                        f"{2**63 - 1} means never)")
+            raise ConfigError(f"{key} must be >= {minimum(key)}{hint}, got {value!r}")
+        synonym = BROKER_SYNONYMS.get(key)
+        problem = None if synonym is None else validate_topic_config(synonym, str(number))
+        if problem is not None:
+            raise ConfigError(f"{key} is the broker default of topic config {synonym}: {problem}")
 
 
 NODE_KEY = re.compile(r"^(controller|broker)\.(\d+)\.(.+)$")
@@ -224,12 +267,128 @@ def cmd_show(args: argparse.Namespace) -> int:
         print("(a node's effective config: kraftlab config show --node ID)")
     print("\nnode keys: kraftlab cluster up --config KEY=VALUE (one node: "
           "--config broker.ID.KEY=VALUE / controller.ID.KEY=VALUE, broker.ID.rack=RACK); "
-          "topic keys: kraftlab topic create NAME ... --config KEY=VALUE")
+          "topic keys: kraftlab topic create NAME ... --config KEY=VALUE, on a live topic: "
+          "kraftlab config alter --topic NAME --add-config KEY=VALUE")
     return 0
 
 
+# --- topic configs: kafka-configs.sh --entity-type topics --describe | --alter ----------------
+
+
+def split_config_list(text: str) -> list[str]:
+    """kafka-configs.sh's list syntax: comma-separated items; `[a,b]` keeps a comma in a value."""
+    items: list[str] = []
+    depth, start = 0, 0
+    for i, ch in enumerate(text):
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            items.append(text[start:i])
+            start = i + 1
+    items.append(text[start:])
+    return [item.strip() for item in items if item.strip()]
+
+
+def parse_add_config(values: list[str] | None) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in (i for v in values or [] for i in split_config_list(v)):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--add-config expects k=v[,k=v], got {item!r}")
+        value = value.strip()
+        if value.startswith("[") and value.endswith("]"):
+            value = value[1:-1]
+        if key.strip() in out:
+            raise ConfigError(f"--add-config names {key.strip()} twice")
+        out[key.strip()] = value
+    return out
+
+
+def _topic_configs_path(topic: str) -> str:
+    from urllib.parse import quote
+
+    return f"/topics/{quote(topic, safe='')}/configs"
+
+
+def _error_text(status: int, data: Any) -> str:
+    if isinstance(data, dict) and "error" in data:
+        config = f" (config {data['config']})" if "config" in data else ""
+        return f"{data['error']}{config}: {data.get('message', '')}"
+    return f"HTTP {status}: {data}"
+
+
+def cmd_alter(args: argparse.Namespace) -> int:
+    """kafka-configs.sh --alter --entity-type topics --entity-name T --add-config k=v
+    --delete-config k: one IncrementalAlterConfigs, applied all or nothing."""
+    from harness.topic_cli import request
+
+    to_set = parse_add_config(args.add_config)
+    to_delete = [k for v in args.delete_config or [] for k in split_config_list(v)]
+    if not to_set and not to_delete:
+        raise ConfigError("give --add-config k=v[,k=v] and/or --delete-config k[,k]")
+    both = sorted(set(to_set) & set(to_delete))
+    if both:
+        raise ConfigError(f"{', '.join(both)} given to both --add-config and --delete-config")
+    body: dict[str, Any] = {}
+    if to_set:
+        body["set"] = to_set
+    if to_delete:
+        body["delete"] = to_delete
+    status, data = request(args, "PATCH", _topic_configs_path(args.topic), body)
+    if status != 200:
+        print(f"error: {_error_text(status, data)}", file=sys.stderr)
+        return 1
+    print(f"Completed updating config for topic {args.topic}.")
+    return 0
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    """kafka-configs.sh --describe --entity-type topics --entity-name T [--all]."""
+    from harness.topic_cli import request
+
+    status, data = request(args, "GET", _topic_configs_path(args.topic))
+    if status != 200:
+        print(f"error: {_error_text(status, data)}", file=sys.stderr)
+        return 1
+    entries = [e for e in data["configs"] if args.all or not e["is_default"]]
+    print(f"{'All' if args.all else 'Dynamic'} configs for topic {args.topic} are:")
+    for e in entries:
+        kv = f"{e['name']}={e['value']}"
+        print(f"  {kv} sensitive=false synonyms={{{e['source']}:{kv}}}")
+    return 0
+
+
+def _register_topic_configs(verbs: Any) -> None:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--topic", "--entity-name", dest="topic", required=True,
+                        help="the topic (kafka-configs.sh --entity-type topics --entity-name)")
+    common.add_argument("--entity-type", choices=["topics"], default="topics",
+                        help="kafka-configs.sh's entity type; only topics are served here "
+                             "(broker settings: `cluster up --config`, `config show`)")
+    common.add_argument("--data-dir", help="cluster directory (default ./kraftlab-data)")
+    common.add_argument("--node", type=int, help="node to ask (default: any, retried over all)")
+    common.add_argument("--timeout", type=float, default=15.0,
+                        help="seconds to keep retrying while no controller answers (default 15)")
+    alter = verbs.add_parser(
+        "alter", parents=[common],
+        help="change a live topic's configs, like kafka-configs.sh --alter (all or nothing)")
+    alter.add_argument("--add-config", action="append", metavar="K=V[,K=V]",
+                       help="set these topic configs (a value with commas: k=[a,b])")
+    alter.add_argument("--delete-config", action="append", metavar="K[,K]",
+                       help="remove these overrides (back to the broker/Kafka default)")
+    alter.set_defaults(handler=guarded(cmd_alter))
+    describe = verbs.add_parser(
+        "describe", parents=[common],
+        help="a topic's overrides (--all: every config), like kafka-configs.sh --describe")
+    describe.add_argument("--all", action="store_true", help="also the defaults")
+    describe.set_defaults(handler=guarded(cmd_describe))
+
+
 def register(sub: Any) -> None:
-    parser = sub.add_parser("config", help="known configuration keys and their defaults")
+    parser = sub.add_parser("config", help="known configuration keys and their defaults; "
+                                           "describe and alter a topic's configs")
     verbs = parser.add_subparsers(dest="config_command", metavar="VERB")
     verbs.required = True
     show = verbs.add_parser("show", help="every known key, its Kafka-named default and where "
@@ -239,6 +398,7 @@ def register(sub: Any) -> None:
     show.add_argument("--node", type=int, default=None,
                       help="print this node's effective config and where each value came from")
     show.set_defaults(handler=guarded(cmd_show))
+    _register_topic_configs(verbs)
 
 
 def guarded(fn: Any) -> Any:

@@ -103,28 +103,41 @@ class FrameProtocol(asyncio.Protocol):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # latency over bytes
 
     def data_received(self, data: bytes) -> None:
+        # One copy per frame: each payload is copied once, out of a memoryview (slicing the
+        # bytearray and then calling bytes() copied it twice; docs/benchmarks.md "Transport copy
+        # savings"). With nothing buffered, frames are cut straight from `data`; only a partial
+        # frame's bytes are kept in `_buffer`. While the view is held, `_buffer` must not be resized, so
+        # `fail` rebinds it instead of clearing it (on_frame may call fail).
         buf = self._buffer
-        buf += data
+        buffered = bool(buf)
+        if buffered:
+            buf += data  # continue the partial frame
+            view = memoryview(buf)
+        else:
+            view = memoryview(data)
         pos = 0
-        size = len(buf)
+        size = len(view)
         try:
-            while size - pos >= 4:
-                (length,) = HEADER.unpack_from(buf, pos)
-                if length > MAX_FRAME_BYTES:
-                    raise FrameError(f"frame of {length} bytes exceeds {MAX_FRAME_BYTES}")
-                end = pos + 4 + length
-                if end > size:
-                    break
-                payload = bytes(buf[pos + 4 : end])
-                pos = end
-                self.on_frame(payload)
-                if self.closed:
-                    return
+            with view:
+                while size - pos >= 4:
+                    (length,) = HEADER.unpack_from(view, pos)
+                    if length > MAX_FRAME_BYTES:
+                        raise FrameError(f"frame of {length} bytes exceeds {MAX_FRAME_BYTES}")
+                    end = pos + 4 + length
+                    if end > size:
+                        break
+                    payload = bytes(view[pos + 4 : end])
+                    pos = end
+                    self.on_frame(payload)
+                    if self.closed:
+                        return
+                if not buffered and pos < size:
+                    buf += view[pos:]  # keep the partial frame (`buf` is not the viewed object)
         except FrameError as exc:
             self.fail(str(exc))
             return
-        if pos:
-            del buf[:pos]
+        if buffered and pos:
+            del buf[:pos]  # the view is released: resizing is allowed again
 
     def eof_received(self) -> bool | None:
         if self._buffer:
@@ -145,7 +158,7 @@ class FrameProtocol(asyncio.Protocol):
         """Close this connection because the remote side broke the protocol."""
         self.on_failed(reason)
         self.closed = True
-        self._buffer.clear()
+        self._buffer = bytearray()  # not clear(): data_received may hold a view of it
         if self.transport is not None:
             self.transport.abort()
 
@@ -258,9 +271,11 @@ class _InboundProtocol(FrameProtocol):
 
     def _flush_replies(self) -> None:
         self._reply_scheduled = False
-        if self.transport is not None and not self.closed and self._replies:
-            self.transport.write(bytes(self._replies))
-        self._replies.clear()
+        # Hand the buffer over instead of copying it: it is never touched again here, so the
+        # transport may keep it (uvloop holds the buffer of a write it could not finish).
+        replies, self._replies = self._replies, bytearray()
+        if self.transport is not None and not self.closed and replies:
+            self.transport.write(replies)
 
     def on_failed(self, reason: str) -> None:
         self.owner.bad_frames += 1
@@ -331,8 +346,9 @@ class _PeerLink:
         proto = self.protocol
         if proto is None or proto.transport is None or not self.pending:
             return
-        proto.transport.write(bytes(self.pending))
-        self.pending.clear()
+        # Handed over, not copied (as _flush_replies): the transport owns these bytes now.
+        data, self.pending = self.pending, bytearray()
+        proto.transport.write(data)
 
     def maybe_connect(self) -> None:
         loop = self.owner.loop

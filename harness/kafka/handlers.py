@@ -1,6 +1,7 @@
 """Kafka API handlers of the broker's Kafka listener (harness/kafka/server.py): ApiVersions,
 Metadata, Produce, Fetch, ListOffsets, InitProducerId (the admin APIs CreateTopics, DeleteTopics
-and DescribeCluster are in admin_handlers.py).
+and DescribeCluster are in admin_handlers.py; DescribeConfigs, AlterConfigs and
+IncrementalAlterConfigs in config_handlers.py).
 
 Every data request goes through the broker's ReplicaManager (harness/node/replica_manager.py),
 the same path as the native protocol and the admin API: there is no second produce or fetch
@@ -29,12 +30,18 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 from kafka.protocol.admin import (  # type: ignore[import-untyped]
+    AlterConfigsRequest,
+    AlterConfigsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
 )
 from kafka.protocol.consumer import (  # type: ignore[import-untyped]
     FetchRequest,
@@ -55,7 +62,7 @@ from kafka.protocol.producer import (  # type: ignore[import-untyped]
     ProduceResponse,
 )
 
-from harness.kafka import admin_handlers
+from harness.kafka import admin_handlers, config_handlers
 from partition.log import batch as rb
 from partition.replica import FetchResponse as CoreFetch
 from partition.replica import ProduceResponse as CoreProduce
@@ -92,6 +99,11 @@ SUPPORTED: dict[int, tuple[Any, Any, int, int]] = {
     CreateTopicsRequest.API_KEY: (CreateTopicsRequest, CreateTopicsResponse, 2, 7),
     DeleteTopicsRequest.API_KEY: (DeleteTopicsRequest, DeleteTopicsResponse, 1, 5),
     DescribeClusterRequest.API_KEY: (DescribeClusterRequest, DescribeClusterResponse, 0, 1),
+    # config_handlers.py: topic configs (kafka-configs.sh; KIP-339 incremental alter).
+    DescribeConfigsRequest.API_KEY: (DescribeConfigsRequest, DescribeConfigsResponse, 0, 4),
+    AlterConfigsRequest.API_KEY: (AlterConfigsRequest, AlterConfigsResponse, 0, 2),
+    IncrementalAlterConfigsRequest.API_KEY: (IncrementalAlterConfigsRequest,
+                                             IncrementalAlterConfigsResponse, 0, 1),
 }
 
 
@@ -131,6 +143,12 @@ def handle(node: ControllerNode, api_key: int, version: int, request: Any, reply
         admin_handlers.delete_topics(node, version, request, reply)
     elif api_key == DescribeClusterRequest.API_KEY:
         reply(admin_handlers.describe_cluster(node, version, request))
+    elif api_key == DescribeConfigsRequest.API_KEY:
+        reply(config_handlers.describe_configs(node, version, request))
+    elif api_key == AlterConfigsRequest.API_KEY:
+        config_handlers.alter_configs(node, version, request, reply)
+    elif api_key == IncrementalAlterConfigsRequest.API_KEY:
+        config_handlers.incremental_alter_configs(node, version, request, reply)
     else:  # server.py only routes keys in SUPPORTED
         raise AssertionError(f"api key {api_key} not routed")
 

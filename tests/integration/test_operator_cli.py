@@ -30,6 +30,10 @@ def test_config_show_lists_every_key_with_its_default_and_scope() -> None:
     assert table["auto.leader.rebalance.enable"] == ["true", "controller"]
     assert table["min.insync.replicas"] == ["1", "topic"]
     assert table["unclean.leader.election.enable"] == ["false", "topic"]
+    # The data logs' settings are read by brokers only (controllers host no data logs).
+    assert table["log.segment.bytes"] == [str(1 << 30), "broker"]
+    assert table["log.retention.check.interval.ms"] == ["300000", "broker"]
+    assert table["message.max.bytes"] == ["1048588", "broker"]
 
 
 @pytest.mark.parametrize(("override", "message"), [
@@ -52,6 +56,14 @@ def test_config_show_lists_every_key_with_its_default_and_scope() -> None:
      "controller.1.broker.session.timeout.ms: broker.session.timeout.ms must be >= 1"),
     ("controller.1.replica.lag.time.max.ms=100", "is read by broker nodes only"),
     ("controller.1.kraftlab.bind.host=127.0.0.3", "kraftlab.bind.host is cluster-wide"),
+    # Broker log settings: checked up front (the broker would refuse them at start).
+    ("log.flush.interval.messages=0", "log.flush.interval.messages must be >= 1"),
+    ("log.retention.ms=-2", "log.retention.ms must be >= -1 (-1: unlimited)"),
+    ("log.retention.bytes=-3", "log.retention.bytes must be >= -1 (-1: unlimited)"),
+    ("log.segment.bytes=10", "log.segment.bytes is the broker default of topic config "
+                             "segment.bytes: invalid value '10'"),
+    ("controller.1.log.segment.bytes=4096", "log.segment.bytes is read by broker nodes only"),
+    ("controller.1.message.max.bytes=2048", "message.max.bytes is read by broker nodes only"),
 ])
 def test_cluster_up_rejects_bad_config_and_starts_nothing(
     tmp_path: Path, override: str, message: str

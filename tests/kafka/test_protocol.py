@@ -89,7 +89,7 @@ def test_api_versions_advertise_exactly_what_is_implemented(kcluster: KafkaClust
     assert r.error_code == NONE
     assert {(k.api_key, k.min_version, k.max_version) for k in r.api_keys} == {
         (0, 3, 10), (1, 4, 12), (2, 1, 7), (3, 1, 12), (18, 0, 3), (22, 0, 4),
-        (19, 2, 7), (20, 1, 5), (60, 0, 1),
+        (19, 2, 7), (20, 1, 5), (60, 0, 1), (32, 0, 4), (33, 0, 2), (44, 0, 1),
     }
     assert {k: (lo, hi) for k, (_, _, lo, hi) in SUPPORTED.items()} == {
         k.api_key: (k.min_version, k.max_version) for k in r.api_keys

@@ -116,7 +116,7 @@ def test_small_segments_roll_and_retention_deletes_them_on_every_replica(rcluste
 
     status, body = client.request("POST", f"/topics/{TOPIC}/partitions/0/records?acks=1",
                                   {"records": [{"value": "y" * 4000}]})  # fmt: skip
-    assert status == 400 and body["error"] == "MESSAGE_TOO_LARGE"
+    assert status == 413 and body["error"] == "MESSAGE_TOO_LARGE"
 
 
 def test_a_deleted_topics_directories_are_removed_after_the_delay(rcluster: LiveCluster) -> None:

@@ -1,0 +1,132 @@
+"""Topic configs through the Kafka listener (harness/kafka/config_handlers.py): DescribeConfigs,
+IncrementalAlterConfigs (KIP-339) and legacy AlterConfigs, on the wire and through real admin
+clients (kafka-python's KafkaAdminClient, confluent-kafka's AdminClient). The alters are forwarded
+to the active controller; Kafka's error codes come back per resource (UNKNOWN_TOPIC_OR_PARTITION
+3, INVALID_CONFIG 40, INVALID_REQUEST 42) and a rejected alter changes nothing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from kafka.protocol.admin import (  # type: ignore[import-untyped]
+    AlterConfigsRequest,
+    DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest,
+)
+
+from tests.integration.conftest import poll
+from tests.kafka.conftest import BROKERS, KafkaCluster, Wire
+
+pytestmark = pytest.mark.integration
+
+TOPIC = 2
+BROKER = 4
+DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5
+UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG, INVALID_REQUEST = 3, 40, 42
+
+
+def describe(c: KafkaCluster, broker: int, topic: str, version: int = 4) -> Any:
+    cls = DescribeConfigsRequest[version]
+    with Wire(c.kafka_port(broker)) as w:
+        return w.call(cls(resources=[cls.DescribeConfigsResource(
+            resource_type=TOPIC, resource_name=topic, configuration_keys=None)],
+            include_synonyms=True, include_documentation=False)).results[0]  # fmt: skip
+
+
+def overrides(c: KafkaCluster, broker: int, topic: str) -> dict[str, str]:
+    r = describe(c, broker, topic)
+    assert r.error_code == 0, r
+    return {e.name: e.value for e in r.configs if e.config_source == DYNAMIC_TOPIC_CONFIG}
+
+
+def incremental(c: KafkaCluster, topic: str, *ops: tuple[str, int, str | None],
+                resource_type: int = TOPIC) -> Any:
+    cls = IncrementalAlterConfigsRequest[1]
+    res = cls.AlterConfigsResource
+    with Wire(c.kafka_port(BROKERS[1])) as w:
+        return w.call(cls(resources=[res(resource_type=resource_type, resource_name=topic,
+                                         configs=[res.AlterableConfig(name=n, config_operation=o,
+                                                                      value=v)
+                                                  for n, o, v in ops])],
+                          validate_only=False)).responses[0]  # fmt: skip
+
+
+def test_incremental_alter_and_describe_on_the_wire(kcluster: KafkaCluster) -> None:
+    c = kcluster
+    c.create_topic("kp-configs", 1, "retention.ms=60000")
+    assert overrides(c, BROKERS[0], "kp-configs") == {"retention.ms": "60000"}
+    entry = {e.name: e for e in describe(c, BROKERS[0], "kp-configs").configs}
+    assert entry["retention.ms"].config_source == DYNAMIC_TOPIC_CONFIG
+    assert [(s.name, s.value, s.source) for s in entry["retention.ms"].synonyms] == [
+        ("retention.ms", "60000", DYNAMIC_TOPIC_CONFIG),
+        ("retention.ms", str(7 * 24 * 3600 * 1000), DEFAULT_CONFIG)]
+    assert (entry["segment.bytes"].value, entry["segment.bytes"].config_source) == (
+        str(1 << 30), DEFAULT_CONFIG)
+    v0 = {e.name: e for e in describe(c, BROKERS[0], "kp-configs", 0).configs}
+    assert v0["segment.bytes"].is_default and not v0["retention.ms"].is_default  # v0's field
+    assert entry["segment.bytes"].config_type == 3  # INT
+
+    r = incremental(c, "kp-configs", ("segment.bytes", 0, "4096"), ("retention.ms", 1, None))
+    assert (r.error_code, r.resource_name) == (0, "kp-configs")
+    def everywhere() -> bool:  # every broker's image learns it (answers come from the image)
+        return all(overrides(c, b, "kp-configs") == {"segment.bytes": "4096"} for b in BROKERS)
+
+    poll(everywhere, 10, "the altered configs on every broker")
+
+    r = incremental(c, "kp-configs", ("segment.bytes", 0, "8192"), ("bogus.config", 0, "1"))
+    assert r.error_code == INVALID_CONFIG and "bogus.config" in r.error_message
+    r = incremental(c, "kp-configs", ("segment.bytes", 2, "1"))  # APPEND
+    assert r.error_code == INVALID_CONFIG
+    assert incremental(c, "nope", ("segment.bytes", 0, "4096")).error_code == (
+        UNKNOWN_TOPIC_OR_PARTITION)
+    assert incremental(c, "101", ("log.segment.bytes", 0, "4096"),
+                       resource_type=BROKER).error_code == INVALID_REQUEST
+    assert describe(c, BROKERS[0], "nope").error_code == UNKNOWN_TOPIC_OR_PARTITION
+    assert overrides(c, BROKERS[0], "kp-configs") == {"segment.bytes": "4096"}  # unchanged
+
+    # Legacy AlterConfigs replaces the whole override set (segment.bytes goes back to default).
+    cls = AlterConfigsRequest[2]
+    res = cls.AlterConfigsResource
+    with Wire(c.kafka_port(BROKERS[2])) as w:
+        r = w.call(cls(resources=[res(resource_type=TOPIC, resource_name="kp-configs", configs=[
+            res.AlterableConfig(name="retention.bytes", value="100000")])],
+            validate_only=False)).responses[0]  # fmt: skip
+    assert r.error_code == 0
+    poll(lambda: overrides(c, BROKERS[2], "kp-configs") == {"retention.bytes": "100000"}, 10,
+         "the replaced override set")
+    for version in (0, 1, 2, 3):  # the older encodings decode too
+        assert describe(c, BROKERS[0], "kp-configs", version).error_code == 0
+
+
+def test_kafka_python_and_confluent_admin_clients(kcluster: KafkaCluster) -> None:
+    from confluent_kafka.admin import (  # type: ignore[attr-defined]
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+    )
+    from kafka.admin import ConfigResource as KpResource  # type: ignore[import-untyped]
+    from kafka.admin import ConfigResourceType, KafkaAdminClient
+
+    c = kcluster
+    c.create_topic("kp-configs-clients", 1)
+    admin = AdminClient({"bootstrap.servers": c.bootstrap})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, "kp-configs-clients", incremental_configs=[
+        ConfigEntry("max.message.bytes", "2048", incremental_operation=AlterConfigOpType.SET)])
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(timeout=15)
+    described = admin.describe_configs([ConfigResource(ConfigResource.Type.TOPIC,
+                                                       "kp-configs-clients")])  # fmt: skip
+    entries = next(iter(described.values())).result(timeout=15)
+    assert entries["max.message.bytes"].value == "2048"
+    assert entries["retention.bytes"].value == "-1" and entries["retention.bytes"].is_default
+
+    kp = KafkaAdminClient(bootstrap_servers=c.bootstrap, request_timeout_ms=10_000)
+    try:
+        poll(lambda: all(overrides(c, b, "kp-configs-clients") == {"max.message.bytes": "2048"}
+                         for b in BROKERS), 10, "the override on every broker")
+        result = kp.describe_configs([KpResource(ConfigResourceType.TOPIC, "kp-configs-clients")])
+        assert "max.message.bytes" in str(result) and "2048" in str(result), result
+    finally:
+        kp.close()
