@@ -28,7 +28,7 @@ import random
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,6 +36,7 @@ from typing import Any
 import aiohttp
 
 from harness import cluster as cl
+from harness.admin_auth import bearer
 from harness.jepsen.history import HistoryError
 from harness.jepsen.nemesis import ClusterNemesis, Schedule, parse_nemesis
 from harness.jepsen.recorder import Recorder, RunContext, Workload
@@ -62,6 +63,8 @@ QUEUE_OVERRIDES = {
     "replica.fetch.backoff.ms": "200",
 }
 QUEUE_BROKERS = 3
+
+STOP_POLL_S = 0.1  # how often `RunOptions.stop_when` is asked
 
 WORKLOADS = ("kv", "queue")
 PLANNED_WORKLOADS: dict[str, str] = {}
@@ -91,6 +94,11 @@ class RunOptions:
     recovery_timeout_s: float = 20.0
     final_timeout_s: float = 15.0
     progress: Callable[[str], None] | None = None
+    # End the fault phase early, before the time limit, once this holds (polled every
+    # STOP_POLL_S while the phase runs; the time limit stays the bound). Tests use it to heal
+    # only after the fault has had its effect (e.g. a new partition leader elected), instead
+    # of guessing how long that takes on a loaded machine.
+    stop_when: Callable[[ClusterNemesis], Awaitable[bool]] | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +219,22 @@ async def _wait_recovery(nemesis: ClusterNemesis, timeout_s: float) -> float | N
     return None
 
 
+def client_session(data_dir: Path) -> aiohttp.ClientSession:
+    """The workloads' HTTP session: never resends a request (`disable_idempotent_retry`), and
+    carries the cluster's admin bearer token (DIR/admin-token, harness/admin_auth.py) on every
+    request when the cluster has one: a node bound beyond 127.0.0.1, or started with
+    kraftlab.admin.require.token=true, answers 401 to any write without it. Call it inside the
+    running event loop."""
+    token = cl.read_token(data_dir)
+    session = aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=64),
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=1.0),
+        headers=bearer(token) if token else None,
+    )
+    disable_idempotent_retry(session)
+    return session
+
+
 async def _run_async(options: RunOptions, data_dir: Path, workload: Workload,
                      rec: Recorder) -> dict[str, Any]:
     faults = parse_nemesis(options.nemesis)
@@ -219,12 +243,10 @@ async def _run_async(options: RunOptions, data_dir: Path, workload: Workload,
     rng = random.Random(options.seed)
     schedule = Schedule(faults, options.fault_s, options.quiet_s, options.lead_in_s)
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=1.0)
-    connector = aiohttp.TCPConnector(limit=64)
     # Two sessions: the clients' never resends (a refused connection must mean "not sent");
     # the nemesis's keeps aiohttp's resend (setting or clearing links twice is harmless).
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout) as session, \
+    async with client_session(data_dir) as session, \
             aiohttp.ClientSession(timeout=timeout) as nemesis_session:
-        disable_idempotent_retry(session)
         ctx = RunContext(urls, session, rec, random.Random(rng.random()), options.progress,
                          data_dir=data_dir)
         # broker faults pick a partition of the workload's own topic (kv has none)
@@ -245,14 +267,33 @@ async def _run_async(options: RunOptions, data_dir: Path, workload: Workload,
         tasks += [asyncio.create_task(workload.run_worker(ctx, w, deadline))
                   for w in range(workload.concurrency)]
         outcomes: list[Any] = []
+        phase = asyncio.gather(*tasks, return_exceptions=True)
+        stopper = (asyncio.create_task(_stop_when(options.stop_when, nemesis, deadline))
+                   if options.stop_when is not None else None)
         try:
             # bounded: the deadline, plus one op timeout, plus a fault action's own timeouts
             async with asyncio.timeout(options.time_limit_s + workload.op_timeout_s + 30):
-                outcomes = await asyncio.gather(*tasks, return_exceptions=True)
+                if stopper is None:
+                    outcomes = await phase
+                else:
+                    waited: list[asyncio.Future[Any]] = [phase, stopper]
+                    await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
+                    if (not phase.done() and stopper.done() and stopper.exception() is None
+                            and stopper.result()):
+                        # the condition held: stop now. Operations in flight stay open (an
+                        # invoke without completion is `info`: it may have happened).
+                        ctx.stats["stopped_early_s"] = round(time.monotonic() - started, 3)
+                        _say(options, "stop condition met: ending the fault phase")
+                    else:  # the phase ended, or the condition never held (or raised)
+                        if stopper.done() and stopper.exception() is not None:
+                            ctx.stats["stop_when_error"] = repr(stopper.exception())
+                        outcomes = await phase
         finally:
-            for task in tasks:
+            for task in [*tasks, *([stopper] if stopper is not None else [])]:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            if stopper is not None:
+                await asyncio.gather(stopper, return_exceptions=True)
             _say(options, "time limit reached: healing")
             heal = await nemesis.heal_all()
             ctx.stats["healed_at"] = time.monotonic()  # recovery times count from here
@@ -260,6 +301,8 @@ async def _run_async(options: RunOptions, data_dir: Path, workload: Workload,
         # sound: the crashed operation is left open) and results.json says what happened.
         crashed = [f"{'nemesis' if i == 0 else f'worker {i - 1}'}: {r!r}"
                    for i, r in enumerate(outcomes) if isinstance(r, BaseException)]
+        if "stop_when_error" in ctx.stats:
+            crashed.append(f"stop_when: {ctx.stats['stop_when_error']}")
         for line in crashed:
             _say(options, f"WARNING: {line}")
         recovery_s = await _wait_recovery(nemesis, options.recovery_timeout_s)
@@ -272,7 +315,18 @@ async def _run_async(options: RunOptions, data_dir: Path, workload: Workload,
                  if epoch_start is not None and epoch_end is not None else None)
     return {"heal": heal, "recovery_s": recovery_s, "recovered": recovery_s is not None,
             "faults_applied": nemesis.applied, "controller_leader_elections": elections,
-            "crashed_tasks": crashed, **final}
+            "crashed_tasks": crashed, "stopped_early_s": ctx.stats.get("stopped_early_s"),
+            **final}
+
+
+async def _stop_when(condition: Callable[[ClusterNemesis], Awaitable[bool]],
+                     nemesis: ClusterNemesis, deadline: float) -> bool:
+    """True once `condition` holds; False at the deadline (the phase then ends by itself)."""
+    while time.monotonic() < deadline:
+        if await condition(nemesis):
+            return True
+        await asyncio.sleep(STOP_POLL_S)  # poll interval
+    return False
 
 
 async def _controller_epoch(nemesis: ClusterNemesis) -> int | None:
@@ -335,6 +389,9 @@ def finish(options: RunOptions, workload: Workload, rec: Recorder,
     except HistoryError as exc:  # a recorder bug; the history is on disk for inspection
         raise RunError(f"recorded history is malformed: {exc}") from exc
     _say(options, f"checking {sum(1 for op in ops if op.is_client)} operations")
+    if isinstance(workload, QueueWorkload) and "partition_leader_elections" in info:
+        # the brokers' logs (copied by now) fill in leader states the watcher did not see
+        info = {**info, **workload.count_elections(out_dir / "logs")}
     outcome = workload.check(ops, out_dir)
     verdict = outcome.verdict
     if verdict == "valid" and not info["recovered"]:
@@ -352,7 +409,8 @@ def finish(options: RunOptions, workload: Workload, rec: Recorder,
         **info,
         "summary": summarise(ops),
         "checker": outcome.checker,
-        "options": {k: v for k, v in asdict(options).items() if k not in ("progress",)},
+        "options": {k: v for k, v in asdict(options).items()
+                    if k not in ("progress", "stop_when")},
         "files": {"history": "history.jsonl", "report_html": "report.html",
                   "report_png": "report.png", **outcome.files},
     }

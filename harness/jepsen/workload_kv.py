@@ -134,7 +134,9 @@ class KvWorkload:
     def classify(status: int, data: dict[str, Any]) -> Outcome:
         """A non-2xx answer as fail (did not happen) or info (may have happened)."""
         error = str(data.get("error", f"HTTP_{status}"))
-        if status in (400, 404, 409, 421):
+        # 401: the node's auth middleware refused the request before any handler ran
+        # (harness/admin_auth.py), so it did nothing
+        if status in (400, 401, 404, 409, 421):
             return Outcome("fail", error=error)
         if status == 503:
             message = str(data.get("message", ""))

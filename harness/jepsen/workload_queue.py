@@ -37,6 +37,12 @@ deadline, under process ids above every worker's:
    retried. The checker treats a final poll as the partition's complete contents, so only a
    complete drain is ever recorded ok.
 Probe sends and drain polls carry `"final": true` so availability counts leave them out.
+
+Leader elections (`partition_leader_elections`): from setup to the final phase a watcher
+describes the topic every WATCH_INTERVAL_S and keeps each partition's (leader_epoch, leader)
+states; `count_elections` counts the changes to a real leader among them, merged with the
+brokers' logged states (harness/jepsen/elections.py: not the leader epoch's rise, which counts a
+quorum-mode fence as an election).
 """
 
 from __future__ import annotations
@@ -63,12 +69,15 @@ from harness.client import (
     Producer,
     ProducerConfig,
 )
+from harness.jepsen import elections as el
 from harness.jepsen.history import Operation
 from harness.jepsen.queue import check_queue
 from harness.jepsen.recorder import CheckOutcome, ProcessIds, RunContext
 
 ACKS = {"0": 0, "1": 1, "all": -1}
 SETUP_TIMEOUT_S = 20.0
+WATCH_INTERVAL_S = 0.1  # how often the leader watcher describes the topic
+WATCH_MAX_SAMPLES = 36_000  # the watcher's own bound (an hour at WATCH_INTERVAL_S)
 
 
 class QueueSetupError(RuntimeError):
@@ -140,6 +149,10 @@ class QueueWorkload:
         self._final_pids = itertools.count(0)
         self.final_info: dict[str, Any] = {}
         self.leader_epochs_start: dict[int, int] = {}
+        # (leader_epoch, leader) states seen in the controllers' metadata (harness/jepsen/
+        # elections.py): the setup's, the watcher's during the run, the final phase's
+        self.leader_states: el.States = {}
+        self._watcher: asyncio.Task[None] | None = None
 
     def describe(self) -> dict[str, Any]:
         o = self.options
@@ -221,6 +234,7 @@ class QueueWorkload:
                 p["leader"] is not None and len(p["isr"]) == o.replication_factor for p in parts
             ):
                 self.leader_epochs_start = {p["partition"]: p["leader_epoch"] for p in parts}
+                self._observe(view)
                 break
             await asyncio.sleep(0.05)  # poll interval
         else:
@@ -228,10 +242,44 @@ class QueueWorkload:
                                   f"{SETUP_TIMEOUT_S:.0f} s")
         self._client = ClusterClient(Bootstrap.from_cluster_file(ctx.data_dir),
                                      request_timeout_ms=int(o.op_timeout_s * 1000))
+        self._watcher = asyncio.create_task(self._watch_leaders(ctx))
         if ctx.progress is not None:
             ctx.progress(f"topic {o.topic}: {o.partitions} partitions, RF "
                          f"{o.replication_factor}, {o.topic_configs()}, acks={o.acks}, "
                          f"idempotence={o.idempotence}")
+
+    # ---------------------------------------------------------------------------- elections
+
+    def _observe(self, view: dict[str, Any] | None) -> None:
+        for p in (view or {}).get("partitions", []):
+            if isinstance(p.get("partition"), int) and isinstance(p.get("leader_epoch"), int):
+                el.add_state(self.leader_states, p["partition"], p["leader_epoch"], p["leader"])
+
+    async def _watch_leaders(self, ctx: RunContext) -> None:
+        """Describe the topic every WATCH_INTERVAL_S until final() stops it, so the leader
+        changes of the run are seen one by one (elections are counted from them)."""
+        for _ in range(WATCH_MAX_SAMPLES):
+            self._observe(await self.topic_view(ctx))
+            await asyncio.sleep(WATCH_INTERVAL_S)  # sampling cadence
+
+    async def _stop_watching(self) -> None:
+        if self._watcher is not None:
+            self._watcher.cancel()
+            await asyncio.gather(self._watcher, return_exceptions=True)
+            self._watcher = None
+
+    def count_elections(self, logs_dir: Path | None = None) -> dict[str, Any]:
+        """Partition leader elections since setup (elections.py's rule: changes to a real
+        leader), from the watched states merged with the brokers' logged states."""
+        states = self.leader_states
+        if logs_dir is not None and logs_dir.is_dir():
+            states = el.merge(states, el.broker_log_states(logs_dir, self.options.topic))
+        per = el.leader_elections(states, self.leader_epochs_start,
+                                  quorum_mode=self.options.replication_mode == "quorum")
+        changes = sum(el.epoch_changes(states.get(p, {}), e)
+                      for p, e in self.leader_epochs_start.items())
+        return {"partition_leader_elections": sum(per.values()),
+                "partition_leader_changes": changes}
 
     # ---------------------------------------------------------------------------- producers
 
@@ -438,6 +486,7 @@ class QueueWorkload:
         """Abort the workers' producers, probe every partition, drain every partition."""
         for worker in list(self._producers):
             self._retire_producer(worker)
+        await self._stop_watching()
         started = float(ctx.stats.get("healed_at", time.monotonic()))
         offsets = await asyncio.gather(*(self._probe(ctx, p, deadline)
                                          for p in range(self.options.partitions)))
@@ -448,12 +497,10 @@ class QueueWorkload:
             if await self._drain(ctx, p, -1 if offset is None else offset, deadline):
                 drained.append(self.tps[p])
         view = await self.topic_view(ctx)
-        epochs_end = {p["partition"]: p["leader_epoch"] for p in (view or {}).get("partitions", [])}
-        elections = sum(max(0, epochs_end.get(p, e) - e)
-                        for p, e in self.leader_epochs_start.items())
+        self._observe(view)
         self.final_info = {"probe_recovery_s": recovery_s, "drained_partitions": drained,
                            "drain_complete": len(drained) == self.options.partitions,
-                           "partition_leader_elections": elections,
+                           **self.count_elections(),  # the runner adds the brokers' logs
                            "final_topic": view}
         for producer in self._aborted:
             producer.abort()

@@ -25,7 +25,7 @@ from harness import cluster as cl
 from harness.jepsen.history import NEMESIS, load_history
 from harness.jepsen.linearizable import check_linearizable
 from harness.jepsen.models import get_model
-from harness.jepsen.runner import RunOptions, run
+from harness.jepsen.runner import DEFAULT_OVERRIDES, RunOptions, run
 from harness.jepsen.workload_kv import KvOptions
 from harness.matrix_schema import read_dataset
 
@@ -58,6 +58,9 @@ def test_linearizable_reads_under_partitions_and_kill_find_no_anomaly(
         out_dir=out, nemesis="isolate-leader,halves,kill-leader", time_limit_s=8.0, seed=11,
         data_dir=data_dir, kv=KvOptions(keys=3, concurrency=4, rate=40.0, op_timeout_s=2.0),
         fault_s=(1.5, 2.0), quiet_s=(0.5, 1.0), lead_in_s=0.5,
+        # the admin API wants the bearer token on every write, as when bound off 127.0.0.1:
+        # the workload and the nemesis must both send the cluster's token
+        overrides={**DEFAULT_OVERRIDES, "kraftlab.admin.require.token": "true"},
     )
     result = run(options)
     r = result.results
@@ -95,6 +98,8 @@ def test_linearizable_reads_under_partitions_and_kill_find_no_anomaly(
     assert sum(s.writes_attempted for s in row.per_second) == len(writes)
     assert sum(s.writes_succeeded for s in row.per_second) == row.acked_writes == sum(
         1 for op in writes if op.type == "ok")
+    assert row.acked_writes > 0  # writes got through the token check
+    assert not [op for op in ops if op.error == "SASL_AUTHENTICATION_FAILED"]
 
 
 def test_local_reads_from_a_cut_off_follower_are_caught_as_stale(
