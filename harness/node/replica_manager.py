@@ -19,8 +19,12 @@ What it does:
   (SendFetchResponse to -1, routed by request id).
 - AlterPartition goes to the active controller over the node transport (broker.py), the answer is
   fed back to the core on a later loop iteration. Quorum-mode position reports (the replica's vote
-  in a fencing election, partition/replica/quorum_mode.py) go the same way; their answers are
-  not needed (the core re-sends while fenced). The quorum-mode epoch marker is the core's own
+  in a fencing election, partition/replica/quorum_mode.py) go the same way; the core re-sends
+  while fenced, but a report the active controller accepted is not sent again unchanged (until
+  the controller changes or POSITION_REPORT_REFRESH_MS), and one in flight is not duplicated.
+- Metadata reaches the replicas only after the initial catch-up: the image must have applied
+  this broker's own RegisterBroker record (`_caught_up`), so a restart never acts on a snapshot
+  older than a quorum-mode fence. The quorum-mode epoch marker is the core's own
   effect; ISR mode needs none (docs/replication.md, "HW rules per mode").
 - Topic configs reach the logs (harness/node/log_configs.py): every hosted log gets its topic's
   LogConfig (broker defaults < topic overrides) at creation and again whenever the image changes
@@ -74,6 +78,7 @@ from quorum.controller.messages import (
     AlterPartitionResponse,
     BrokerState,
     ReportReplicaPositionRequest,
+    ReportReplicaPositionResponse,
 )
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import MetadataImage
@@ -86,6 +91,9 @@ if TYPE_CHECKING:
 log = structlog.get_logger()
 
 HW_CHECKPOINT_INTERVAL_MS = 5_000  # replica.high.watermark.checkpoint.interval.ms
+# Quorum mode: an accepted position report is sent again after this long even if nothing
+# changed (a controller failover this broker has not noticed yet), not every report interval.
+POSITION_REPORT_REFRESH_MS = 10_000
 
 ProduceCallback = Callable[[ProduceResponse], None]
 FetchCallback = Callable[[FetchResponse], None]
@@ -106,6 +114,16 @@ class ReplicaFetchBatchResponse:
 
 
 @dataclass(slots=True)
+class _SentReport:
+    """The last quorum-mode position report of one partition (send_replica_position)."""
+
+    request: ReportReplicaPositionRequest
+    controller: tuple[int | None, int]  # (active controller id, metadata quorum epoch)
+    in_flight: bool = True
+    accepted_ms: int | None = None  # answered NONE at this time
+
+
+@dataclass(slots=True)
 class HostedReplica:
     topic: str
     topic_id: str
@@ -115,6 +133,7 @@ class HostedReplica:
     last_partition: Partition | None = None
     last_eligible: tuple[BrokerState, ...] = ()
     config_overrides: dict[str, str] = field(default_factory=dict)  # the topic's, last applied
+    fenced_epoch: int = -1  # quorum mode: the stored fenced epoch (SendReplicaPosition)
     timer: asyncio.TimerHandle | None = None
     deadline_ms: int | None = None
     busy: bool = False
@@ -151,6 +170,7 @@ class ReplicaManager:
         self._retention_timer: asyncio.TimerHandle | None = None
         self._delete_timer: asyncio.TimerHandle | None = None
         self._closed = False
+        self._published = False  # the image reached our registration (`_caught_up`)
         # Producer ids handed out from blocks the controller allocates (KIP-730).
         self._pid_next = 0
         self._pid_end = 0
@@ -158,6 +178,8 @@ class ReplicaManager:
         self.produced_batches = 0
         self.fetch_frames_sent = 0
         self.fetch_requests_sent = 0
+        self._reports: dict[tuple[str, int], _SentReport] = {}
+        self.position_reports_sent = 0
         self._arm_housekeeping()
         self._arm_retention()
         self._arm_deletions()
@@ -180,6 +202,8 @@ class ReplicaManager:
         """Sync hosted replicas with the image (called after every applied batch of records)."""
         if self._closed or not self.broker.session.registered:
             return  # act on assignments only once registered (the broker epoch is known)
+        if not self._caught_up(image):
+            return
         self._learn_peers(image)
         eligible = tuple(BrokerState(b.broker_id, b.broker_epoch) for b in image.brokers()
                          if image.is_broker_usable(b.broker_id))  # fmt: skip
@@ -207,6 +231,22 @@ class ReplicaManager:
                 r.last_partition, r.last_eligible = part, eligible
                 self._step(r, MetadataUpdated(part, eligible))
 
+    def _caught_up(self, image: MetadataImage) -> bool:
+        """Kafka's initial catch-up (BrokerServer publishes metadata to the ReplicaManager only
+        once the broker's image reached its own registration): the image must have applied our
+        RegisterBroker record (its offset is the broker epoch, KIP-631). Before that it may be a
+        snapshot older than a quorum-mode fence, and acting on it would let this replica follow
+        (and help commit for) a leader that was already fenced."""
+        broker_epoch = self.broker.broker_epoch
+        me = image.broker(self.broker_id)
+        caught_up = (image.applied_offset >= broker_epoch and me is not None
+                     and me.broker_epoch == broker_epoch)  # fmt: skip
+        if caught_up != self._published:
+            self._published = caught_up
+            log.info("replica.metadata_caught_up" if caught_up else "replica.metadata_behind",
+                     broker_epoch=broker_epoch, metadata_offset=image.applied_offset)  # fmt: skip
+        return caught_up
+
     def _learn_peers(self, image: MetadataImage) -> None:
         for b in image.brokers():
             endpoint = b.endpoint("rpc")
@@ -232,11 +272,14 @@ class ReplicaManager:
         plog = self.log_manager.get_or_create(topic, partition, log_config)
         self.log_manager.set_config(topic, partition, log_config)  # opened at start: defaults
         local = LocalReplicaLog(plog)
+        fenced_epoch = plog.read_fenced_epoch()
         core = ReplicaCore(self.broker_id, topic_id, partition, local,
                            self._replica_config(image, topic),
-                           broker_epoch=self.broker.broker_epoch, topic=topic)  # fmt: skip
+                           broker_epoch=self.broker.broker_epoch, topic=topic,
+                           fenced_epoch=fenced_epoch)  # fmt: skip
         r = HostedReplica(topic, topic_id, partition, core, local,
-                          config_overrides=image.topic_config_overrides(topic))
+                          config_overrides=image.topic_config_overrides(topic),
+                          fenced_epoch=fenced_epoch)  # fmt: skip
         self.replicas[(topic_id, partition)] = r
         self.by_name[(topic, partition)] = r
         log.info("replica.created", topic=topic, partition=partition,
@@ -250,6 +293,7 @@ class ReplicaManager:
         if r.timer is not None:
             r.timer.cancel()
         del self.replicas[(r.topic_id, r.partition)]
+        self._reports.pop((r.topic_id, r.partition), None)
         self.by_name.pop((r.topic, r.partition), None)
         if part is None:
             # The topic is gone: rename its log aside at once and remove the files after
@@ -341,8 +385,38 @@ class ReplicaManager:
             callback(response)
 
     def send_replica_position(self, request: ReportReplicaPositionRequest) -> None:
-        # Best effort: a lost or refused report is re-sent by the core while it stays fenced.
-        self.broker.send_controller(request, lambda response: None)
+        """Best effort: the core re-sends while it stays fenced (every
+        position_report_interval_ms). Sent again only if it differs from the last one, or the
+        active controller changed (a new one has no reports: they live in its memory), or none
+        is in flight and the last was not accepted, or the accepted one is older than
+        POSITION_REPORT_REFRESH_MS (a failover this broker did not notice)."""
+        key = (request.topic_id, request.partition)
+        r = self.replicas.get(key)
+        if r is not None and request.leader_epoch > r.fenced_epoch:
+            # Durable before the vote leaves: after a restart the core refuses partition state
+            # of an earlier epoch (defence in depth behind the initial catch-up).
+            r.log.log.write_fenced_epoch(request.leader_epoch)
+            r.fenced_epoch = request.leader_epoch
+        controller = (self.node.leader_id, self.node.epoch)
+        now_ms = self.node.now_ms()
+        last = self._reports.get(key)
+        if last is not None and last.request == request and last.controller == controller and (
+            last.in_flight
+            or (last.accepted_ms is not None
+                and now_ms - last.accepted_ms < POSITION_REPORT_REFRESH_MS)
+        ):  # fmt: skip
+            return
+        sent = self._reports[key] = _SentReport(request, controller)
+        self.position_reports_sent += 1
+
+        def answered(response: Any) -> None:
+            if self._reports.get(key) is not sent:
+                return
+            sent.in_flight = False
+            if isinstance(response, ReportReplicaPositionResponse) and response.error is Errors.NONE:
+                sent.accepted_ms = self.node.now_ms()
+
+        self.broker.send_controller(request, answered)
 
     def leadership_changed(self, effect: LeadershipChanged) -> None:
         pass  # the core logs partition.became_leader / became_follower itself

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from quorum.metadata.configs import MIN_INSYNC_REPLICAS
+from quorum.metadata.configs import MIN_INSYNC_REPLICAS, REPLICATION_MODE
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import NO_LEADER
 
@@ -91,6 +91,12 @@ class PartitionHealth:
       partitions with a short ISR, which `led_by` gives);
     - at_min_isr: ISR exactly min.insync.replicas (AtMinIsrPartitionCount): one more loss and
       acks=all produce fails.
+    replication.mode=quorum topics: an offset commits on a majority of the replicas and
+    min.insync.replicas does not apply, so "min ISR" there is the majority (RF // 2 + 1):
+    under_min_isr = no leader or fewer than a majority in the ISR (acks=all cannot commit),
+    at_min_isr = exactly a majority. The ISR of a quorum-mode partition is the leader's set of
+    caught-up replicas (the election's reporting majority, then grown and shrunk by the leader
+    as in ISR mode), so under_replicated keeps its meaning: some replica is not caught up.
     The lists name the partitions as `topic-partition`, sorted."""
 
     total: int
@@ -119,11 +125,17 @@ def partition_health(image: MetadataImage, led_by: int | None = None) -> Partiti
         total += 1
         name = f"{topic.name}-{part.partition}"
         if topic.name not in min_isr_of:
-            try:
-                min_isr_of[topic.name] = int(image.topic_configs(topic.name)[MIN_INSYNC_REPLICAS])
-            except (KeyError, ValueError):
-                min_isr_of[topic.name] = 1
+            configs = image.topic_configs(topic.name)
+            if configs.get(REPLICATION_MODE) == "quorum":
+                min_isr_of[topic.name] = -1  # the majority of each partition's replicas
+            else:
+                try:
+                    min_isr_of[topic.name] = int(configs[MIN_INSYNC_REPLICAS])
+                except (KeyError, ValueError):
+                    min_isr_of[topic.name] = 1
         min_isr = min_isr_of[topic.name]
+        if min_isr < 0:
+            min_isr = len(part.replicas) // 2 + 1
         has_leader = part.leader != NO_LEADER
         if not has_leader:
             offline.append(name)

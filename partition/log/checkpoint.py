@@ -32,6 +32,10 @@ RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 REPLICATION_CHECKPOINT = "replication-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+# kraftlab, replication.mode=quorum: the highest fenced leader epoch this replica reported its
+# position at (one line "<epoch>" after the version/count lines). A replica never follows a
+# leader of an earlier epoch again, also after a restart (partition/replica/quorum_mode.py).
+FENCED_EPOCH_CHECKPOINT = "quorum-fenced-epoch-checkpoint"
 CHECKPOINT_VERSION = 0
 
 
@@ -94,6 +98,22 @@ def read_offsets(storage: Storage, path: str) -> dict[tuple[str, int], int]:
 def write_epochs(storage: Storage, path: str, epochs: Iterable[tuple[int, int]]) -> None:
     """Write a leader-epoch-checkpoint: (epoch, start_offset) pairs in order."""
     write_atomically(storage, path, _format(f"{e} {o}" for e, o in epochs))
+
+
+def write_fenced_epoch(storage: Storage, path: str, epoch: int) -> None:
+    """Write the quorum-mode fenced epoch (FENCED_EPOCH_CHECKPOINT), atomically."""
+    write_atomically(storage, path, _format([str(epoch)]))
+
+
+def read_fenced_epoch(storage: Storage, path: str) -> int:
+    """The quorum-mode fenced epoch; -1 when the file is absent."""
+    rows = _parse(storage, path, 1)
+    if len(rows) != 1:
+        return -1
+    try:
+        return int(rows[0][0])
+    except ValueError as exc:
+        raise CheckpointError(f"{path}: non-numeric field ({exc})") from exc
 
 
 def read_epochs(storage: Storage, path: str) -> list[tuple[int, int]]:

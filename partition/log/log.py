@@ -33,7 +33,12 @@ import structlog
 
 from partition.log import batch as rb
 from partition.log import producer_state as ps
-from partition.log.checkpoint import LEADER_EPOCH_CHECKPOINT
+from partition.log.checkpoint import (
+    FENCED_EPOCH_CHECKPOINT,
+    LEADER_EPOCH_CHECKPOINT,
+    read_fenced_epoch,
+    write_fenced_epoch,
+)
 from partition.log.config import LogConfig
 from partition.log.epoch_cache import LeaderEpochCache
 from partition.log.errors import (
@@ -543,6 +548,14 @@ class PartitionLog:
             self._dir_dirty = False
         self.recovery_point = self.log_end_offset
         self._unflushed_messages = 0
+
+    def read_fenced_epoch(self) -> int:
+        """replication.mode=quorum: the highest fenced epoch this replica reported at (-1)."""
+        return read_fenced_epoch(self.storage, f"{self.directory}/{FENCED_EPOCH_CHECKPOINT}")
+
+    def write_fenced_epoch(self, epoch: int) -> None:
+        """Persist it (atomically, fsynced) before the position report that depends on it."""
+        write_fenced_epoch(self.storage, f"{self.directory}/{FENCED_EPOCH_CHECKPOINT}", epoch)
 
     def maybe_flush(self, now_ms: int) -> bool:
         """flush.ms: flush if that long passed since the last flush. Returns True if it flushed."""

@@ -18,7 +18,9 @@ Transitions (this module owns all of them; inputs are MetadataUpdated only):
     and every position_report_interval_ms, and takes nothing from an earlier leader. A new
     quorum-mode leader with HW < LEO appends an epoch marker first.
 
-Stale metadata (lower leader epoch, or same epoch and lower partition epoch) is ignored.
+Stale metadata (lower leader epoch, or same epoch and lower partition epoch) is ignored; in
+quorum mode so is any leader epoch below `fenced_epoch` (the last fenced epoch this replica
+reported at, persisted by the driver across restarts) or below its log's last epoch.
 
 Invariants enforced (InvariantViolation): a leader's HW never decreases, and never exceeds its
 LEO; a follower's HW never exceeds its LEO.
@@ -114,8 +116,12 @@ def metadata_update_from_image(
 class ReplicaCore(LeaderMixin, FollowerMixin):
     def __init__(self, node_id: int, topic_id: str, partition: int, log: ReplicaLog,
                  config: ReplicaConfig | None = None, *, broker_epoch: int = -1,
-                 topic: str = "") -> None:  # fmt: skip
+                 topic: str = "", fenced_epoch: int = -1) -> None:  # fmt: skip
         self.node_id = node_id
+        # Quorum mode: the highest fenced epoch this replica reported its position at (the
+        # driver persists it before sending the report and passes it back after a restart).
+        # Partition state of an earlier leader epoch is never acted on again (quorum_mode).
+        self.fenced_epoch = fenced_epoch
         self.topic_id = topic_id
         self.partition_id = partition
         self.log = log
@@ -277,6 +283,14 @@ class ReplicaCore(LeaderMixin, FollowerMixin):
         if current is not None and _epochs(p) < _epochs(current):
             # Stale partition state (an older record); only the eligible brokers may be new.
             return self._leader_reevaluate(now_ms)
+        floor = self._epoch_floor()
+        if p.leader_epoch < floor:
+            # Older than an epoch we voted at, or than our own log's last epoch (a stale image
+            # after a restart): acting on it could help a fenced zombie commit, or lead at an
+            # epoch below our own entries (quorum_mode).
+            self._logger.warning("partition.stale_metadata_ignored", leader_epoch=p.leader_epoch,
+                                 epoch_floor=floor)  # fmt: skip
+            return self._leader_reevaluate(now_ms)
         self.partition = p
         role = self.role
         if self.node_id not in p.replicas or p.leader == NO_LEADER:
@@ -291,6 +305,13 @@ class ReplicaCore(LeaderMixin, FollowerMixin):
         ):
             return []  # an ISR change: nothing for a follower to do
         return self._become_follower(p, now_ms)
+
+    def _epoch_floor(self) -> int:
+        """Quorum mode: the lowest leader epoch this replica may still act on: its persisted
+        fenced epoch, and the epoch of its own last entry (that leader's state was newer)."""
+        if not self.config.is_quorum_mode:
+            return -1
+        return max(self.fenced_epoch, self._latest_epoch)
 
     def _leader_reevaluate(self, now_ms: int) -> list[Effect]:
         role = self.role
@@ -363,7 +384,7 @@ class ReplicaCore(LeaderMixin, FollowerMixin):
         leader.wake_fetches = True
         self._logger.info("partition.epoch_marker_appended", leader_epoch=leader.leader_epoch,
                           offset=base, high_watermark=self._hw)  # fmt: skip
-        return [AppendAsLeader(bytes(marker), base, base, leader.leader_epoch)]
+        return [AppendAsLeader(bytes(marker), base, base, leader.leader_epoch, flush=True)]
 
     def _become_offline(self, p: Partition, now_ms: int) -> list[Effect]:
         effects = self._leave_leadership()
@@ -378,6 +399,7 @@ class ReplicaCore(LeaderMixin, FollowerMixin):
                 # taken (no fetch is sent; responses are dropped: we are no follower), so the
                 # position reported now is final until a leader of a later epoch.
                 offline.next_report_ms = now_ms
+                self.fenced_epoch = max(self.fenced_epoch, p.leader_epoch)
                 effects += self._maybe_report_position(offline, now_ms)
         return effects
 

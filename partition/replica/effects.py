@@ -26,6 +26,10 @@ class AppendAsLeader:
     base_offset: int
     last_offset: int
     leader_epoch: int
+    # replication.mode=quorum: fsync before the next effect (the leader counts its own LEO in
+    # the majority, and a majority must mean durable, as a Raft vote does). ISR mode: False,
+    # Kafka's flush.ms/flush.messages policy (replication, not fsync, is the durability).
+    flush: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +37,10 @@ class AppendAsFollower:
     """Append batches fetched from the leader, unchanged; the first starts at the LEO."""
 
     records: bytes
+    # replication.mode=quorum: fsync before the next effect, so the next fetch (which reports
+    # this LEO to the leader, who counts it in the majority) and a position report carry only
+    # durable data. One fsync per fetch round, not per record.
+    flush: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +101,10 @@ class SendAlterPartition:
 @dataclass(frozen=True, slots=True)
 class SendReplicaPosition:
     """replication.mode=quorum: send this replica's position at the fenced epoch to the active
-    controller (its vote in the election; best effort, re-sent on the core's timer)."""
+    controller (its vote in the election; best effort, re-sent on the core's timer). Before
+    sending, the driver persists `request.leader_epoch` as the partition's fenced epoch if it is
+    higher than the stored one, and gives it back to the core after a restart (`fenced_epoch`):
+    a replica never follows a leader of an earlier epoch than one it voted at."""
 
     request: ReportReplicaPositionRequest
 

@@ -129,7 +129,9 @@ class FollowerMixin:
             return None
         self._leo = kept[-1].next_offset
         self._latest_epoch = max(self._latest_epoch, kept[-1].partition_leader_epoch)
-        return [AppendAsFollower(bytes(resp.records[kept[0].position :]))]
+        # Quorum mode: flushed before the next fetch reports the new LEO (quorum_mode, limits).
+        return [AppendAsFollower(bytes(resp.records[kept[0].position :]),
+                                 flush=self.config.is_quorum_mode)]  # fmt: skip
 
     def _update_follower_hw(self, leader_high_watermark: int) -> list[Effect]:
         high_watermark = min(leader_high_watermark, self._leo)

@@ -186,7 +186,8 @@ class LeaderMixin:
             rb.patch(patched, h.position, offset, leader.leader_epoch)
             offset += h.last_offset_delta + 1
         effects: list[Effect] = [
-            AppendAsLeader(bytes(patched), base, offset - 1, leader.leader_epoch)
+            AppendAsLeader(bytes(patched), base, offset - 1, leader.leader_epoch,
+                           flush=self.config.is_quorum_mode)
         ]
         self._leo = offset
         self._latest_epoch = leader.leader_epoch

@@ -103,7 +103,7 @@ class LocalReplicaLog:
     def execute(self, effect: LogEffect) -> None:
         """Apply one log effect (the caller keeps the core's order)."""
         match effect:
-            case AppendAsLeader(records, base_offset, last_offset, leader_epoch):
+            case AppendAsLeader(records, base_offset, last_offset, leader_epoch, flush):
                 if self.log.log_end_offset != base_offset:
                     raise InvariantViolation(
                         f"AppendAsLeader at {base_offset} but the log end offset is "
@@ -118,8 +118,12 @@ class LocalReplicaLog:
                         f"AppendAsLeader assigned [{info.first_offset}, {info.last_offset}], the "
                         f"core expected [{base_offset}, {last_offset}]"
                     )
-            case AppendAsFollower(records):
+                if flush:
+                    self.log.flush()
+            case AppendAsFollower(records, flush):
                 self.log.append_as_follower(records)
+                if flush:
+                    self.log.flush()
             case TruncateTo(offset):
                 self.log.truncate_to(offset)
             case TruncateFully(start_offset):

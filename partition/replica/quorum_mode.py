@@ -9,7 +9,9 @@ The election, as the replica core takes part in it:
    is only taken from the leader of the epoch the follower is in), and it serves nobody: produce
    and fetch get NOT_LEADER_OR_FOLLOWER. So its log is frozen until a leader of an epoch > E.
 3. It reports (last epoch, LEO) tagged with E (`position_report`, effect SendReplicaPosition),
-   at once and every `position_report_interval_ms` while it stays fenced.
+   at once and every `position_report_interval_ms` while it stays fenced. The driver persists E
+   (the fenced epoch) before the report leaves; after a restart the core gets it back and never
+   acts on partition state of an earlier epoch, nor of one below its log's last epoch.
 4. The controller elects the replica with the highest (last epoch, LEO) among acceptable
    replicas that reported at E and form a majority (`choose_quorum_leader` is the same rule), at
    epoch E+1, or nobody (the partition stays offline without a majority).
@@ -34,8 +36,12 @@ matching) and X holds o. Greater last epoch g: X matches the epoch-g leader's lo
 that leader holds o (the claim), and X ends past its epoch start, which is past o. Conversely, an
 old leader that never saw E cannot commit anything the reports miss: the replicas of M2 no
 longer fetch from it, so it never again counts a majority. Limits: a replica that loses
-unflushed data after it reported, or after its fetch was counted, breaks the argument (as Raft
-without fsync does); see docs/replication.md.
+unflushed data after it reported, or after its fetch was counted, would break the argument (as
+Raft without fsync does), so in quorum mode appends are fsynced before they count: a follower
+flushes a fetch answer's batches before its next fetch (or report) carries the new LEO, the
+leader flushes before its own LEO counts (`flush=True` on AppendAsFollower / AppendAsLeader).
+And a restarted replica must not act on a stale image (the broker's initial catch-up, plus the
+fenced-epoch floor above); see docs/replication.md.
 """
 
 from __future__ import annotations

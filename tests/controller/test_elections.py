@@ -446,3 +446,23 @@ def test_quorum_elections_follow_the_fencing_rule(ops: list[tuple[Any, ...]]) ->
             best = max(voters, key=lambda b: (*voters[b], -after.replicas.index(b)))
             assert after.leader == best and after.leader_epoch == before.leader_epoch + 1
             reports.clear()
+
+
+def test_quorum_mode_a_reregistered_reporter_must_report_again() -> None:
+    """A new incarnation may have lost what its old one reported (an unflushed tail): the
+    controller drops the old incarnation's report at re-registration, so the stale LEO 50 can
+    neither make a majority nor win the election."""
+    d = cluster(replication_mode="quorum")
+    d.heartbeat(101, want_fence=True)
+    report(d, 102, 0, 50)  # 102's old incarnation: LEO 50
+    d.now_ms = 20_000  # 102 crashed: its session expires
+    d.heartbeat(103)
+    d.tick()
+    response = d.register(102, new_incarnation=True, previous_epoch=d.epoch(102))
+    assert response.error is Errors.NONE
+    d.heartbeat(102)  # caught up: unfenced (an election attempt runs)
+    assert d.part("t").leader == NO_LEADER
+    report(d, 103, 0, 10)
+    assert d.part("t").leader == NO_LEADER  # 103 alone: the old report of 102 does not count
+    report(d, 102, 0, 5)  # the new incarnation lost its unflushed tail
+    assert (d.part("t").leader, d.part("t").leader_epoch) == (103, 2)

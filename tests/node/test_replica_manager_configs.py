@@ -20,7 +20,7 @@ from partition.log import batch as rb
 from partition.replica import ProduceResponse
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import MetadataImage
-from quorum.metadata.records import Config, Partition, RemoveTopic, Topic
+from quorum.metadata.records import Config, Partition, RegisterBroker, RemoveTopic, Topic
 
 BROKER = 101
 DELAY_MS = 5_000
@@ -31,7 +31,7 @@ class _Session:
 
 
 class _FakeBroker:
-    broker_epoch = 7
+    broker_epoch = 1  # World registers BROKER first: its RegisterBroker is at offset 1
     session = _Session()
 
     def send_controller(self, request: Any, callback: Any) -> None:
@@ -73,6 +73,8 @@ class World:
         self.image = MetadataImage()
         self.offset = 0
         self.answers: list[ProduceResponse] = []
+        # The replica manager acts only once the image reached our registration (catch-up).
+        self.apply(RegisterBroker(BROKER, "incarnation", ()))
 
     def apply(self, *records: Any) -> None:
         for record in records:

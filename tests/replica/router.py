@@ -122,9 +122,8 @@ class Cluster:
 
     def _make_node(self, r: int, storage: SimStorage, log: PartitionLog) -> Node:
         view = LocalReplicaLog(log)
-        core = ReplicaCore(
-            r, TOPIC_ID, 0, view, self.config, broker_epoch=self.broker_epochs[r], topic="t"
-        )
+        core = ReplicaCore(r, TOPIC_ID, 0, view, self.config, broker_epoch=self.broker_epochs[r],
+                           topic="t", fenced_epoch=log.read_fenced_epoch())  # fmt: skip
         return Node(r, storage, log, view, core)
 
     # ----------------------------------------------------------------------------- plumbing
@@ -157,6 +156,8 @@ class Cluster:
                 case SendAlterPartition(request):
                     self.alter_inbox.append(wire(request))
                 case SendReplicaPosition(request):
+                    if request.leader_epoch > node.log.read_fenced_epoch():
+                        node.log.write_fenced_epoch(request.leader_epoch)  # as the node does
                     self.position_reports.append(wire(request))
                 case CompleteProduce(response):
                     self.responses[response.request_id] = wire(response)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from partition.replica import (
     CompleteProduce,
     FetchRequest,
+    MetadataUpdated,
     ProduceRequest,
     ReplicaConfig,
     ReplicaPosition,
@@ -124,3 +125,89 @@ def test_choose_quorum_leader() -> None:
     assert (
         choose_quorum_leader(replicas, [p[1], ReplicaPosition(9, 9, 99)]) is None
     )  # 9 is no replica
+
+
+def test_quorum_mode_counts_only_flushed_data_so_two_power_faults_lose_no_ack() -> None:
+    """Follower power loss + leader power loss (2 faults of 3) after an acknowledged acks=all
+    write: quorum mode flushes before a follower's next fetch reports its LEO and before the
+    leader counts its own, so the majority that acknowledged holds it on disk (a Raft vote
+    means durable). ISR mode keeps Kafka's no-fsync appends (flush.ms) and loses it."""
+    for mode, survives in (("quorum", True), ("isr", False)):
+        c = Cluster(replicas=(1, 2, 3),
+                    config=ReplicaConfig(replica_fetch_wait_max_ms=0, replication_mode=mode))  # fmt: skip
+        if mode == "isr":
+            c.elect(1, isr=(1, 2))  # 3 out of the ISR so the same two replicas commit
+        r = c.produce("a", acks=-1)
+        c.fetch(2)
+        c.fetch(2)
+        assert c.responses[r].error is Errors.NONE and c.nodes[1].core.high_watermark == 1
+        c.crash(2)  # power loss of the follower that made the majority
+        c.restart(2, high_watermark=0, publish=False)
+        c.crash(1)  # power loss of the leader
+        c.restart(1, high_watermark=0, publish=False)
+        assert (c.nodes[1].log.log_end_offset, c.nodes[2].log.log_end_offset) == (
+            (1, 1) if survives else (0, 0)), mode
+    # Quorum mode: the election (reports of 2 and 3) now picks 2, which holds "a".
+    c = Cluster(replicas=(1, 2, 3), config=_quorum())
+    c.produce("a", acks=-1)
+    c.fetch(2)
+    c.fetch(2)
+    c.crash(2)
+    c.restart(2, high_watermark=0, publish=False)
+    c.crash(1)
+    c.fence(nodes=(2, 3))
+    latest = {r.broker_id: ReplicaPosition(r.broker_id, r.last_epoch, r.log_end_offset)
+              for r in c.position_reports}  # fmt: skip
+    assert choose_quorum_leader((1, 2, 3), latest.values()) == 2 and latest[2].log_end_offset == 1
+    c.elect(2)
+    c.fetch_until_idle(3)
+    assert c.nodes[2].values()[0] == "a" and c.nodes[3].values()[0] == "a"
+
+
+def test_a_restarted_replica_never_follows_a_leader_older_than_its_fenced_epoch() -> None:
+    """Defence in depth behind the broker's initial metadata catch-up: 3 reported at the fenced
+    epoch 1, restarts and is handed the stale state of epoch 0 (zombie leader 1, cut off from
+    the controller). The fenced epoch it persisted with its report makes it ignore that state,
+    so 1 cannot count it for a majority and never acknowledges "b", which the leader elected
+    at epoch 2 does not hold."""
+    c = Cluster(replicas=(1, 2, 3), config=_quorum())
+    c.produce("a", acks=-1)
+    for f in (2, 3):
+        c.fetch_until_idle(f)
+    stale = c.partition
+    c.fence(nodes=(2, 3))  # 1 is a zombie: it never hears of epoch 1
+    assert {(r.broker_id, r.leader_epoch) for r in c.position_reports} == {(2, 1), (3, 1)}
+    c.elect(2, publish=False)
+    c.publish((2,))
+    c.clean_restart(3, publish=False)
+    assert c.nodes[3].core.fenced_epoch == 1  # read back from its partition directory
+    c.step(3, wire(MetadataUpdated(stale, c.metadata().eligible_brokers)))
+    assert c.nodes[3].core.status().role == "offline" and c.nodes[3].outbox == []
+    r = c.produce("b", acks=-1, to=1)
+    c.tick(3)
+    assert c.nodes[3].outbox == []  # 3 sends no fetch to the zombie
+    assert r not in c.responses and c.nodes[1].core.high_watermark == 1
+    c.publish((3,))  # caught up: follows 2 at epoch 2
+    c.fetch_until_idle(3)
+    assert c.nodes[3].values() == c.nodes[2].values() == ["a", ""]
+
+
+def test_a_restarted_replica_ignores_a_partition_state_older_than_its_own_log() -> None:
+    """The zombie 1 never heard of the fence, later followed the new leader 2 (epoch 2) and holds
+    an entry of epoch 2. Restarted with the stale state in which it leads at epoch 0, it must not
+    lead: its log's last epoch (2) is newer than that state."""
+    c = Cluster(replicas=(1, 2, 3), config=_quorum())
+    c.produce("a", acks=1)
+    stale = c.partition
+    c.fence(nodes=(2, 3))
+    c.elect(2)
+    c.produce("b", acks=1)  # to 2, at epoch 2 ("a" was never replicated: 1 truncates it)
+    c.fetch_until_idle(1)
+    assert c.nodes[1].core.position() == ReplicaPosition(1, 2, 1)
+    assert c.nodes[1].core.fenced_epoch == -1  # it never reported: only its log says "2"
+    c.clean_restart(1, publish=False)
+    c.step(1, wire(MetadataUpdated(stale, c.metadata().eligible_brokers)))
+    assert not c.nodes[1].core.is_leader and c.nodes[1].core.status().role == "offline"
+    c.publish((1,))
+    c.fetch_until_idle(1)
+    assert c.nodes[1].core.status().role == "follower"
