@@ -19,6 +19,14 @@ Invariants and failure handling:
   so the driver can call `RaftCore.peer_unreachable` (issue 3: fast failure detection).
 - Sends never block and never spawn a task per message: frames are appended to a per-peer buffer
   and written with one `transport.write` per loop iteration (`call_soon` flush).
+- Memory per connection is bounded, whatever the other side does: what waits for a peer (our
+  pending buffer plus the asyncio transport's own write buffer, `get_write_buffer_size()`) stays
+  within MAX_PENDING_BYTES; a frame that does not fit is dropped (counted in `dropped_out`; the
+  cores retry on their timers). While the transport is above its high-water mark
+  (`pause_writing`, WRITE_BUFFER_HIGH) nothing more is handed to it; `resume_writing` flushes.
+  A native client that stops reading its answers has its connection closed once its unread
+  answers pass MAX_CLIENT_PENDING_BYTES (`transport.slow_client`): an answer cannot be dropped
+  silently (the client would wait for it), so the client sees the connection end instead.
 - The link filter (the nemesis hook) drops frames to and from the peers in `drop`, and delays every
   outgoing frame (or only those to `delay_to`) by `delay_ms`. Raft tolerates both: a lost message
   is retried by the core's own timers. Peers and clients are cut independently: `drop` names
@@ -43,8 +51,15 @@ import structlog
 
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 32 * 1024 * 1024
-# Bytes queued for a peer that is not connected (or slow) before new frames are dropped.
+# Bytes queued for a peer that is not connected (or slow) before new frames are dropped: our
+# pending buffer plus the asyncio transport's write buffer together.
 MAX_PENDING_BYTES = 16 * 1024 * 1024
+# Unread answers to one native client (in the transport's buffer) before it is disconnected.
+MAX_CLIENT_PENDING_BYTES = 64 * 1024 * 1024
+# The asyncio transport's write-buffer marks: above HIGH it calls pause_writing (we stop handing
+# it bytes), at or below LOW resume_writing.
+WRITE_BUFFER_HIGH = 1024 * 1024
+WRITE_BUFFER_LOW = 256 * 1024
 HANDSHAKE_TIMEOUT_S = 2.0
 RECONNECT_BACKOFF_MS = (20, 1000)
 PROTOCOL_VERSION = 1
@@ -95,12 +110,26 @@ class FrameProtocol(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self._buffer = bytearray()
         self.closed = False
+        self.write_paused = False  # the transport's buffer is above WRITE_BUFFER_HIGH
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is not a subclass
+        self.transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH, low=WRITE_BUFFER_LOW)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # latency over bytes
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+
+    def write_buffer_size(self) -> int:
+        """Bytes the asyncio transport holds, not yet taken by the kernel."""
+        if self.transport is None or self.closed:
+            return 0
+        return self.transport.get_write_buffer_size()
 
     def data_received(self, data: bytes) -> None:
         # One copy per frame: each payload is copied once, out of a memoryview (slicing the
@@ -264,7 +293,18 @@ class _InboundProtocol(FrameProtocol):
         if self.owner.links.drop_clients:  # the answer is lost in the cut
             self.owner.dropped_client_frames += 1
             return
-        self._replies += frame(self.owner.encode(message))
+        data = frame(self.owner.encode(message))
+        if self.write_buffer_size() + len(self._replies) + len(data) > MAX_CLIENT_PENDING_BYTES:
+            # The client does not read its answers: close rather than hold them without bound.
+            log.warning("transport.slow_client", remote=self.remote,
+                        unread_bytes=self.write_buffer_size() + len(self._replies))
+            self.owner.slow_clients_closed += 1
+            self.closed = True
+            self._replies = bytearray()
+            if self.transport is not None:
+                self.transport.abort()
+            return
+        self._replies += data
         if not self._reply_scheduled:
             self._reply_scheduled = True
             self.owner.loop.call_soon(self._flush_replies)
@@ -293,6 +333,10 @@ class _OutboundProtocol(FrameProtocol):
         super().__init__()
         self.link = link
         self.ack: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self.link.schedule_flush()  # what waited while the transport was full
 
     def on_frame(self, payload: bytes) -> None:
         if self.ack.done():
@@ -324,8 +368,18 @@ class _PeerLink:
     backoff_ms: int = RECONNECT_BACKOFF_MS[0]
     retry_at: float = 0.0
 
+    def queued_bytes(self) -> int:
+        """What waits for this peer: our pending buffer plus the transport's write buffer."""
+        proto = self.protocol
+        return len(self.pending) + (proto.write_buffer_size() if proto is not None else 0)
+
+    def schedule_flush(self) -> None:
+        if self.protocol is not None and not self.flush_scheduled:
+            self.flush_scheduled = True
+            self.owner.loop.call_soon(self.flush)
+
     def enqueue(self, data: bytes) -> None:
-        if len(self.pending) + len(data) > MAX_PENDING_BYTES or (
+        if self.queued_bytes() + len(data) > MAX_PENDING_BYTES or (
             self.protocol is None
             and not self.connecting
             and self.owner.loop.time() < self.retry_at
@@ -335,17 +389,15 @@ class _PeerLink:
             return
         self.pending += data
         if self.protocol is not None:
-            if not self.flush_scheduled:
-                self.flush_scheduled = True
-                self.owner.loop.call_soon(self.flush)
+            self.schedule_flush()
         elif not self.connecting:
             self.maybe_connect()
 
     def flush(self) -> None:
         self.flush_scheduled = False
         proto = self.protocol
-        if proto is None or proto.transport is None or not self.pending:
-            return
+        if proto is None or proto.transport is None or not self.pending or proto.write_paused:
+            return  # (paused: resume_writing flushes)
         # Handed over, not copied (as _flush_replies): the transport owns these bytes now.
         data, self.pending = self.pending, bytearray()
         proto.transport.write(data)
@@ -473,6 +525,7 @@ class Transport:
         self.dropped_out = 0
         self.dropped_client_frames = 0
         self.connect_failures = 0
+        self.slow_clients_closed = 0
         self._links_changed = asyncio.Event()
         self.sent = 0
 

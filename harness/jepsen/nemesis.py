@@ -179,6 +179,51 @@ def sees_majority(grudge: Grudge, node: int) -> bool:
     return n - len(grudge[node]) > n // 2
 
 
+# ------------------------------------------------------------- whom to believe (pure)
+
+
+def active_controller(views: dict[int, dict[str, Any] | None]) -> int | None:
+    """The controller that reports itself leader (`role` leader, `leader_id` its own id) in
+    the highest epoch any answering controller reports; None if there is none, or two claim
+    it. A lagging follower names an old leader, and a deposed leader that has not heard of the
+    new epoch still claims it: neither is believed when a higher epoch is known (Raft: one
+    leader per epoch, a higher epoch supersedes). Their /quorum/status answers are enough to
+    pick whom to ask, not to trust the answer: the caller reads from it linearizably."""
+    answered = {i: v for i, v in views.items() if isinstance(v, dict)}
+    epochs = [v["leader_epoch"] for v in answered.values() if isinstance(v.get("leader_epoch"), int)]
+    if not epochs:
+        return None
+    top = max(epochs)
+    claims = [i for i, v in answered.items()
+              if v.get("role") == "leader" and v.get("leader_id") == i
+              and v.get("leader_epoch") == top]
+    return claims[0] if len(claims) == 1 else None
+
+
+def leaders_in(docs: dict[str, Any], wanted: Sequence[tuple[str, int | None]]) -> list[PartitionLeader]:
+    """The led partitions among `wanted` in these GET /topics/{topic} answers (topic -> doc)."""
+    out: list[PartitionLeader] = []
+    for topic in sorted({t for t, _ in wanted}):
+        doc = docs.get(topic)
+        for p in doc.get("partitions", []) if isinstance(doc, dict) else []:
+            chosen = (topic, None) in wanted or (topic, p["partition"]) in wanted
+            if chosen and p.get("leader") is not None:
+                out.append(PartitionLeader(topic, p["partition"], p["leader"],
+                                           tuple(p["replicas"]), tuple(p["isr"])))
+    return out
+
+
+def leader_replaced(fault: Fault | None, leaders: Sequence[PartitionLeader]) -> bool:
+    """Has the partition the active broker fault targets got a leader other than the one the
+    fault cut off? `leaders` must be the active controller's linearizable answer
+    (`ClusterNemesis.partition_leaders`); a partition missing from it is not replaced."""
+    if fault is None or "partition" not in fault.target or "leader" not in fault.target:
+        return False
+    topic = fault.target.get("topic")
+    return any(p.partition == fault.target["partition"] and p.topic == topic
+               and p.leader != fault.target["leader"] for p in leaders)
+
+
 # --------------------------------------------------------------------------------- schedule
 
 
@@ -260,6 +305,10 @@ class ClusterNemesis:
         self._auth = {"Authorization": f"Bearer {token}"} if token else {}
         self.active: Fault | None = None
         self.applied = 0
+        # Process actions under way (`_process`): each runs as its own task, shielded from the
+        # caller's cancellation, so a cancelled kill still records its outcome (node.pid), and
+        # `heal_all` waits for them before judging which node runs.
+        self._in_flight: dict[asyncio.Task[str], str] = {}  # task -> its action
 
     @property
     def node_ids(self) -> list[int]:
@@ -303,29 +352,37 @@ class ClusterNemesis:
             return None
 
     async def partition_leaders(self) -> list[PartitionLeader]:
-        """Partitions with a leader, as the first controller that answers describes them."""
-        for node_id in self.node_ids:
-            wanted = self.partitions
-            if wanted is None:
-                names = await self._get(node_id, "/topics")
-                if not isinstance(names, list):
-                    continue
-                wanted = [(str(t), None) for t in names]
-            out: list[PartitionLeader] = []
-            answered = True
-            for topic in sorted({t for t, _ in wanted}):
-                doc = await self._get(node_id, f"/topics/{topic}")
-                if not isinstance(doc, dict):
-                    answered = False
-                    break
-                for p in doc.get("partitions", []):
-                    chosen = (topic, None) in wanted or (topic, p["partition"]) in wanted
-                    if chosen and p.get("leader") is not None:
-                        out.append(PartitionLeader(topic, p["partition"], p["leader"],
-                                                   tuple(p["replicas"]), tuple(p["isr"])))
-            if answered:
-                return out
-        return []
+        """Partitions with a leader, as the active controller knows them ([] when there is no
+        active controller or it does not answer). Asked of the controller that reports itself
+        leader in the highest epoch (`active_controller`), with `consistency=linearizable`: it
+        answers after a read barrier (a quorum confirmed it still leads), so a lagging
+        follower's image, or a deposed leader's, is never taken for the truth (a follower
+        would forward the read; a deposed leader fails the barrier and is not believed)."""
+        views = await asyncio.gather(*(self._status(i) for i in self.node_ids))
+        node_id = active_controller(dict(zip(self.node_ids, views, strict=True)))
+        if node_id is None:
+            return []
+        wanted = self.partitions
+        if wanted is None:
+            names = await self._get(node_id, "/topics?consistency=linearizable")
+            if not isinstance(names, list):
+                return []
+            wanted = [(str(t), None) for t in names]
+        docs: dict[str, Any] = {}
+        for topic in sorted({t for t, _ in wanted}):
+            doc = await self._get(node_id, f"/topics/{topic}?consistency=linearizable")
+            if not isinstance(doc, dict):
+                return []  # no linearizable answer: nothing is known
+            docs[topic] = doc
+        return leaders_in(docs, wanted)
+
+    async def partition_leader_replaced(self) -> bool:
+        """`RunOptions.stop_when` for broker partition faults: the active fault's partition has
+        a new leader, per the active controller (`leader_replaced`)."""
+        fault = self.active
+        if fault is None or "partition" not in fault.target:
+            return False
+        return leader_replaced(fault, await self.partition_leaders())
 
     async def plan_broker_fault(self, name: str) -> Fault:
         """A BROKER_FAULTS fault on a random led partition (skipped if there is none)."""
@@ -418,7 +475,27 @@ class ClusterNemesis:
         except (aiohttp.ClientError, TimeoutError) as exc:
             return type(exc).__name__ or "error"
 
+    async def settle(self) -> None:
+        """Wait for every process action under way (each bounded by the launcher's own
+        timeouts: stop_node's wait, start_node's spawn). A SIGKILL sent from a thread whose
+        caller was cancelled may land after the caller has gone: until it has, and node.pid
+        is updated, "is this node running?" has no trustworthy answer."""
+        while self._in_flight:
+            await asyncio.gather(*list(self._in_flight), return_exceptions=True)
+
     async def _process(self, action: str, node_id: int) -> str:
+        """Run one process action to its end even if our caller is cancelled (see settle)."""
+        task = asyncio.create_task(self._process_action(action, node_id))
+        self._in_flight[task] = action
+        task.add_done_callback(lambda t: self._in_flight.pop(t, None))
+        return await asyncio.shield(task)
+
+    async def _process_action(self, action: str, node_id: int) -> str:
+        if action in ("start", "resume"):
+            # healing acts on the outcome of the fault: wait for any kill still landing
+            # (only stops and kills: two heals never wait for each other)
+            await asyncio.gather(*(t for t, a in list(self._in_flight.items())
+                                   if a in ("kill", "stop")), return_exceptions=True)
         node = self.cluster.node(node_id)
         match action:
             case "kill":
@@ -489,8 +566,11 @@ class ClusterNemesis:
 
     async def heal_all(self) -> dict[str, Any]:
         """Undo whatever may be in force: stop the active fault, then clear links everywhere,
-        resume every node and start every node that is not running. Recorded as `stop-all`."""
+        resume every node and start every node that is not running. Recorded as `stop-all`.
+        Process actions still under way (a cancelled fault's kill) end first (`settle`)."""
+        await self.settle()
         await self.stop_fault()
+        await self.settle()
         self.recorder.record(NEMESIS, "info", "stop-all", None)
         result: dict[str, Any] = {}
         for node_id in self.all_ids:

@@ -274,7 +274,7 @@ async def _run_async(options: RunOptions, data_dir: Path, workload: Workload,
             # bounded: the deadline, plus one op timeout, plus a fault action's own timeouts
             async with asyncio.timeout(options.time_limit_s + workload.op_timeout_s + 30):
                 if stopper is None:
-                    outcomes = await phase
+                    await phase
                 else:
                     waited: list[asyncio.Future[Any]] = [phase, stopper]
                     await asyncio.wait(waited, return_when=asyncio.FIRST_COMPLETED)
@@ -287,11 +287,15 @@ async def _run_async(options: RunOptions, data_dir: Path, workload: Workload,
                     else:  # the phase ended, or the condition never held (or raised)
                         if stopper.done() and stopper.exception() is not None:
                             ctx.stats["stop_when_error"] = repr(stopper.exception())
-                        outcomes = await phase
+                        await phase
         finally:
             for task in [*tasks, *([stopper] if stopper is not None else [])]:
                 task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            # Collected here, whatever ended the phase: on an early stop (or the outer timeout)
+            # the phase's gather is never awaited, and an exception a task raised before the
+            # stop would be lost. cancel() leaves a finished task's exception in place; a task we
+            # cancelled ourselves answers CancelledError, which is not a crash.
+            outcomes = await asyncio.gather(*tasks, return_exceptions=True)
             if stopper is not None:
                 await asyncio.gather(stopper, return_exceptions=True)
             _say(options, "time limit reached: healing")
@@ -300,7 +304,8 @@ async def _run_async(options: RunOptions, data_dir: Path, workload: Workload,
         # A crashed client or nemesis is a harness bug: the run goes on (the history stays
         # sound: the crashed operation is left open) and results.json says what happened.
         crashed = [f"{'nemesis' if i == 0 else f'worker {i - 1}'}: {r!r}"
-                   for i, r in enumerate(outcomes) if isinstance(r, BaseException)]
+                   for i, r in enumerate(outcomes)
+                   if isinstance(r, BaseException) and not isinstance(r, asyncio.CancelledError)]
         if "stop_when_error" in ctx.stats:
             crashed.append(f"stop_when: {ctx.stats['stop_when_error']}")
         for line in crashed:

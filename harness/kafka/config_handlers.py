@@ -15,6 +15,16 @@ APPEND/SUBTRACT (INVALID_CONFIG: no topic config here is a list that takes more 
 Legacy AlterConfigs replaces a topic's whole override set: the overrides it does not name are
 deleted, computed from this broker's image when the request arrives (Kafka's semantics; a
 concurrent alter in between can be overwritten, which is why Kafka deprecated it for KIP-339).
+One exception: `replication.mode` is immutable (quorum/controller/topics.py), so a legacy alter
+that does not name it keeps it (deleting it would mean "back to isr", which the controller
+refuses: a client sending only the key it changes could never alter a quorum topic). Naming it
+with another value is still INVALID_CONFIG (docs/kafka-protocol.md).
+
+Checked on this broker before anything is forwarded, as Kafka's ConfigAdminManager does, each
+answered INVALID_REQUEST for that resource: a resource named twice in one request (every
+occurrence: two alters of one topic would race as two controller calls), a config key named
+twice in one resource, and a null value (legacy: any; incremental: on SET, where Kafka never
+reads null as DELETE).
 """
 
 from __future__ import annotations
@@ -37,6 +47,7 @@ from quorum.metadata.configs import (
     FLUSH_MS,
     MAX_MESSAGE_BYTES,
     MIN_INSYNC_REPLICAS,
+    REPLICATION_MODE,
     RETENTION_BYTES,
     RETENTION_MS,
     SEGMENT_BYTES,
@@ -115,16 +126,56 @@ def describe_configs(node: ControllerNode, version: int, request: Any) -> Any:
     return cls(throttle_time_ms=0, results=results)
 
 
+# Overrides a legacy AlterConfigs keeps when it does not name them: immutable after creation.
+KEPT_BY_LEGACY_ALTER = frozenset({REPLICATION_MODE})
+
+
+def legacy_pairs(given: list[tuple[str, str]], current: dict[str, str]
+                 ) -> tuple[tuple[str, str | None], ...]:
+    """Legacy AlterConfigs as (key, value or None for delete): the given configs become the
+    topic's override set; the current overrides it does not name are deleted, except the
+    immutable ones (KEPT_BY_LEGACY_ALTER), which stay as they are."""
+    named = {n for n, _ in given}
+    return (*given, *((n, None) for n in sorted(current)
+                      if n not in named and n not in KEPT_BY_LEGACY_ALTER))
+
+
+def refusals(resources: list[Any], null_ok: Any) -> dict[int, tuple[Errors, str]]:
+    """Request-level checks before anything is forwarded (Kafka's ConfigAdminManager
+    preprocessing): resource index -> INVALID_REQUEST and why. `null_ok(config)`: may this
+    entry carry a null value (an incremental DELETE)?"""
+    out: dict[int, tuple[Errors, str]] = {}
+    first: dict[tuple[int, str], int] = {}
+    for i, res in enumerate(resources):
+        key = (res.resource_type, res.resource_name)
+        if key in first:  # every occurrence is refused, the first one too
+            for j in (first[key], i):
+                out[j] = (Errors.INVALID_REQUEST, "Each resource must appear at most once.")
+        else:
+            first[key] = i
+    for i, res in enumerate(resources):
+        if i in out:
+            continue
+        names = [c.name for c in res.configs]
+        if len(set(names)) != len(names):
+            out[i] = (Errors.INVALID_REQUEST, "Error due to duplicate config keys")
+            continue
+        nulls = [c.name for c in res.configs if c.value is None and not null_ok(c)]
+        if nulls:
+            out[i] = (Errors.INVALID_REQUEST, f"Null value not supported for : {', '.join(nulls)}")
+    return out
+
+
 def alter_configs(node: ControllerNode, version: int, request: Any, reply: Reply) -> None:
-    """Legacy AlterConfigs: the given configs become the topic's whole override set."""
+    """Legacy AlterConfigs: the given configs become the topic's whole override set (but for
+    the immutable replication.mode, kept when not named: `legacy_pairs`)."""
 
     def pairs(res: Any) -> tuple[tuple[str, str | None], ...] | tuple[Errors, str]:
-        given = [(c.name, c.value) for c in res.configs]
-        named = {n for n, _ in given}
-        current = node.image.topic_config_overrides(res.resource_name)
-        return (*given, *((n, None) for n in sorted(current) if n not in named))
+        return legacy_pairs([(c.name, c.value) for c in res.configs],
+                            node.image.topic_config_overrides(res.resource_name))
 
-    _alter(node, AlterConfigsResponse[version], request, reply, pairs)
+    refused = refusals(list(request.resources), lambda c: False)
+    _alter(node, AlterConfigsResponse[version], request, reply, pairs, refused)
 
 
 def incremental_alter_configs(
@@ -142,15 +193,19 @@ def incremental_alter_configs(
                         "(APPEND/SUBTRACT) is only for list configs; use SET or DELETE")
         return tuple(out)
 
-    _alter(node, IncrementalAlterConfigsResponse[version], request, reply, pairs)
+    refused = refusals(list(request.resources), lambda c: c.config_operation == OP_DELETE)
+    _alter(node, IncrementalAlterConfigsResponse[version], request, reply, pairs, refused)
 
 
-def _alter(node: ControllerNode, cls: Any, request: Any, reply: Reply, pairs: Any) -> None:
+def _alter(node: ControllerNode, cls: Any, request: Any, reply: Reply, pairs: Any,
+           refused: dict[int, tuple[Errors, str]]) -> None:
     rcls = cls.AlterConfigsResourceResponse
     assert node.broker is not None
     broker = node.broker
 
-    async def one(res: Any) -> tuple[Errors, str]:
+    async def one(i: int, res: Any) -> tuple[Errors, str]:
+        if i in refused:
+            return refused[i]
         if res.resource_type != TOPIC_RESOURCE:
             return Errors.INVALID_REQUEST, "only topic configs can be altered here"
         if request.validate_only:
@@ -168,7 +223,7 @@ def _alter(node: ControllerNode, cls: Any, request: Any, reply: Reply, pairs: An
         return response.error, response.message
 
     async def run() -> None:
-        results = await asyncio.gather(*(one(r) for r in request.resources))
+        results = await asyncio.gather(*(one(i, r) for i, r in enumerate(request.resources)))
         reply(cls(throttle_time_ms=0, responses=[
             rcls(error_code=e.code, error_message=m or None, resource_type=r.resource_type,
                  resource_name=r.resource_name)

@@ -88,12 +88,12 @@ def queue_run(out: Path, data_dir: Path, nemesis: str, topic: str, seed: int,
 
 async def cut_leader_replaced(nemesis: ClusterNemesis) -> bool:
     """The active `leader-cut-from-followers` fault's partition has a new, real leader: the
-    controllers fenced the cut-off broker and elected a follower while it is still cut off."""
+    controllers fenced the cut-off broker and elected a follower while it is still cut off
+    (asked of the active controller, linearizably: never a lagging follower's old image)."""
     fault = nemesis.active
-    if fault is None or fault.name != "leader-cut-from-followers" or "partition" not in fault.target:
+    if fault is None or fault.name != "leader-cut-from-followers":
         return False
-    return any(p.partition == fault.target["partition"] and p.leader != fault.target["leader"]
-               for p in await nemesis.partition_leaders())
+    return await nemesis.partition_leader_replaced()
 
 
 def drained(ops: list[Any]) -> dict[str, list[tuple[int, Any]]]:

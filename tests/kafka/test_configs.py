@@ -15,6 +15,7 @@ from kafka.protocol.admin import (  # type: ignore[import-untyped]
     IncrementalAlterConfigsRequest,
 )
 
+from harness.kafka.config_handlers import legacy_pairs, refusals
 from tests.integration.conftest import poll
 from tests.kafka.conftest import BROKERS, KafkaCluster, Wire
 
@@ -50,6 +51,65 @@ def incremental(c: KafkaCluster, topic: str, *ops: tuple[str, int, str | None],
                                                                       value=v)
                                                   for n, o, v in ops])],
                           validate_only=False)).responses[0]  # fmt: skip
+
+
+def incremental_many(c: KafkaCluster, *resources: tuple[str, list[tuple[str, int, str | None]]]
+                     ) -> list[tuple[str, int, str | None]]:
+    """One IncrementalAlterConfigs of several TOPIC resources: [(name, error code, message)]."""
+    cls = IncrementalAlterConfigsRequest[1]
+    res = cls.AlterConfigsResource
+    with Wire(c.kafka_port(BROKERS[0])) as w:
+        r = w.call(cls(resources=[res(resource_type=TOPIC, resource_name=topic, configs=[
+            res.AlterableConfig(name=n, config_operation=o, value=v) for n, o, v in ops])
+            for topic, ops in resources], validate_only=False))  # fmt: skip
+    return [(x.resource_name, x.error_code, x.error_message) for x in r.responses]
+
+
+def legacy(c: KafkaCluster, topic: str, *configs: tuple[str, str | None]) -> Any:
+    cls = AlterConfigsRequest[2]
+    res = cls.AlterConfigsResource
+    with Wire(c.kafka_port(BROKERS[2])) as w:
+        return w.call(cls(resources=[res(resource_type=TOPIC, resource_name=topic, configs=[
+            res.AlterableConfig(name=n, value=v) for n, v in configs])],
+            validate_only=False)).responses[0]  # fmt: skip
+
+
+class Cfg:
+    def __init__(self, name: str, value: str | None, op: int = 0) -> None:
+        self.name, self.value, self.config_operation = name, value, op
+
+
+class Res:
+    def __init__(self, name: str, *configs: Cfg, rtype: int = TOPIC) -> None:
+        self.resource_type, self.resource_name, self.configs = rtype, name, list(configs)
+
+
+def test_legacy_replace_keeps_only_the_immutable_replication_mode() -> None:
+    current = {"replication.mode": "quorum", "retention.ms": "60000", "segment.bytes": "4096"}
+    assert legacy_pairs([("retention.bytes", "100")], current) == (
+        ("retention.bytes", "100"), ("retention.ms", None), ("segment.bytes", None))
+    # named: passed on as given (the controller refuses a change of value)
+    assert legacy_pairs([("replication.mode", "isr")], current) == (
+        ("replication.mode", "isr"), ("retention.ms", None), ("segment.bytes", None))
+    assert legacy_pairs([], {"retention.ms": "1"}) == (("retention.ms", None),)
+
+
+def test_refusals_follow_kafkas_preprocessing() -> None:
+    def is_delete(c: Cfg) -> bool:
+        return c.config_operation == 1
+
+    resources = [Res("a", Cfg("retention.ms", "1")), Res("b", Cfg("retention.ms", "1")),
+                 Res("a", Cfg("segment.bytes", "4096")), Res("a", Cfg("x", "1"), rtype=BROKER),
+                 Res("c", Cfg("retention.ms", "1"), Cfg("retention.ms", "2")),
+                 Res("d", Cfg("retention.ms", None, 0), Cfg("segment.bytes", None, 1)),
+                 Res("e", Cfg("retention.ms", None, 1))]
+    dup = (INVALID_REQUEST, "Each resource must appear at most once.")
+    got = {i: (e.code, m) for i, (e, m) in refusals(resources, is_delete).items()}
+    assert got == {0: dup, 2: dup,  # both occurrences of topic a; the BROKER "a" is another one
+                   4: (INVALID_REQUEST, "Error due to duplicate config keys"),
+                   5: (INVALID_REQUEST, "Null value not supported for : retention.ms")}
+    # legacy: every null is refused, a DELETE does not exist there
+    assert {i for i in refusals([Res("e", Cfg("retention.ms", None, 1))], lambda c: False)} == {0}
 
 
 def test_incremental_alter_and_describe_on_the_wire(kcluster: KafkaCluster) -> None:
@@ -130,3 +190,37 @@ def test_kafka_python_and_confluent_admin_clients(kcluster: KafkaCluster) -> Non
         assert "max.message.bytes" in str(result) and "2048" in str(result), result
     finally:
         kp.close()
+
+
+def test_alter_refusals_on_the_wire_and_replication_mode_kept(kcluster: KafkaCluster) -> None:
+    c = kcluster
+    c.create_topic("kp-cfg-quorum", 1, "replication.mode=quorum", "retention.ms=60000")
+    c.create_topic("kp-cfg-other", 1)
+    assert overrides(c, BROKERS[0], "kp-cfg-quorum") == {
+        "replication.mode": "quorum", "retention.ms": "60000"}
+    # a SET with a null value is INVALID_REQUEST, never a DELETE
+    r = incremental(c, "kp-cfg-quorum", ("retention.ms", 0, None))
+    assert r.error_code == INVALID_REQUEST and "retention.ms" in r.error_message
+    # a topic named twice: both refused; the other resource of the request is done
+    got = incremental_many(c, ("kp-cfg-quorum", [("retention.ms", 0, "1000")]),
+                           ("kp-cfg-other", [("retention.ms", 0, "2000")]),
+                           ("kp-cfg-quorum", [("retention.ms", 0, "3000")]))
+    assert [(n, e) for n, e, _ in got] == [("kp-cfg-quorum", INVALID_REQUEST),
+                                          ("kp-cfg-other", 0), ("kp-cfg-quorum", INVALID_REQUEST)]
+    [(_, e, _)] = incremental_many(c, ("kp-cfg-other", [("retention.ms", 0, "5"),
+                                                        ("retention.ms", 1, None)]))
+    assert e == INVALID_REQUEST  # one key twice
+    assert legacy(c, "kp-cfg-quorum", ("retention.bytes", None)).error_code == INVALID_REQUEST
+    poll(lambda: overrides(c, BROKERS[0], "kp-cfg-other") == {"retention.ms": "2000"}, 10,
+         "the one valid resource applied")
+    assert overrides(c, BROKERS[0], "kp-cfg-quorum") == {
+        "replication.mode": "quorum", "retention.ms": "60000"}  # every refusal changed nothing
+
+    # legacy AlterConfigs naming only the key it changes: accepted, replication.mode kept
+    r = legacy(c, "kp-cfg-quorum", ("retention.bytes", "100000"))
+    assert r.error_code == 0, r
+    poll(lambda: all(overrides(c, b, "kp-cfg-quorum") == {
+        "replication.mode": "quorum", "retention.bytes": "100000"} for b in BROKERS), 10,
+        "the replaced override set, replication.mode kept")
+    r = legacy(c, "kp-cfg-quorum", ("replication.mode", "isr"))  # naming a change: refused
+    assert r.error_code == INVALID_CONFIG and "replication.mode" in r.error_message
