@@ -18,6 +18,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from quorum.metadata.configs import validate_topic_config
+
 
 class ConfigError(ValueError):
     """A configuration file or override is invalid (Kafka: INVALID_CONFIG)."""
@@ -240,6 +242,20 @@ def parse_properties(text: str) -> dict[str, str]:
     return props
 
 
+# Broker defaults of topic log configs: their values must pass the topic config's own rules
+# (Kafka's type and bounds, quorum/metadata/configs.py), so a broker default can never be a value
+# a topic could not have (a log.segment.bytes past 2^31-1 would break the offset index). Same
+# check and message as `kraftlab config` (harness/config_cli.py BROKER_SYNONYMS).
+_TOPIC_CONFIG_SYNONYMS = {
+    "log.segment.bytes": "segment.bytes",
+    "log.roll.ms": "segment.ms",
+    "log.retention.bytes": "retention.bytes",
+    "log.flush.interval.messages": "flush.messages",
+    "log.flush.interval.ms": "flush.ms",
+    "message.max.bytes": "max.message.bytes",
+}
+
+
 def tunable_value(key: str, raw: str) -> int:
     """A tunable's integer value; Kafka's boolean settings also take true/false."""
     lowered = raw.strip().lower()
@@ -277,6 +293,10 @@ def from_properties(props: dict[str, str]) -> NodeConfig:
     for key, (name, _) in TUNABLES.items():
         if key in props:
             tunables[name] = tunable_value(key, props[key])
+            synonym = _TOPIC_CONFIG_SYNONYMS.get(key)
+            problem = None if synonym is None else validate_topic_config(synonym, str(tunables[name]))
+            if problem is not None:
+                raise ConfigError(f"{key} is the broker default of topic config {synonym}: {problem}")
     try:
         node_id = int(props["node.id"])
     except ValueError:

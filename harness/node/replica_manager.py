@@ -35,6 +35,9 @@ What it does:
 - A deleted topic's logs are renamed to `<topic>-<partition>.<uuid>-delete` at once and removed
   after log.segment.delete.delay.ms (60000), also when left over from before a restart
   (LogManager.open schedules them).
+- Topic ids (KIP-516): every hosted log records its topic id (partition.metadata); a directory
+  holding another topic's id (deleted and re-created under the same name while this broker was
+  down) is renamed aside as deleted and the replica starts from a fresh log (LogManager).
 
 Invariants:
 - A core is never re-entered: inputs that arrive while its effects run are queued and fed after.
@@ -171,6 +174,7 @@ class ReplicaManager:
         self._delete_timer: asyncio.TimerHandle | None = None
         self._closed = False
         self._published = False  # the image reached our registration (`_caught_up`)
+        self._strays_checked = False  # `_delete_strays` ran (once, on the first caught-up image)
         # Producer ids handed out from blocks the controller allocates (KIP-730).
         self._pid_next = 0
         self._pid_end = 0
@@ -209,6 +213,9 @@ class ReplicaManager:
                          if image.is_broker_usable(b.broker_id))  # fmt: skip
         broker_epoch = self.broker.broker_epoch
         assigned = image.partitions_hosted_by(self.broker_id)
+        if not self._strays_checked:
+            self._strays_checked = True
+            self._delete_strays(image, {(topic.name, part.partition) for topic, part in assigned})
         overrides_of: dict[str, dict[str, str]] = {}  # topic configs, read once per topic
         hosted = {(topic.topic_id, part.partition) for topic, part in assigned}
         # Removals first: a topic deleted and created again under the same name must not find
@@ -247,6 +254,21 @@ class ReplicaManager:
                      broker_epoch=broker_epoch, metadata_offset=image.applied_offset)  # fmt: skip
         return caught_up
 
+    def _delete_strays(self, image: MetadataImage, assigned: set[tuple[str, int]]) -> None:
+        """Logs opened at start whose topic id the caught-up image does not know: their topic
+        was deleted while this broker was down (topic ids are never reused, KIP-516), so they
+        are deleted as the topic's logs would have been (Kafka's stray-log detection). A log
+        with no recorded id (older layout) or of an assigned partition is left alone: the
+        latter goes through LogManager.get_or_create's topic id check."""
+        for (topic, partition), plog in list(self.log_manager.logs.items()):
+            if ((topic, partition) in assigned or plog.topic_id is None
+                    or image.topic_by_id(plog.topic_id) is not None):  # fmt: skip
+                continue
+            self.log_manager.delete_log(topic, partition, uuid.uuid4().hex, self.node.now_ms())
+            log.info("replica.stray_log_deleted", topic=topic, partition=partition,
+                     topic_id=plog.topic_id)  # fmt: skip
+            self._arm_deletions()
+
     def _learn_peers(self, image: MetadataImage) -> None:
         for b in image.brokers():
             endpoint = b.endpoint("rpc")
@@ -269,7 +291,14 @@ class ReplicaManager:
 
     def _create(self, image: MetadataImage, topic: str, topic_id: str, partition: int) -> HostedReplica:
         log_config = self.topic_logs.log_config(image.topic_config_overrides(topic))
-        plog = self.log_manager.get_or_create(topic, partition, log_config)
+        # KIP-516: a directory left by a deleted topic of the same name (another topic id in its
+        # partition.metadata) is renamed aside as deleted and a fresh log created; its epochs and
+        # quorum-fenced-epoch-checkpoint would otherwise wedge the new topic's replica.
+        pending = len(self.log_manager.pending_deletes)
+        plog = self.log_manager.get_or_create(topic, partition, log_config, topic_id=topic_id,
+                                              now_ms=self.node.now_ms())  # fmt: skip
+        if len(self.log_manager.pending_deletes) != pending:
+            self._arm_deletions()
         self.log_manager.set_config(topic, partition, log_config)  # opened at start: defaults
         local = LocalReplicaLog(plog)
         fenced_epoch = plog.read_fenced_epoch()

@@ -37,6 +37,13 @@ LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
 # leader of an earlier epoch again, also after a restart (partition/replica/quorum_mode.py).
 FENCED_EPOCH_CHECKPOINT = "quorum-fenced-epoch-checkpoint"
 CHECKPOINT_VERSION = 0
+# Per partition directory (Kafka's PartitionMetadataFile, KIP-516): the id of the topic whose
+# log this is, so a directory left by a deleted topic is never taken for a new topic of the same
+# name (LogManager.get_or_create renames it aside). Two lines:
+#     version: 0
+#     topic_id: <id>
+PARTITION_METADATA_FILE = "partition.metadata"
+PARTITION_METADATA_VERSION = 0
 
 
 def write_atomically(storage: Storage, path: str, data: bytes) -> None:
@@ -114,6 +121,34 @@ def read_fenced_epoch(storage: Storage, path: str) -> int:
         return int(rows[0][0])
     except ValueError as exc:
         raise CheckpointError(f"{path}: non-numeric field ({exc})") from exc
+
+
+def write_partition_metadata(storage: Storage, path: str, topic_id: str) -> None:
+    """Write PARTITION_METADATA_FILE, atomically (a crash leaves no file or a whole one)."""
+    if not topic_id or any(c.isspace() for c in topic_id):
+        raise ValueError(f"topic id {topic_id!r}: must be non-empty without whitespace")
+    text = f"version: {PARTITION_METADATA_VERSION}\ntopic_id: {topic_id}\n"
+    write_atomically(storage, path, text.encode("ascii"))
+
+
+def read_partition_metadata(storage: Storage, path: str) -> str | None:
+    """The topic id in PARTITION_METADATA_FILE; None when the file is absent (a directory of an
+    older layout). CheckpointError when it does not parse or has an unknown version."""
+    if not storage.exists(path):
+        return None
+    try:
+        lines = read_whole(storage, path).decode("ascii").split("\n")
+    except (StorageError, UnicodeDecodeError) as exc:
+        raise CheckpointError(f"{path}: unreadable ({exc})") from exc
+    if lines and lines[-1] == "":
+        lines.pop()
+    if len(lines) != 2 or lines[0] != f"version: {PARTITION_METADATA_VERSION}":
+        raise CheckpointError(f"{path}: expected 'version: {PARTITION_METADATA_VERSION}' and "
+                              f"'topic_id: <id>', got {lines!r}")  # fmt: skip
+    key, _, topic_id = lines[1].partition(": ")
+    if key != "topic_id" or not topic_id or any(c.isspace() for c in topic_id):
+        raise CheckpointError(f"{path}: bad topic_id line {lines[1]!r}")
+    return topic_id
 
 
 def read_epochs(storage: Storage, path: str) -> list[tuple[int, int]]:

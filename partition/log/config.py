@@ -43,6 +43,8 @@ class LogConfig:
     def __post_init__(self) -> None:
         if self.segment_bytes < 14:  # Kafka's lower bound: room for one empty batch's overhead
             raise ValueError(f"segment.bytes must be >= 14, got {self.segment_bytes}")
+        if self.segment_bytes > _INT32_MAX:  # Kafka's INT; index positions are 32-bit (">ii")
+            raise ValueError(f"segment.bytes must be <= {_INT32_MAX}, got {self.segment_bytes}")
         if self.index_interval_bytes < 0:
             raise ValueError("index.interval.bytes must be >= 0")
         if self.flush_messages is not None and self.flush_messages < 1:
@@ -75,6 +77,7 @@ class LogConfig:
 
 
 _LONG_MAX = 2**63 - 1
+_INT32_MAX = 2**31 - 1
 # Kafka topic config name -> LogConfig field.
 _TOPIC_KEYS: Mapping[str, str] = {
     "segment.bytes": "segment_bytes",

@@ -1,7 +1,9 @@
 """The log of one partition (Kafka's UnifiedLog + LocalLog + LogLoader), over a `Storage`.
 
 Layout: `<log_dir>/<topic>-<partition>/` holds segments `<20-digit base>.log` with `.index` and
-`.timeindex`, producer snapshots `<offset>.snapshot` and `leader-epoch-checkpoint`. The per-dir
+`.timeindex`, producer snapshots `<offset>.snapshot`, `leader-epoch-checkpoint` and
+`partition.metadata` (the topic id, KIP-516: written before the first segment when the log is
+opened with one, so a directory never holds data without its topic id). The per-dir
 checkpoint files (recovery point, HW, log start) belong to `LogManager`, which passes their
 values in when it opens a log.
 
@@ -36,8 +38,11 @@ from partition.log import producer_state as ps
 from partition.log.checkpoint import (
     FENCED_EPOCH_CHECKPOINT,
     LEADER_EPOCH_CHECKPOINT,
+    PARTITION_METADATA_FILE,
     read_fenced_epoch,
+    read_partition_metadata,
     write_fenced_epoch,
+    write_partition_metadata,
 )
 from partition.log.config import LogConfig
 from partition.log.epoch_cache import LeaderEpochCache
@@ -90,6 +95,9 @@ class PartitionLog:
         self.high_watermark = 0
         self.recovery_point = 0
         self.epoch_cache = LeaderEpochCache(None, None)
+        # The topic id in partition.metadata (KIP-516); None: not recorded (an older layout, or
+        # a log opened without one, like the Raft log).
+        self.topic_id: str | None = None
         self.producer_state = ps.ProducerState()
         self._unflushed_messages = 0
         self._last_flush_ms: int | None = None
@@ -106,11 +114,16 @@ class PartitionLog:
     def open(
         cls, storage: Storage, log_dir: str, topic: str, partition: int,
         config: LogConfig | None = None, *, recovery_point: int = 0, log_start_offset: int = 0,
-        high_watermark: int = 0,
+        high_watermark: int = 0, topic_id: str | None = None,
     ) -> PartitionLog:  # fmt: skip
-        """Open (creating if missing) and recover the log; see the module docstring."""
+        """Open (creating if missing) and recover the log; see the module docstring. With
+        `topic_id`, a directory that records none adopts it (written before any segment); one
+        that records another is the caller's to set aside first (LogManager.get_or_create)."""
         log = cls(storage, log_dir, topic, partition, config or LogConfig())
         storage.make_dirs(log.directory)
+        log.topic_id = read_partition_metadata(storage, f"{log.directory}/{PARTITION_METADATA_FILE}")
+        if topic_id is not None and log.topic_id is None:
+            log.write_topic_id(topic_id)
         log.epoch_cache = LeaderEpochCache(storage, f"{log.directory}/{LEADER_EPOCH_CHECKPOINT}")
         log._load(recovery_point, log_start_offset)
         log.high_watermark = min(max(high_watermark, log.log_start_offset), log.log_end_offset)
@@ -556,6 +569,11 @@ class PartitionLog:
     def write_fenced_epoch(self, epoch: int) -> None:
         """Persist it (atomically, fsynced) before the position report that depends on it."""
         write_fenced_epoch(self.storage, f"{self.directory}/{FENCED_EPOCH_CHECKPOINT}", epoch)
+
+    def write_topic_id(self, topic_id: str) -> None:
+        """Record the topic id in partition.metadata (atomically, fsynced)."""
+        write_partition_metadata(self.storage, f"{self.directory}/{PARTITION_METADATA_FILE}", topic_id)
+        self.topic_id = topic_id
 
     def maybe_flush(self, now_ms: int) -> bool:
         """flush.ms: flush if that long passed since the last flush. Returns True if it flushed."""

@@ -17,17 +17,32 @@ log), then `remove_deleted_logs(now_ms)` removes the files and the directory onc
 A `-delete` directory found by `open` (the broker died before removing it) is scheduled again,
 due `file_delete_delay_ms` after the `now_ms` given to `open`. Clocks are the caller's (`now_ms`):
 the manager reads none.
+
+Topic ids (KIP-516): `open` loads every `<topic>-<partition>` directory by name, not knowing
+which topic incarnation it holds; each log's `partition.metadata` says (PartitionLog.topic_id).
+When the broker hosts a partition, `get_or_create(..., topic_id=...)` compares: a directory of
+another topic id is what a topic deleted and re-created under the same name (while this broker
+was down, or while it hosted no replica of it) left behind. Its leader epochs, fenced epoch and
+offsets belong to the old topic and would wedge the new one (an append at the new topic's epoch 0
+is below the old log's latest epoch; a quorum-mode replica's fenced epoch would refuse every
+partition state of the new topic), so it is renamed to `<topic>-<partition>.<old id>-delete`,
+scheduled for removal like a deleted topic's log, and a fresh log is created. A directory with
+no partition.metadata (an older layout) adopts the topic id it is opened with.
 """
 
 from __future__ import annotations
+
+import re
 
 import structlog
 
 from partition.log.checkpoint import (
     LOG_START_OFFSET_CHECKPOINT,
+    PARTITION_METADATA_FILE,
     RECOVERY_POINT_CHECKPOINT,
     REPLICATION_CHECKPOINT,
     read_offsets,
+    read_partition_metadata,
     write_offsets,
 )
 from partition.log.config import LogConfig
@@ -36,6 +51,7 @@ from partition.log.storage import Storage
 
 DELETE_DIR_SUFFIX = "-delete"
 FILE_DELETE_DELAY_MS = 60_000  # file.delete.delay.ms / log.segment.delete.delay.ms
+_SAFE_ID = re.compile(r"[A-Za-z0-9_-]+")  # usable as is in a directory name
 
 
 def parse_partition_dir(name: str) -> tuple[str, int] | None:
@@ -82,16 +98,33 @@ class LogManager:
                 manager.get_or_create(tp[0], tp[1], (configs or {}).get(tp))
         return manager
 
-    def get_or_create(self, topic: str, partition: int, config: LogConfig | None = None) -> PartitionLog:
+    def get_or_create(self, topic: str, partition: int, config: LogConfig | None = None, *,
+                      topic_id: str | None = None, now_ms: int = 0) -> PartitionLog:  # fmt: skip
+        """The log of `topic`-`partition`, opened (created if missing) on first use. With
+        `topic_id` (KIP-516): a directory holding another topic id belongs to a deleted topic of
+        the same name and is set aside as deleted (`_set_aside_stale`) for a fresh log; one
+        holding no id (an older layout) adopts this one."""
         key = (topic, partition)
         log = self.logs.get(key)
+        if log is not None and topic_id is not None and log.topic_id not in (None, topic_id):
+            del self.logs[key]
+            log.flush()
+            log.close()
+            self._set_aside_stale(topic, partition, log.topic_id, topic_id, now_ms)
+            log = None
         if log is None:
-            created = not self.storage.exists(f"{self.log_dir}/{partition_dir_name(topic, partition)}")
+            directory = f"{self.log_dir}/{partition_dir_name(topic, partition)}"
+            created = not self.storage.exists(directory)
+            if not created and topic_id is not None:
+                stored = read_partition_metadata(self.storage, f"{directory}/{PARTITION_METADATA_FILE}")
+                if stored is not None and stored != topic_id:
+                    self._set_aside_stale(topic, partition, stored, topic_id, now_ms)
+                    created = True
             log = PartitionLog.open(
                 self.storage, self.log_dir, topic, partition, config or self.config,
                 recovery_point=self._recovery_points.get(key, 0),
                 log_start_offset=self._log_starts.get(key, 0),
-                high_watermark=self._high_watermarks.get(key, 0),
+                high_watermark=self._high_watermarks.get(key, 0), topic_id=topic_id,
             )
             log.on_truncated = self.checkpoint
             self.logs[key] = log
@@ -99,7 +132,33 @@ class LogManager:
                 self.storage.fsync_dir(self.log_dir)
             structlog.get_logger().debug("log.opened", topic=topic, partition=partition,
                                          log_end_offset=log.log_end_offset)  # fmt: skip
+        elif topic_id is not None and log.topic_id is None:
+            log.write_topic_id(topic_id)  # an older layout, opened at start: adopts the id
         return log
+
+    def _set_aside_stale(self, topic: str, partition: int, stale_id: str, topic_id: str,
+                         now_ms: int) -> None:  # fmt: skip
+        """Rename the directory of a deleted topic's log (`stale_id`) to
+        `<topic>-<partition>.<stale id>-delete`, durably, before a fresh log takes its name; its
+        files go after file_delete_delay_ms (as `delete_log`). Its checkpoint entries are
+        dropped: the fresh log starts at offset 0 with no HW and no recovery point."""
+        key = (topic, partition)
+        unique = stale_id if _SAFE_ID.fullmatch(stale_id) else stale_id.encode().hex()
+        name = f"{partition_dir_name(topic, partition)}.{unique}{DELETE_DIR_SUFFIX}"
+        serial = 0
+        while self.storage.exists(f"{self.log_dir}/{name}"):  # never over another leftover
+            serial += 1
+            name = f"{partition_dir_name(topic, partition)}.{unique}.{serial}{DELETE_DIR_SUFFIX}"
+        self.storage.rename(f"{self.log_dir}/{partition_dir_name(topic, partition)}",
+                            f"{self.log_dir}/{name}")  # fmt: skip
+        self.storage.fsync_dir(self.log_dir)
+        self.pending_deletes[name] = now_ms + self.file_delete_delay_ms
+        for offsets in (self._recovery_points, self._log_starts, self._high_watermarks):
+            offsets.pop(key, None)
+        self.checkpoint()
+        structlog.get_logger().warning("log.stale_topic_id", topic=topic, partition=partition,
+                                       stale_topic_id=stale_id, topic_id=topic_id, directory=name,
+                                       delay_ms=self.file_delete_delay_ms)  # fmt: skip
 
     def set_config(self, topic: str, partition: int, config: LogConfig) -> None:
         """Apply a changed topic config to an open log (dynamic topic config, as Kafka's

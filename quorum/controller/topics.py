@@ -29,6 +29,7 @@ from quorum.metadata.configs import (
     MIN_INSYNC_REPLICAS,
     REPLICATION_MODE,
     TOPIC_CONFIG_DEFAULTS,
+    canonical_topic_config,
     validate_topic_config,
 )
 from quorum.metadata.errors import Errors
@@ -77,6 +78,7 @@ def create_topic(req: CreateTopicRequest, image: MetadataImage) -> ControllerRes
         problem = validate_topic_config(name, value)
         if problem is not None:
             return fail(Errors.INVALID_CONFIG, problem)
+    configs = {name: canonical_topic_config(name, value) for name, value in configs.items()}
     topic_id = _topic_id(image, req.name)
     assignment = assign_replicas(
         [b.broker_id for b in usable],
@@ -148,7 +150,8 @@ def alter_topic_configs(req: AlterConfigsRequest, image: MetadataImage) -> Contr
     pending = PendingRecords(image)
     before = image.topic_configs(req.topic)[MIN_INSYNC_REPLICAS]
     for name, value in req.configs:
-        pending.add(Config("topic", req.topic, name, value))
+        stored = None if value is None else canonical_topic_config(name, value)
+        pending.add(Config("topic", req.topic, name, stored))
     if pending.view.topic_configs(req.topic)[REPLICATION_MODE] != image.topic_configs(
         req.topic
     )[REPLICATION_MODE]:

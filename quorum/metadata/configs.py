@@ -2,12 +2,19 @@
 
 Topic configs are stored as strings, like Kafka's ConfigRecord; `validate_topic_config` is the one
 place that decides whether a (name, value) pair is acceptable, so the controller (INVALID_CONFIG)
-and anything else that parses topic configs agree.
+and anything else that parses topic configs agree, and `canonical_topic_config` the form the
+controller stores it in.
+
+Invariant: an accepted integer config matches `-?[0-9]+` (ASCII), lies within Kafka's type (INT:
+32-bit, LONG: 64-bit) and lower bound, and is stored as `str(int(value))`; so every reader's
+int() gets a value in range, and the same setting is always the same string.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 UNCLEAN_LEADER_ELECTION_ENABLE = "unclean.leader.election.enable"
@@ -41,56 +48,92 @@ TOPIC_CONFIG_DEFAULTS: Mapping[str, str] = {
 }
 
 
-def _is_int(minimum: int) -> Callable[[str], bool]:
-    def check(value: str) -> bool:
-        try:
-            return int(value) >= minimum
-        except ValueError:
-            return False
-
-    return check
-
-
-def _is_long(minimum: int) -> Callable[[str], bool]:
-    def check(value: str) -> bool:
-        try:
-            return minimum <= int(value) <= LONG_MAX
-        except ValueError:
-            return False
-
-    return check
+# Kafka's ConfigDef types: INT is a Java int, LONG a Java long. A value outside them is refused
+# (Kafka: "Not a number of type INT"), so nothing downstream sees, say, a segment.bytes past
+# 2^31-1, which the offset index (">ii": 32-bit positions) cannot address.
+INT_MAX = 2**31 - 1
+LONG_MIN = -(2**63)
+# Integers are ASCII digits with an optional minus, nothing else: Python's int() would also take
+# " 5 ", "+5", "1_000" and non-ASCII digits, which no Kafka client sends and the stored string
+# would keep as typed. Accepted values are stored canonical (`canonical_topic_config`).
+_INTEGER = re.compile(r"-?[0-9]+")
 
 
-def _is_bool(value: str) -> bool:
-    return value in ("true", "false")
+def _to_int(value: str) -> int:
+    """int() of a `_INTEGER` match; any number of leading zeros, but past 20 significant digits
+    (beyond every range here) a stand-in out of range, never int() over a huge string."""
+    digits = value.lstrip("-").lstrip("0")
+    if len(digits) > 20:
+        return LONG_MIN - 1 if value.startswith("-") else LONG_MAX + 1
+    return -int(digits or "0") if value.startswith("-") else int(digits or "0")
 
 
-_VALIDATORS: Mapping[str, Callable[[str], bool]] = {
-    MIN_INSYNC_REPLICAS: _is_int(1),
-    UNCLEAN_LEADER_ELECTION_ENABLE: _is_bool,
-    REPLICATION_MODE: lambda v: v in REPLICATION_MODES,
-    SEGMENT_BYTES: _is_int(14),  # Kafka's minimum segment size (LegacyRecord.RECORD_OVERHEAD_V0)
-    RETENTION_MS: _is_int(-1),
-    RETENTION_BYTES: _is_int(-1),
-    SEGMENT_MS: _is_long(1),
-    CLEANUP_POLICY: lambda v: v == "delete",
-    FLUSH_MESSAGES: _is_long(1),  # Kafka: at least 1 (0 is refused)
-    FLUSH_MS: _is_long(0),
-    MAX_MESSAGE_BYTES: _is_int(0),
+class _Integer(NamedTuple):
+    """An INT or LONG topic config with Kafka's lower bound (atLeast) and the type's range."""
+
+    kind: str  # "INT" or "LONG", as Kafka's ConfigDef.Type
+    minimum: int
+    maximum: int
+
+    def problem(self, value: str) -> str | None:
+        if not _INTEGER.fullmatch(value):
+            return f"not an integer of type {self.kind} (ASCII digits with an optional '-')"
+        if not self.minimum <= _to_int(value) <= self.maximum:
+            return f"must be in [{self.minimum}, {self.maximum}] (type {self.kind})"
+        return None
+
+
+def _int(minimum: int) -> _Integer:
+    return _Integer("INT", minimum, INT_MAX)
+
+
+def _long(minimum: int) -> _Integer:
+    return _Integer("LONG", minimum, LONG_MAX)
+
+
+def _choice(*allowed: str) -> Callable[[str], str | None]:
+    def problem(value: str) -> str | None:
+        return None if value in allowed else f"must be one of {', '.join(allowed)}"
+
+    return problem
+
+
+# Types and bounds as Kafka's LogConfig / TopicConfig (atLeast(...)); kraftlab's own keys last.
+_VALIDATORS: Mapping[str, _Integer | Callable[[str], str | None]] = {
+    MIN_INSYNC_REPLICAS: _int(1),
+    UNCLEAN_LEADER_ELECTION_ENABLE: _choice("true", "false"),
+    REPLICATION_MODE: _choice(*REPLICATION_MODES),
+    SEGMENT_BYTES: _int(14),  # Kafka's minimum segment size (LegacyRecord.RECORD_OVERHEAD_V0)
+    RETENTION_MS: _long(-1),  # -1: unlimited
+    RETENTION_BYTES: _long(LONG_MIN),  # Kafka: no bound; any negative value means unlimited
+    SEGMENT_MS: _long(1),
+    CLEANUP_POLICY: _choice("delete"),
+    FLUSH_MESSAGES: _long(1),  # Kafka: at least 1 (0 is refused)
+    FLUSH_MS: _long(0),
+    MAX_MESSAGE_BYTES: _int(0),
 }
 
 
 def validate_topic_config(name: str, value: str) -> str | None:
-    """None if `name=value` is a valid topic config, else a message saying why not."""
+    """None if `name=value` is a valid topic config, else a message naming the key and why not."""
     check = _VALIDATORS.get(name)
     if check is None:
         return f"unknown topic config {name!r}"
     if name == CLEANUP_POLICY and value != "delete" and set(value.split(",")) <= {"compact", "delete"}:
         return (f"invalid value {value!r} for topic config {name!r}: compaction is not "
                 f"supported (kraftlab has no log cleaner); only 'delete' is")
-    if not check(value):
-        return f"invalid value {value!r} for topic config {name!r}"
+    problem = check.problem(value) if isinstance(check, _Integer) else check(value)
+    if problem is not None:
+        return f"invalid value {value!r} for topic config {name!r}: {problem}"
     return None
+
+
+def canonical_topic_config(name: str, value: str) -> str:
+    """The form a valid value is stored in (ConfigRecord): integers as `str(int(value))` ("007"
+    and "-0" become "7" and "0"), everything else as given. Call after validate_topic_config."""
+    if isinstance(_VALIDATORS.get(name), _Integer):
+        return str(_to_int(value))
+    return value
 
 
 def effective_topic_configs(overrides: Mapping[str, str]) -> dict[str, str]:
