@@ -5,8 +5,9 @@ configs through the admin API, PATCH /topics/{topic}/configs = IncrementalAlterC
 The defaults are NOT repeated here: node settings come from harness/node/config.py `TUNABLES`
 (what the node process parses) and topic settings from quorum/metadata/configs.py
 `TOPIC_CONFIG_DEFAULTS` (what the controller validates). This module only adds where each key is
-read (controller / broker / topic) and the value ranges the node parser does not check (it accepts
-any integer; a negative timeout would start a cluster that never elects, found by hand).
+read (controller / broker / topic) and the value ranges the node parser does not check (it checks
+the syntax, ASCII `-?[0-9]+` within a 64-bit long, booleans, and log.retention.ms/hours only; a
+negative timeout would start a cluster that never elects, found by hand).
 
 Invariant: every key `config show` prints is accepted by exactly one of `cluster up --config`
 (node keys) or `topic create --config` (topic keys); `check_overrides` names the other one when a
@@ -33,6 +34,7 @@ from typing import Any
 
 from harness import cluster as cl
 from harness.node.config import (
+    BOOLEAN_KEYS,
     TUNABLES,
     ConfigError,
     parse_properties,
@@ -42,6 +44,7 @@ from harness.node.config import (
 from quorum.metadata.configs import (
     FLUSH_MESSAGES,
     FLUSH_MS,
+    LONG_MIN,
     MAX_MESSAGE_BYTES,
     RETENTION_BYTES,
     RETENTION_MS,
@@ -51,9 +54,6 @@ from quorum.metadata.configs import (
     validate_topic_config,
 )
 
-# Settings that are flags (Kafka booleans; the node parser stores them as 0/1).
-BOOLEAN_KEYS = frozenset({"auto.leader.rebalance.enable", "kraftlab.log.fsync",
-                          "kraftlab.admin.require.token"})
 # Read only by the active controller (quorum/controller); the rest of `controller.*` and the
 # kraftlab.raft/log/snapshot keys drive the Raft client, which brokers run too (as observers).
 CONTROLLER_ONLY = frozenset({"leader.imbalance.check.interval.ms", "auto.leader.rebalance.enable",
@@ -74,8 +74,10 @@ BROKER_SYNONYMS = {
     "log.flush.interval.ms": FLUSH_MS,
     "message.max.bytes": MAX_MESSAGE_BYTES,
 }
-# Kafka: -1 is "unlimited" for both (no time / no size limit on a partition's log).
-UNLIMITED_OK = frozenset({"log.retention.ms", "log.retention.bytes"})
+# Kafka: -1 is "unlimited" (no time limit on a partition's log). log.retention.bytes is not
+# here: like the topic's retention.bytes it has no lower bound, any negative value is unlimited
+# (Kafka's LogConfig; partition/log/log.py applies the size limit only when it is >= 0).
+UNLIMITED_OK = frozenset({"log.retention.ms"})
 
 
 def applies_to(key: str) -> str:
@@ -94,6 +96,8 @@ def minimum(key: str) -> int:
         return -1  # -1: drawn from the OS
     if key in UNLIMITED_OK:
         return -1
+    if key == "log.retention.bytes":
+        return LONG_MIN  # any negative: unlimited (retention.bytes, as Kafka)
     if key == "log.flush.interval.messages":
         return 1  # Kafka: at least 1 (flush.messages); the default Long.MAX_VALUE means never
     if key.endswith(".ms") and ("timeout" in key or "interval" in key):
@@ -124,13 +128,11 @@ def check_overrides(overrides: dict[str, str]) -> None:
                               f"`kraftlab topic create NAME ... --config {key}={value}` "
                               f"(a live topic: `kraftlab config alter --topic NAME "
                               f"--add-config {key}={value}`)")
-    validate_overrides(overrides)  # unknown keys and non-integers: the node parser's own check
+    # Unknown keys, non-integers (ASCII-strict, 64-bit), booleans other than true/false/1/0 and
+    # log.retention.ms/hours out of range: the node parser's own check and message.
+    validate_overrides(overrides)
     for key, value in overrides.items():
-        if key not in BOOLEAN_KEYS and value.strip().lower() in ("true", "false"):
-            raise ConfigError(f"{key} must be an integer, got {value!r}")
         number = tunable_value(key, value)
-        if key in BOOLEAN_KEYS and number not in (0, 1):
-            raise ConfigError(f"{key} must be true or false (or 1/0), got {value!r}")
         if number < minimum(key):
             hint = " (-1: unlimited)" if key in UNLIMITED_OK else ""
             if key == "log.flush.interval.messages":
@@ -143,7 +145,7 @@ def check_overrides(overrides: dict[str, str]) -> None:
             raise ConfigError(f"{key} is the broker default of topic config {synonym}: {problem}")
 
 
-NODE_KEY = re.compile(r"^(controller|broker)\.(\d+)\.(.+)$")
+NODE_KEY = re.compile(r"^(controller|broker)\.([0-9]+)\.(.+)$")  # ASCII ids (\d: any digit)
 
 
 @dataclass

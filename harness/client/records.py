@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 
 from partition.log import batch as rb
+from partition.log.errors import CorruptRecordError
 
 # (value, key, headers, timestamp_ms)
 RecordTuple = tuple[bytes | None, bytes | None, tuple[tuple[str, bytes | None], ...], int]
@@ -98,7 +99,7 @@ def decode_records(buf: bytes, header: rb.BatchHeader) -> list[DecodedRecord]:
     start = header.position
     end = start + header.size
     if end > len(buf):
-        raise rb.CorruptRecordError("batch runs past the buffer")
+        raise CorruptRecordError("batch runs past the buffer")
     data = buf if start == 0 and end == len(buf) else buf[start:end]
     pos = rb.HEADER_SIZE
     size = len(data)
@@ -110,7 +111,7 @@ def decode_records(buf: bytes, header: rb.BatchHeader) -> list[DecodedRecord]:
             length, pos = _varint_at(data, pos)
             record_end = pos + length
             if length < 0 or record_end > size:
-                raise rb.CorruptRecordError("record runs past the batch")
+                raise CorruptRecordError("record runs past the batch")
             pos += 1  # attributes
             ts_delta, pos = _varint_at(data, pos)
             offset_delta, pos = _varint_at(data, pos)
@@ -134,10 +135,10 @@ def decode_records(buf: bytes, header: rb.BatchHeader) -> list[DecodedRecord]:
                     items.append((name.decode("utf-8"), hvalue))
                 headers = tuple(items)
             if pos != record_end:
-                raise rb.CorruptRecordError("record length does not match its fields")
+                raise CorruptRecordError("record length does not match its fields")
             out.append((base_offset + offset_delta, base_ts + ts_delta, key, value, headers))
     except IndexError:
-        raise rb.CorruptRecordError("record runs past the batch") from None
+        raise CorruptRecordError("record runs past the batch") from None
     if pos != size:
-        raise rb.CorruptRecordError("bytes after the last record")
+        raise CorruptRecordError("bytes after the last record")
     return out

@@ -18,7 +18,16 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from quorum.metadata.configs import validate_topic_config
+# The topic configs' integer syntax (ASCII `-?[0-9]+`) and its bounded int(): one parser for
+# every integer setting, node or topic, so both refuse the same strings.
+from quorum.metadata.configs import (
+    INT_MAX,
+    INTEGER_SYNTAX,
+    LONG_MAX,
+    LONG_MIN,
+    parse_ascii_int,
+    validate_topic_config,
+)
 
 
 class ConfigError(ValueError):
@@ -38,7 +47,9 @@ def parse_endpoints(value: str, key: str) -> dict[int, Endpoint]:
         try:
             node, address = item.split("@", 1)
             host, port = address.rsplit(":", 1)
-            out[int(node)] = Endpoint(host, int(port))
+            if not (INTEGER_SYNTAX.fullmatch(node) and INTEGER_SYNTAX.fullmatch(port)):
+                raise ValueError(item)
+            out[parse_ascii_int(node)] = Endpoint(host, parse_ascii_int(port))
         except ValueError:
             raise ConfigError(f"{key}: expected id@host:port, got {item!r}") from None
     if not out:
@@ -256,15 +267,49 @@ _TOPIC_CONFIG_SYNONYMS = {
 }
 
 
+# Settings that are flags (Kafka booleans): true/false (any case, as Kafka's ConfigDef) or 1/0,
+# stored as 0/1. Every other tunable is an integer and refuses true/false.
+BOOLEAN_KEYS = frozenset({"auto.leader.rebalance.enable", "kraftlab.log.fsync",
+                          "kraftlab.admin.require.token"})
+# Ranges checked at load beyond the 64-bit type (a value a node would misread, not merely an
+# odd choice; `kraftlab config` checks more, harness/config_cli.py `minimum`):
+# log.retention.ms: -2 stands for Kafka's null (unset: log.retention.hours applies), -1 is
+# unlimited; log.retention.hours is Kafka's INT and must give a valid retention.ms (>= 0 here:
+# unlimited is log.retention.ms=-1).
+LOAD_RANGES: dict[str, tuple[int, int, str]] = {
+    "log.retention.ms": (-2, LONG_MAX, " (-2: unset, log.retention.hours applies; -1: unlimited)"),
+    "log.retention.hours": (0, INT_MAX, " (for unlimited retention set log.retention.ms=-1)"),
+}
+
+
+def parse_integer(key: str, raw: str) -> int:
+    """An integer setting: ASCII digits with an optional '-' (no sign '+', '_', spaces or
+    non-ASCII digits, which Python's int() would take), within Java's long; ConfigError naming
+    the key otherwise."""
+    if not INTEGER_SYNTAX.fullmatch(raw):
+        raise ConfigError(f"{key} must be an integer (ASCII digits with an optional '-'), "
+                          f"got {raw!r}")
+    value = parse_ascii_int(raw)
+    if not LONG_MIN <= value <= LONG_MAX:
+        raise ConfigError(f"{key} must be a 64-bit integer in [{LONG_MIN}, {LONG_MAX}], "
+                          f"got {raw!r}")
+    return value
+
+
 def tunable_value(key: str, raw: str) -> int:
-    """A tunable's integer value; Kafka's boolean settings also take true/false."""
-    lowered = raw.strip().lower()
-    if lowered in ("true", "false"):
-        return int(lowered == "true")
-    try:
-        return int(raw)
-    except ValueError:
-        raise ConfigError(f"{key} must be an integer, got {raw!r}") from None
+    """A tunable's integer value; Kafka's boolean settings take true/false (or 1/0)."""
+    if key in BOOLEAN_KEYS:
+        lowered = raw.lower()
+        if lowered in ("true", "false"):
+            return int(lowered == "true")
+        if raw not in ("0", "1"):
+            raise ConfigError(f"{key} must be true or false (or 1/0), got {raw!r}")
+    value = parse_integer(key, raw)
+    bounds = LOAD_RANGES.get(key)
+    if bounds is not None and not bounds[0] <= value <= bounds[1]:
+        low, high, hint = bounds
+        raise ConfigError(f"{key} must be in [{low}, {high}]{hint}, got {raw!r}")
+    return value
 
 
 def validate_overrides(overrides: dict[str, str]) -> None:
@@ -297,10 +342,7 @@ def from_properties(props: dict[str, str]) -> NodeConfig:
             problem = None if synonym is None else validate_topic_config(synonym, str(tunables[name]))
             if problem is not None:
                 raise ConfigError(f"{key} is the broker default of topic config {synonym}: {problem}")
-    try:
-        node_id = int(props["node.id"])
-    except ValueError:
-        raise ConfigError("node.id must be an integer") from None
+    node_id = parse_integer("node.id", props["node.id"])
     voters = parse_endpoints(props["controller.quorum.voters"], "controller.quorum.voters")
     admin = parse_endpoints(props["kraftlab.admin.listeners"], "kraftlab.admin.listeners")
     listener = kafka_listener = None

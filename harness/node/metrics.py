@@ -11,12 +11,14 @@ name=ActiveControllerCount` -> `kafka_controller_active_controller_count`):
   kafka_server_raft_metrics_{high_watermark,log_end_offset,current_epoch,current_leader};
 - brokers: kafka_server_replica_manager_{partition_count,leader_count,
   under_replicated_partitions,under_min_isr_partition_count,at_min_isr_partition_count} over the
-  partitions this broker leads (Kafka's definitions, harness/node/status.py `partition_health`),
+  partitions this broker leads (Kafka's definitions, harness/node/status.py `partition_health`;
+  for replication.mode=quorum topics "min ISR" is a majority of the replicas),
   and kafka_server_replica_manager_isr_{shrinks,expands}_total for the partitions it leads;
 - every admin route: kafka_network_request_metrics_total_time_ms, a histogram per method and
   route template (Kafka's RequestMetrics TotalTimeMs, per HTTP route instead of per API key).
-kraftlab_* names remain for what Kafka has no name for (transport counters, commit latency,
-per-partition LEO/HW, follower lag as the leader sees it).
+kraftlab_* names remain for what Kafka has no name for (transport counters, among them the native
+client's slow_clients_closed and dropped_client_frames; commit latency, per-partition LEO/HW,
+follower lag as the leader sees it).
 
 prometheus_client renders it (a per-node CollectorRegistry, never the global one, so several
 nodes in one test process do not mix): it escapes label values and help text and writes histogram
@@ -181,6 +183,12 @@ class _NodeCollector:
         yield _counter("kraftlab_transport_dropped",
                        "messages dropped by the link filter or backpressure",
                        t.dropped_in + t.dropped_out)
+        yield _counter("kraftlab_transport_slow_clients_closed",
+                       "native client connections closed for not reading their answers "
+                       "(unread replies past the transport's bound)", t.slow_clients_closed)
+        yield _counter("kraftlab_transport_dropped_client_frames",
+                       "native client requests, hellos and answers lost to a client cut "
+                       "(nemesis link filter)", t.dropped_client_frames)
 
     @staticmethod
     def _raft(node: ControllerNode) -> Iterator[Metric]:
@@ -240,10 +248,12 @@ class _NodeCollector:
                      "led partitions whose ISR is smaller than the replica set",
                      len(led.under_replicated))
         yield _gauge(prefix + "under_min_isr_partition_count",
-                     "led partitions whose ISR is below min.insync.replicas",
+                     "led partitions whose ISR is below min.insync.replicas (quorum-mode "
+                     "topics: below a majority of the replicas)",
                      len(led.under_min_isr))
         yield _gauge(prefix + "at_min_isr_partition_count",
-                     "led partitions whose ISR is exactly min.insync.replicas",
+                     "led partitions whose ISR is exactly min.insync.replicas (quorum-mode "
+                     "topics: exactly a majority)",
                      len(led.at_min_isr))
         counters = node.metadata_counters
         yield _counter(prefix + "isr_shrinks", "ISR shrinks of partitions led here",

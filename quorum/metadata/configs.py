@@ -56,11 +56,11 @@ LONG_MIN = -(2**63)
 # Integers are ASCII digits with an optional minus, nothing else: Python's int() would also take
 # " 5 ", "+5", "1_000" and non-ASCII digits, which no Kafka client sends and the stored string
 # would keep as typed. Accepted values are stored canonical (`canonical_topic_config`).
-_INTEGER = re.compile(r"-?[0-9]+")
+INTEGER_SYNTAX = re.compile(r"-?[0-9]+")
 
 
-def _to_int(value: str) -> int:
-    """int() of a `_INTEGER` match; any number of leading zeros, but past 20 significant digits
+def parse_ascii_int(value: str) -> int:
+    """int() of a `INTEGER_SYNTAX` match; any number of leading zeros, but past 20 significant digits
     (beyond every range here) a stand-in out of range, never int() over a huge string."""
     digits = value.lstrip("-").lstrip("0")
     if len(digits) > 20:
@@ -76,9 +76,9 @@ class _Integer(NamedTuple):
     maximum: int
 
     def problem(self, value: str) -> str | None:
-        if not _INTEGER.fullmatch(value):
+        if not INTEGER_SYNTAX.fullmatch(value):
             return f"not an integer of type {self.kind} (ASCII digits with an optional '-')"
-        if not self.minimum <= _to_int(value) <= self.maximum:
+        if not self.minimum <= parse_ascii_int(value) <= self.maximum:
             return f"must be in [{self.minimum}, {self.maximum}] (type {self.kind})"
         return None
 
@@ -132,7 +132,7 @@ def canonical_topic_config(name: str, value: str) -> str:
     """The form a valid value is stored in (ConfigRecord): integers as `str(int(value))` ("007"
     and "-0" become "7" and "0"), everything else as given. Call after validate_topic_config."""
     if isinstance(_VALIDATORS.get(name), _Integer):
-        return str(_to_int(value))
+        return str(parse_ascii_int(value))
     return value
 
 

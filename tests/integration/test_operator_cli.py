@@ -59,7 +59,12 @@ def test_config_show_lists_every_key_with_its_default_and_scope() -> None:
     # Broker log settings: checked up front (the broker would refuse them at start).
     ("log.flush.interval.messages=0", "log.flush.interval.messages must be >= 1"),
     ("log.retention.ms=-2", "log.retention.ms must be >= -1 (-1: unlimited)"),
-    ("log.retention.bytes=-3", "log.retention.bytes must be >= -1 (-1: unlimited)"),
+    # Any negative log.retention.bytes is unlimited (as retention.bytes); past Java's long is not.
+    ("log.retention.bytes=-9223372036854775809", "log.retention.bytes must be a 64-bit integer"),
+    ("log.retention.hours=-1", "log.retention.hours must be in [0, 2147483647]"),
+    # Integers are ASCII `-?[0-9]+`: Python's int() would take these.
+    ("broker.session.timeout.ms=9_000", "broker.session.timeout.ms must be an integer (ASCII"),
+    ("broker.session.timeout.ms=\uff19\uff10\uff10\uff10", "broker.session.timeout.ms must be an integer"),
     ("log.segment.bytes=10", "log.segment.bytes is the broker default of topic config "
                              "segment.bytes: invalid value '10'"),
     ("controller.1.log.segment.bytes=4096", "log.segment.bytes is read by broker nodes only"),
