@@ -171,14 +171,15 @@ def live_check(out: Path) -> tuple[Path | None, bool]:
     return path, bool(data["kv_all_ok"])
 
 
-def run_matrix(out: Path, seeds: int, jobs: int | None) -> tuple[Path, float]:
+def run_matrix(out: Path, seeds: int, jobs: int | None,
+               metadata: str = "raft") -> tuple[Path, float]:
     """Phase 2: the default simulated scenario matrix, as run-summary Parquet under `out`."""
     from harness.sim.matrix import run_default
 
     if out.exists():
         shutil.rmtree(out)  # rows of an earlier run must not mix into this analysis
     out.mkdir(parents=True)
-    path, wall_s = run_default(out, seeds=seeds, jobs=jobs)
+    path, wall_s = run_default(out, seeds=seeds, jobs=jobs, metadata=metadata)
     return Path(path), wall_s
 
 
@@ -247,7 +248,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     progress("phase 2/3: simulated scenario matrix")
     from harness.sim.matrix import DEFAULT_SEEDS
 
-    runs, wall_s = run_matrix(out / "runs", args.seeds or DEFAULT_SEEDS, args.jobs)
+    runs, wall_s = run_matrix(out / "runs", args.seeds or DEFAULT_SEEDS, args.jobs,
+                              getattr(args, "metadata", "raft"))
     progress("phase 3/3: Spark analysis")
     result = run_analysis(out / "runs", out / "analysis", args.master)
     index = write_index(out, live, live_ok, runs, wall_s, result)
@@ -268,4 +270,7 @@ def register(sub: Any) -> None:
     parser.add_argument("--jobs", type=int, default=None, help="simulator processes (default: all cores)")
     parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     parser.add_argument("--skip-live", action="store_true", help="skip the live cluster check")
+    parser.add_argument("--metadata", choices=("raft", "abstract"), default="raft",
+                        help="the matrix's metadata side: 3 simulated Raft voters (default) or "
+                             "the abstract single controller (docs/compare.md)")
     parser.set_defaults(handler=cmd_compare)

@@ -111,6 +111,11 @@ class RunSummary:
     unclean_elections: int = 0
     isr_shrinks: int = 0
     isr_expands: int = 0
+    # The metadata side of the run: "raft" (a Raft quorum of controller voters: `sim` rows of
+    # `kraftlab sim matrix` by default, 3 simulated voters), "abstract" (the simulator's single
+    # controller whose proposals commit after a fixed delay), null when not recorded. Optional:
+    # files written before it existed read back with null (OPTIONAL_COLUMNS).
+    metadata_quorum: str | None = None
     schema_version: int = field(default=SCHEMA_VERSION)
 
     def to_record(self) -> dict[str, Any]:
@@ -172,8 +177,12 @@ SCHEMA = pa.schema([
     _i64("unclean_elections"),
     _i64("isr_shrinks"),
     _i64("isr_expands"),
+    pa.field("metadata_quorum", pa.string(), nullable=True),
     pa.field("schema_version", pa.int32(), nullable=False),
 ])
+# Columns added after schema version 1 was first written: a file without them reads as null.
+OPTIONAL_COLUMNS = ("metadata_quorum",)
+METADATA_QUORUMS = ("raft", "abstract")
 assert SCHEMA.names == [f.name for f in fields(RunSummary)], "schema and dataclass drifted"
 
 _COUNTS = ("seed", "fault_duration_ms", "duration_ms", "wall_duration_ms", "acked_writes",
@@ -200,6 +209,9 @@ def _check_choices(row: RunSummary) -> None:
     if not 1 <= row.min_insync_replicas <= row.replication_factor:
         raise _fail(row, f"min_insync_replicas={row.min_insync_replicas} outside "
                          f"[1, replication_factor={row.replication_factor}]")
+    if row.metadata_quorum is not None and row.metadata_quorum not in METADATA_QUORUMS:
+        raise _fail(row, f"metadata_quorum={row.metadata_quorum!r}, expected one of "
+                         f"{METADATA_QUORUMS} or null")
     if row.schema_version != SCHEMA_VERSION:
         raise _fail(row, f"schema_version={row.schema_version}, this reader knows "
                          f"{SCHEMA_VERSION}")
@@ -298,6 +310,8 @@ def _same_type(actual: pa.DataType, expected: pa.DataType) -> bool:
 def check_schema(schema: pa.Schema) -> None:
     """Raise SchemaError if `schema` lacks a column of SCHEMA or has it with another type."""
     for expected in SCHEMA:
+        if expected.name not in schema.names and expected.name in OPTIONAL_COLUMNS:
+            continue
         if expected.name not in schema.names:
             raise SchemaError(f"column {expected.name!r} is missing")
         actual = schema.field(expected.name).type
@@ -327,6 +341,10 @@ def read_dataset(path: Path | str) -> list[RunSummary]:
     rows: list[RunSummary] = []
     for file in files:
         table = pq.read_table(file)
+        for name in OPTIONAL_COLUMNS:
+            if name not in table.schema.names:
+                table = table.append_column(SCHEMA.field(name),
+                                            pa.nulls(table.num_rows, SCHEMA.field(name).type))
         try:
             check_schema(table.schema)
             for expected in SCHEMA:

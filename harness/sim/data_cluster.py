@@ -25,7 +25,8 @@ Faults (`--nemesis`, a comma list of kinds or shape names; targets drawn at the 
   network heals and restarts LAST_REPLICA_RESTART_MS later (the KIP-966 last-replica case: even
   acks=all with min.insync.replicas=2 can lose here, as in Kafka).
 
-Checks: the world's per-event invariants (divergence-below-hw, hw-above-isr-leo,
+Checks: the world's per-event invariants (divergence-below-hw where it must hold: no unclean
+election and no power crash so far, data_world.World.on_high_watermark; hw-above-isr-leo,
 leader-epoch-regressed); the quorum's (Raft safety and the cluster simulator's image invariants
 on every voter: a failure stops the run); at the end, no two live replicas disagree below their
 HWs; Jepsen's queue checker over the send/poll history with the final drain: an

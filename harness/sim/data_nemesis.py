@@ -26,6 +26,13 @@ unless said otherwise):
   unclean election the partition is offline until then; with it a follower is elected and
   whatever only the old leader held is lost;
 - flapping: the leader cut from everyone and healed every FLAP_MS for the fault.
+
+On a Raft metadata quorum (DataRunConfig.metadata="raft", harness/sim/data_quorum.py) "the
+controller" in these shapes is every voter: the partition shapes cut brokers from the voters
+(random-halves, majorities-ring and bridge shuffle voters and brokers together),
+isolate-controller-leader cuts the active voter from every other voter and every broker for the
+whole fault (the quorum elects another; healed at the end), and metadata-quorum-down crashes a
+majority of the voters, active one first (RaftControllerNode.go_down), restarted at the end.
 """
 
 from __future__ import annotations
@@ -87,8 +94,13 @@ class Nemesis:
 
     # -- helpers -------------------------------------------------------------------------------
 
+    def _controllers(self) -> list[int]:
+        """The controller's node ids: the voters of a Raft quorum, else CONTROLLER_ID."""
+        voters = getattr(self.world.controller, "voter_ids", None)
+        return list(voters) if voters else [CONTROLLER_ID]
+
     def _nodes(self) -> list[int]:
-        return [CONTROLLER_ID, *sorted(self.world.brokers)]
+        return [*self._controllers(), *sorted(self.world.brokers)]
 
     def _clients(self) -> list[int]:
         return sorted(c for c in self.world.clients if c >= CLIENT_BASE)
@@ -130,7 +142,7 @@ class Nemesis:
             self._cut(leader, followers)
             self._at_end(self._heal_network, "partition")
         elif name == "zombie-leader":
-            self._cut(leader, [CONTROLLER_ID])
+            self._cut(leader, self._controllers())
             self._at_end(self._heal_network, "partition")
         elif name == "random-halves":
             nodes = self._nodes()
@@ -157,6 +169,11 @@ class Nemesis:
             for a in rest[:half]:
                 self._cut(a, rest[half:])
             del bridge
+            self._at_end(self._heal_network, "partition")
+        elif name == "isolate-controller-leader" and len(self._controllers()) > 1:
+            active = getattr(w.controller, "active_controller", lambda: None)()
+            if active is not None:  # no active controller: nothing to isolate
+                self._cut(active, self._controllers() + brokers)
             self._at_end(self._heal_network, "partition")
         elif name == "isolate-controller-leader":
             w.controller.go_down()

@@ -110,7 +110,10 @@ def _outcome(world: World, acked: list[str]) -> ScenarioOutcome:
         assert log is not None
         data = log.read(log.log_start_offset, 1 << 20) if log.log_end_offset else b""
         logs[b] = [(o, str(v)) for o, v in decode_values(data)]
-    return ScenarioOutcome(acked, logs, world.leader_id(), dict(world.counters.violations))
+    violations = dict(world.counters.violations)
+    if world.counters.divergence_after_loss:  # leader epochs off: counted, not an invariant
+        violations["divergence-below-hw-after-loss"] = world.counters.divergence_after_loss
+    return ScenarioOutcome(acked, logs, world.leader_id(), violations)
 
 
 def _ok(client: _ScriptClient, rid: int) -> bool:

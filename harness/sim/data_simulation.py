@@ -11,8 +11,9 @@ Checked after every event (harness/sim/data_world.py): a leader's HW never excee
 LEO it knows (the majority LEO in quorum mode); no replica holds, below its HW, a record that
 differs from the one first seen committed at that offset (committed-prefix agreement, which
 `leader.epoch.enable=true` must guarantee unless an unclean election or a lost disk tail hands
-leadership to a shorter log, so the matrix does not count it as divergence); leader epochs a
-broker sees never go back. After the run: Jepsen's queue checker (harness/jepsen/queue.py) over
+leadership to a shorter log: an invariant only until such a loss, counted after it, and never
+the matrix's divergence column); leader epochs a broker sees never go back; on the Raft quorum
+(`metadata="raft"`), Raft safety and the voters' image invariants (`quorum-safety`). After the run: Jepsen's queue checker (harness/jepsen/queue.py) over
 the send/poll history with the final drain: lost-write, duplicate, inconsistent-offsets, ...;
 and the replicas' end state (`replica_divergence`: records that differ below two replicas' HWs,
 the KIP-101 divergence the summary row reports as divergent_offsets).
@@ -28,10 +29,13 @@ from typing import Any
 from harness.jepsen.history import pair_operations
 from harness.jepsen.queue import QueueResult, check_queue
 from harness.sim.data_nemesis import RESTART_AFTER_FAULT_MS, Nemesis, Span
+from harness.sim.data_quorum import RaftControllerNode, raft_controller_factory
 from harness.sim.data_workload import Consumer, History, Producer, decode_values, final_drain
 from harness.sim.data_world import CLIENT_BASE, World, WorldTiming
+from harness.sim.invariants import SafetyViolation
 from partition.replica import ACKS_ALL, ACKS_LEADER, ReplicaConfig
 from quorum.controller import ControllerConfig, CreateTopicRequest
+from quorum.raft.errors import InvariantViolation
 
 TOPIC_CREATE_MS = 300
 WORKLOAD_START_MS = 1000
@@ -41,6 +45,9 @@ SETTLE_MS = 2500
 PRODUCERS = 3
 WRITE_INTERVAL_MS = 60  # per producer: ~50 writes/s in all
 POLL_INTERVAL_MS = 100
+METADATA_KINDS = ("abstract", "raft")
+METADATA_VOTERS = 3
+QUORUM_WAIT_POLL_MS = 20  # brokers wait for an active controller, as Kafka brokers do
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,6 +67,10 @@ class DataRunConfig:
     # FAULT_START_MS, on a second boundary as the per-second phases need) falls against writes
     # in flight, heartbeats, fetches and HW checkpoints. 0: everything starts on the dot.
     start_jitter_ms: int = 0
+    # The metadata side: "abstract" (one ControllerService whose proposals commit after
+    # data_world.COMMIT_DELAY_MS) or "raft" (METADATA_VOTERS simulated Raft voters,
+    # harness/sim/data_quorum.py, on which the controller nemeses act). The matrix uses "raft".
+    metadata: str = "abstract"
     timing: WorldTiming = field(default_factory=WorldTiming)
 
     @property
@@ -72,6 +83,7 @@ class DataRunConfig:
                 f"le{int(self.leader_epoch_enable)}-rf{self.replication_factor}-{self.nemesis}-"
                 f"{self.fault_duration_ms}ms"
                 + (f"-j{self.start_jitter_ms}" if self.start_jitter_ms else "")
+                + ("-raft" if self.metadata == "raft" else "")
                 + f"-s{self.seed}")
 
 
@@ -122,7 +134,11 @@ def build_world(config: DataRunConfig) -> World:
         eligible_leader_replicas_enable=config.eligible_leader_replicas,
         auto_leader_rebalance_enable=False,
     )
-    return World(config.seed, config.brokers, replica_config, controller_config, config.timing)
+    if config.metadata not in METADATA_KINDS:
+        raise ValueError(f"metadata={config.metadata!r}, expected one of {METADATA_KINDS}")
+    factory = raft_controller_factory(METADATA_VOTERS) if config.metadata == "raft" else None
+    return World(config.seed, config.brokers, replica_config, controller_config, config.timing,
+                 controller_factory=factory)
 
 
 def topic_request(config: DataRunConfig) -> CreateTopicRequest:
@@ -148,6 +164,7 @@ class DataSimulation:
                                  concurrency, POLL_INTERVAL_MS)
         self.nemesis = Nemesis(world, config.nemesis, FAULT_START_MS, config.fault_duration_ms)
         self._start_rng = random.Random(config.seed * 6151 + 29)
+        self.stopped = False
 
     def _jitter(self, below_ms: int) -> int:
         return self._start_rng.randrange(below_ms) if below_ms > 0 else 0
@@ -156,6 +173,29 @@ class DataSimulation:
         if old is None and not self.world.topic_id:
             self.world.topic_id = new.topic_id
         self.world._count_change(old, new)
+
+    def _start_broker(self, b: int) -> None:
+        """Start broker `b`; on a Raft quorum, not before a controller is active (a Kafka broker
+        waits for the quorum; its registration would otherwise be lost and retried only after
+        request_timeout_ms)."""
+        w = self.world
+        ctl = w.controller
+        if isinstance(ctl, RaftControllerNode) and ctl.active_controller() is None:
+            w.queue.at(w.queue.now_ms + QUORUM_WAIT_POLL_MS, self._start_broker, b)
+            return
+        w.brokers[b].start()
+
+    def _run_until(self, end_ms: int) -> None:
+        """Run the world; a metadata-quorum safety failure (Raft safety, image invariants on a
+        voter; harness/sim/invariants.py) stops the simulation and is counted as the world's
+        `quorum-safety` violation, so the matrix reports it as a broken invariant."""
+        if self.stopped:
+            return
+        try:
+            self.world.queue.run_until(end_ms)
+        except (SafetyViolation, InvariantViolation) as exc:
+            self.stopped = True
+            self.world.violation("quorum-safety", str(exc))
 
     def _create_topic(self) -> None:
         if self.world.topic_id:
@@ -167,7 +207,7 @@ class DataSimulation:
         started = time.monotonic()
         w = self.world
         for b in sorted(w.brokers):
-            w.queue.at(self._jitter(self.config.start_jitter_ms), w.brokers[b].start)
+            w.queue.at(self._jitter(self.config.start_jitter_ms), self._start_broker, b)
         w.controller.pump()
         w.queue.at(TOPIC_CREATE_MS, self._create_topic)
         for i, p in enumerate(self.producers):
@@ -180,10 +220,10 @@ class DataSimulation:
         heal = (fault_start + self.config.fault_duration_ms
                 + RESTART_AFTER_FAULT_MS.get(self.config.nemesis, 0))
         workload_end = heal + AFTER_HEAL_MS
-        w.queue.run_until(workload_end - 1)  # no operation is invoked at workload_end
+        self._run_until(workload_end - 1)  # no operation is invoked at workload_end
         for client in (*self.producers, self.consumer):
             client.stopped = True
-        w.queue.run_until(workload_end + SETTLE_MS)
+        self._run_until(workload_end + SETTLE_MS)
         drained = final_drain(w, self.history, 2 * (PRODUCERS + 1) * 1000)
         divergent = replica_divergence(w)
         ops = pair_operations(self.history.events)

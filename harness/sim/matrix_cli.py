@@ -6,12 +6,16 @@
                         [--unclean false,true] [--elr false,true] [--rf 3,5]
                         [--leader-epoch true,false]
                         [--nemeses a,b,...] [--durations 1,5,30] [--histories]
+                        [--metadata raft|abstract]
 
 Without --full and without any of the dimension options it runs the default matrix (both modes,
 the main settings, every nemesis, RF 3, faults of 1 and 5 s, 20 seeds; harness/sim/matrix.py
 DEFAULT_SETTINGS); --full (or any dimension option) starts from issue 8's whole product.
 --runs N keeps the first N runs. Rows: DIR/part-*.parquet in K's schema (harness/matrix_schema.py,
 docs/compare.md); --histories also writes DIR/histories/<run_id>.jsonl (local engine).
+--metadata: the controller side of every run: `raft` (default; 3 simulated Raft voters, on which
+the controller nemeses act) or `abstract` (one controller committing after a fixed delay);
+recorded in each row's metadata_quorum column.
 
 This module adds the `matrix` kind to S's `sim` group from outside, like harness/sim/cluster_cli.py.
 Exit code: 0; 1 if a simulator invariant (HW above the ISR's LEO, a leader epoch going back)
@@ -55,6 +59,8 @@ def register(sub: Any) -> None:
                         ("durations", "fault durations in s, e.g. 1,5,30")):
         m.add_argument(f"--{name}", default=None, help=help_)
     m.add_argument("--histories", action="store_true", help="also write every run's history")
+    m.add_argument("--metadata", choices=("raft", "abstract"), default="raft",
+                   help="metadata side: 3 Raft voters (default) or the abstract controller")
     m.set_defaults(handler=run_matrix)
 
 
@@ -89,7 +95,8 @@ def build_spec(args: argparse.Namespace) -> Any:
         spec = MatrixSpec(seeds=args.seeds or DEFAULT_SEEDS)
     else:
         spec = default_spec(args.seeds or DEFAULT_SEEDS)
-    changes: dict[str, Any] = {"first_seed": args.first_seed}
+    changes: dict[str, Any] = {"first_seed": args.first_seed,
+                               "metadata": getattr(args, "metadata", "raft")}
     for key, raw in given.items():
         convert, allowed = dims[key]
         values = _split(raw, convert, allowed, key.replace("_", "-"))
@@ -125,7 +132,8 @@ def run_matrix(args: argparse.Namespace) -> int:
         configs = configs[:args.runs]
     out = Path(args.out)
     started = time.monotonic()
-    print(f"sim matrix: {len(configs)} runs, engine {args.engine}", file=sys.stderr, flush=True)
+    print(f"sim matrix: {len(configs)} runs, engine {args.engine}, metadata {spec.metadata}",
+          file=sys.stderr, flush=True)
     if args.engine == "spark":
         count = run_spark(configs, out, args.master)
         wall = time.monotonic() - started

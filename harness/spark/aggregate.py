@@ -25,7 +25,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from harness.matrix_schema import SCHEMA, SchemaError
+from harness.matrix_schema import OPTIONAL_COLUMNS, SCHEMA, SchemaError
 
 # The configuration a row was run with (issue 8), then the fault it was run under.
 CONFIG_KEYS = ("source", "replication_mode", "acks", "min_insync_replicas",
@@ -48,7 +48,8 @@ _OPS = {"w": "writes", "r": "reads"}
 
 def check_columns(df: DataFrame) -> None:
     """Raise SchemaError if a column the job needs is missing from the input."""
-    missing = [name for name in SCHEMA.names if name not in df.columns]
+    missing = [name for name in SCHEMA.names
+               if name not in df.columns and name not in OPTIONAL_COLUMNS]
     if missing:
         raise SchemaError(f"input lacks columns {missing} (see docs/compare.md for the schema)")
 

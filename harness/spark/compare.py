@@ -93,7 +93,9 @@ def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
     for location in locations:
         check_input(location)
     progress.stage("read runs")
-    raw = (spark.read.option("recursiveFileLookup", "true")
+    # mergeSchema: files written before an optional column (matrix_schema.OPTIONAL_COLUMNS)
+    # existed read back with it null.
+    raw = (spark.read.option("recursiveFileLookup", "true").option("mergeSchema", "true")
            .option("pathGlobFilter", "*.parquet").parquet(*locations))
     ag.check_columns(raw)
     ag.check_values(raw)

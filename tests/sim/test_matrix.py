@@ -10,8 +10,11 @@ import pytest
 
 from harness.cli import main
 from harness.matrix_schema import read_dataset, validate_row
+from harness.sim import data_simulation
 from harness.sim.data_nemesis import NEMESES
-from harness.sim.data_simulation import DataRunConfig, run_data
+from harness.sim.data_quorum import RaftControllerNode
+from harness.sim.data_simulation import DataRunConfig, DataSimulation, run_data
+from harness.sim.data_world import World
 from harness.sim.matrix import DEFAULT_SETTINGS, MatrixSpec, default_spec, run_one, summarize
 from harness.sim.runner import quiet_logging
 
@@ -91,3 +94,94 @@ def test_compare_index_reports_the_matrix_speed_from_the_rows(tmp_path: Path) ->
     assert matrix_speed(path, 0.5) == "2 runs, 0 s wall, 44 simulated workload s per wall s"
     assert matrix_speed(tmp_path / "runs", 2.0) == \
         "2 runs, 2 s wall, 11 simulated workload s per wall s"
+
+
+def test_matrix_runs_on_a_raft_quorum_unless_told_abstract(tmp_path: Path) -> None:
+    configs = default_spec(seeds=1).configs()
+    assert {c.metadata for c in configs} == {"raft"}
+    assert configs[0].key().endswith("-j500-raft-s1")
+    assert {c.metadata for c in default_spec(1, "abstract").configs()} == {"abstract"}
+    out = tmp_path / "rows"
+    common = ["sim", "matrix", "--modes", "isr", "--acks", "all", "--min-isr", "2",
+              "--unclean", "false", "--elr", "false", "--rf", "3", "--nemeses", "none",
+              "--seeds", "1", "--jobs", "1"]
+    assert main([*common, "--out", str(out / "raft")]) == 0
+    assert main([*common, "--out", str(out / "abstract"), "--metadata", "abstract"]) == 0
+    raft, abstract = read_dataset(out / "raft"), read_dataset(out / "abstract")
+    assert [(r.metadata_quorum, r.run_id.endswith("-raft-s1")) for r in raft] == [("raft", True)]
+    assert [(r.metadata_quorum, "raft" in r.run_id) for r in abstract] == [("abstract", False)]
+
+
+def _raft_sim(nemesis: str, seed: int = 1) -> DataSimulation:
+    return DataSimulation(DataRunConfig(seed=seed, nemesis=nemesis, fault_duration_ms=5000,
+                                        start_jitter_ms=500, metadata="raft"))
+
+
+def test_controller_nemeses_act_on_the_raft_voters() -> None:
+    # isolate-controller-leader: the active voter is cut from every voter and broker for the
+    # fault; the others elect a new active controller of a higher epoch.
+    sim = _raft_sim("isolate-controller-leader")
+    quorum = sim.world.controller
+    assert isinstance(quorum, RaftControllerNode)
+    seen: dict[str, tuple[int | None, int]] = {}
+
+    def look(at: str) -> None:
+        active = quorum.active_controller()
+        epochs = [quorum.voters[v].epoch for v in quorum.voter_ids if quorum.voters[v].up]
+        seen[at] = (active, max(epochs))
+
+    sim.world.queue.at(2999, look, "before")
+    sim.world.queue.at(4500, look, "during")
+    result = sim.run()
+    (old, old_epoch), (new, new_epoch) = seen["before"], seen["during"]
+    assert old is not None and new is not None and new != old and new_epoch > old_epoch
+    assert [(s.start_ms, s.end_ms, s.kind) for s in result.timeline] == [
+        (3000, 8000, "partition")]
+    assert result.lost_writes == 0 and quorum.stats["controller_epochs"] >= 2
+
+    # metadata-quorum-down: a majority of the voters crashed for the fault, back at its end.
+    sim = _raft_sim("metadata-quorum-down")
+    quorum = sim.world.controller
+    up: dict[int, int] = {}
+    for t in (2999, 4000, 8100):
+        sim.world.queue.at(t, lambda t=t: up.__setitem__(
+            t, sum(quorum.voters[v].up for v in quorum.voter_ids)))
+    sim.run()
+    assert up == {2999: 3, 4000: 1, 8100: 3}
+
+    # zombie-leader: the partition leader is cut from every voter (not from "controller 0").
+    sim = _raft_sim("zombie-leader")
+    cuts: list[set[frozenset[int]]] = []
+    sim.world.queue.at(4000, lambda: cuts.append(set(sim.world.network.cut)))
+    result = sim.run()
+    leader = {b for pair in cuts[0] for b in pair if b in sim.world.brokers}
+    assert len(leader) == 1
+    assert cuts[0] == {frozenset((*leader, v)) for v in sim.world.controller.voter_ids}
+    assert result.leader_elections >= 1
+
+
+class _PrefixPinned(World):
+    """A world that never learns of a loss: divergence-below-hw stays an invariant."""
+
+    prefix_may_change = property(lambda self: False, lambda self, value: None)
+
+
+def test_divergence_below_hw_is_an_invariant_only_without_legitimate_loss(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # An unclean election hands leadership to a shorter log: the new leader reuses the lost
+    # offsets, so records below the old HW change. That is the loss (lost_writes), counted
+    # apart, not a broken invariant that would fail `kraftlab sim matrix`.
+    config = DataRunConfig(seed=1, acks="all", min_insync_replicas=1,
+                           unclean_leader_election=True, nemesis="isolate-partition-leader",
+                           fault_duration_ms=5000, start_jitter_ms=500)
+    sim = DataSimulation(config)
+    result = sim.run()
+    assert result.unclean_elections == 1 and result.lost_writes > 0
+    assert "divergence-below-hw" not in result.violations
+    assert sim.world.counters.divergence_after_loss == 18
+    assert run_one(config).invariant_violations == ()
+    # The same rewrite where the prefix must hold is reported, offset by offset.
+    monkeypatch.setattr(data_simulation, "World", _PrefixPinned)
+    pinned = DataSimulation(config)
+    assert pinned.run().violations["divergence-below-hw"] == 18
+    assert pinned.world.counters.divergence_after_loss == 0

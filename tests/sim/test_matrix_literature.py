@@ -1,6 +1,7 @@
 """Issue 8's literature claims, reproduced by the matrix's own path (run_one -> summary row, with
 the matrix's seeded start times), one test per claim the report states (harness/spark/conclude.py
 rules). Seeds are the matrix's first ones; every assertion is on numbers the Spark job pools.
+Runs use the matrix's metadata side (MatrixSpec.metadata: a 3-voter Raft quorum).
 
 (a) ISR, acks=all, min.insync.replicas=1 loses acknowledged writes when the leader is cut off
     from its followers and then loses leadership (reference 2.6); min.insync.replicas=2 does not;
@@ -17,10 +18,11 @@ import pytest
 
 from harness.matrix_schema import RunSummary
 from harness.sim.data_simulation import DataRunConfig
-from harness.sim.matrix import MATRIX_START_JITTER_MS, run_one
+from harness.sim.matrix import MATRIX_START_JITTER_MS, MatrixSpec, run_one
 from harness.sim.runner import quiet_logging
 
 SEEDS = (1, 2, 3)
+METADATA = MatrixSpec().metadata  # what `kraftlab sim matrix` runs by default ("raft")
 
 
 @pytest.fixture(autouse=True)
@@ -30,7 +32,7 @@ def _quiet_logging() -> None:
 
 def rows(**kw: object) -> list[RunSummary]:
     base: dict[str, object] = dict(acks="all", fault_duration_ms=5000,
-                                   start_jitter_ms=MATRIX_START_JITTER_MS)
+                                   start_jitter_ms=MATRIX_START_JITTER_MS, metadata=METADATA)
     base.update(kw)
     return [run_one(DataRunConfig(seed=s, **base)).row for s in SEEDS]  # type: ignore[arg-type]
 
@@ -90,7 +92,11 @@ def test_e_elr_avoids_the_last_replica_loss() -> None:
     common = dict(nemesis="unclean-crash-losing-unflushed-tail", min_insync_replicas=2)
     without = rows(eligible_leader_replicas=False, **common)
     with_elr = rows(eligible_leader_replicas=True, **common)
-    assert all(r.lost_writes > 0 for r in without)
+    # How much of the leader's unflushed tail the power loss tears off is drawn from the seed:
+    # on the Raft quorum seed 3's tear stops above every acknowledged offset (its log keeps 69
+    # of 72 records, the acknowledged ones end below 63), so it loses nothing; seeds 1 and 2
+    # lose 91 and 45. The rule (harness/spark/conclude.py (e)) needs some loss without ELR.
+    assert [r.lost_writes > 0 for r in without] == [True, True, False]
     assert [r.lost_writes for r in with_elr] == [0, 0, 0]
 
 
@@ -113,9 +119,11 @@ def test_f_a_lost_write_whose_offset_was_reused_is_not_divergence() -> None:
     from harness.sim.data_simulation import run_data
 
     result = run_data(DataRunConfig(seed=1, acks="1", min_insync_replicas=1,
-                                    nemesis="zombie-leader", fault_duration_ms=5000))
+                                    nemesis="zombie-leader", fault_duration_ms=5000,
+                                    metadata=METADATA))
     assert result.lost_writes > 0 and result.queue.counts["inconsistent-offsets"] > 0
     assert result.divergent_offsets == 0
     row = run_one(DataRunConfig(seed=1, acks="1", min_insync_replicas=1,
-                                nemesis="zombie-leader", fault_duration_ms=5000)).row
+                                nemesis="zombie-leader", fault_duration_ms=5000,
+                                metadata=METADATA)).row
     assert row.lost_writes == result.lost_writes and row.divergent_offsets == 0

@@ -32,3 +32,4 @@ def test_spark_engine_rows_equal_local_rows(tmp_path: Path) -> None:
 
     assert key(spark_rows) == key(local_rows)
     assert any(r.lost_writes for r in local_rows)  # the rows carry real findings
+    assert {r.metadata_quorum for r in spark_rows} == {"raft"}  # the matrix's default quorum

@@ -142,3 +142,19 @@ def _loosen(t: pa.DataType) -> pa.DataType:
     if pa.types.is_struct(t):
         return pa.struct([_loose_field(f) for f in t])
     return t
+
+
+def test_metadata_quorum_column_is_optional_and_checked(tmp_path):
+    rows = fixture_rows()[:3]
+    tagged = [dataclasses.replace(rows[0], metadata_quorum="raft"),
+              dataclasses.replace(rows[1], metadata_quorum="abstract"), rows[2]]
+    write_dataset(tagged, tmp_path / "new")
+    assert [r.metadata_quorum for r in read_dataset(tmp_path / "new")] == ["raft", "abstract",
+                                                                           None]
+    # A file written before the column existed reads back with it null.
+    old = pa.Table.from_pylist([r.to_record() for r in tagged], schema=SCHEMA)
+    (tmp_path / "old").mkdir()
+    pq.write_table(old.drop_columns(["metadata_quorum"]), tmp_path / "old" / "part-0.parquet")
+    assert [r.metadata_quorum for r in read_dataset(tmp_path / "old")] == [None, None, None]
+    with pytest.raises(SchemaError, match="metadata_quorum='paxos'"):
+        validate_row(dataclasses.replace(rows[0], metadata_quorum="paxos"))
