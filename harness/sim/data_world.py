@@ -15,7 +15,10 @@ Model (what is simulated and what is abstracted; docs in the module of each acto
   MetadataUpdated for the partition after every committed change and with every heartbeat
   answer (so a broker cut off from the controller keeps its stale view: the zombie leader).
   Quorum mode: a fenced replica's position reports (SendReplicaPosition) travel to the
-  controller as ordinary controller requests, like AlterPartition; requests are handed to the
+  controller as ordinary controller requests, like AlterPartition; before one leaves, the broker
+  persists its leader epoch as the partition's fenced epoch when higher (as the node's
+  ReplicaManager does), and a core rebuilt after a restart gets it back (`fenced_epoch`), so it
+  never follows a leader of an epoch earlier than one it voted at; requests are handed to the
   ControllerService with their receipt time (a heartbeat counts from its arrival, KAFKA-15019).
 - Process kill keeps the page cache (nothing lost); `power_crash` loses every unflushed byte
   (SimStorage.crash). Logs flush every FLUSH_INTERVAL_MS, the HW is checkpointed every
@@ -284,6 +287,7 @@ class Broker:
         self.timer_at: int | None = None
         self.next_request_id = 1
         self.leader_epoch_seen = -1
+        self.fenced_epoch = -1  # quorum mode: the persisted fenced epoch (SendReplicaPosition)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -294,6 +298,7 @@ class Broker:
         self.log = PartitionLog.open(self.storage, LOG_DIR, "t", 0, LOG_CONFIG,
                                      high_watermark=self.hw_checkpoint)
         self.view = LocalReplicaLog(self.log)
+        self.fenced_epoch = self.log.read_fenced_epoch()
         self.core = None
         self.broker_epoch = -1
         self.applied_offset = -1
@@ -329,6 +334,7 @@ class Broker:
         self.log = PartitionLog.open(self.storage, LOG_DIR, "t", 0, LOG_CONFIG,
                                      high_watermark=self.hw_checkpoint)
         self.view = LocalReplicaLog(self.log)
+        self.fenced_epoch = self.log.read_fenced_epoch()
         self.core = None
         self.applied_offset = -1
         self.leader_epoch_seen = -1
@@ -446,7 +452,8 @@ class Broker:
             assert self.view is not None
             config = self.world.replica_config
             self.core = ReplicaCore(self.node_id, update.partition.topic_id, 0, self.view,
-                                    config, broker_epoch=self.broker_epoch, topic="t")
+                                    config, broker_epoch=self.broker_epoch, topic="t",
+                                    fenced_epoch=self.fenced_epoch)
         epoch = update.partition.leader_epoch
         if epoch < self.leader_epoch_seen:
             self.world.violation("leader-epoch-regressed", f"broker {self.node_id} saw epoch "
@@ -489,7 +496,14 @@ class Broker:
                     dst = world.consumer_of.pop(response.request_id, None) if to < 0 else to
                     if dst is not None:
                         world.network.send(self.node_id, dst, response)
-                case SendAlterPartition(request=request) | SendReplicaPosition(request=request):
+                case SendAlterPartition(request=request):
+                    self._send_ctl(request)
+                case SendReplicaPosition(request=request):
+                    if request.leader_epoch > self.fenced_epoch:
+                        # Durable before the vote leaves (partition.replica.effects).
+                        assert self.log is not None
+                        self.log.write_fenced_epoch(request.leader_epoch)
+                        self.fenced_epoch = request.leader_epoch
                     self._send_ctl(request)
                 case CompleteProduce(response=response):
                     dst = world.producer_of.pop(response.request_id, None)

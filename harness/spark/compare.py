@@ -81,10 +81,11 @@ def input_list(inputs: str | Path | Sequence[str | Path]) -> list[str]:
 
 
 def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
-            progress: Progress | None = None) -> Result:
+            progress: Progress | None = None, evidence: Any = None) -> Result:
     """The job on an existing SparkSession (the tests share one). `inputs`: one location or
     several (directories are read recursively, so one directory may hold simulated matrix rows
-    and `kraftlab jepsen run --out` directories side by side); rows keep their `source`."""
+    and `kraftlab jepsen run --out` directories side by side); rows keep their `source`.
+    `evidence`: a conclude.Evidence (the least data a verdict needs); None = its defaults."""
     from harness.spark import aggregate as ag
     from harness.spark import conclude, report
 
@@ -121,7 +122,8 @@ def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
     progress.stage("plot")
     files += report.write_plots(out, tables)
     progress.stage("write compare.md")
-    sentences = conclude.conclusions(tables["groups"], tables["pairs"])
+    sentences = conclude.conclusions(tables["groups"], tables["pairs"],
+                                     evidence or conclude.DEFAULT_EVIDENCE)
     sources = ", ".join(f"{s}: {int(n)}" for s, n in
                         tables["configs"].groupby("source")["runs"].sum().items())
     path = report.write_markdown(out, tables, sentences, {

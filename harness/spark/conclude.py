@@ -7,6 +7,16 @@ show; a subject without rows is reported as "no data", never guessed. The rules 
 claims of issue 8's acceptance list, (a) to (f) (kafka-replication reference, section 2): each
 states the pooled numbers, then a verdict line, "Reproduced: <claim>." or "Not reproduced:
 <claim> (<why, from the numbers>).", decided by comparing the pooled numbers only.
+
+Invariants a verdict relies on (a claim the data cannot speak to is "Not reproduced: <claim>
+(insufficient data: ...)", never "Reproduced"):
+- A comparison of two settings pools only the cells (every group key except the varied
+  setting: the other durability settings, replication factor, nemesis and fault duration) run
+  on both sides, so a difference comes from the setting, not from which faults each side saw.
+- Loss and availability claims leave out nemesis `none`: a run without a fault shows nothing
+  about behaviour under one.
+- Each side needs `Evidence.min_runs` runs and `Evidence.min_acked` acknowledged writes (loss
+  claims) or `Evidence.min_attempted` writes attempted during the fault (availability claims).
 """
 
 from __future__ import annotations
@@ -46,14 +56,68 @@ class Pooled:
         return self.w_ok_fault / self.w_att_fault if self.w_att_fault else None
 
 
-def pool(groups: pd.DataFrame, **match: Any) -> Pooled | None:
-    """Pool the groups whose columns equal `match` (a list value means any of them)."""
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """The least data per side of a claim before a verdict may say "Reproduced". The defaults
+    suit the matrix (20 runs per cell); the hand-computed test fixture passes smaller ones."""
+
+    min_runs: int = 5
+    min_acked: int = 100  # acknowledged writes, for loss claims
+    min_attempted: int = 100  # writes attempted during the fault, for availability claims
+
+
+DEFAULT_EVIDENCE = Evidence()
+
+# Every group key but `source` (conclusions() splits by source first): what makes a "cell".
+CELL_KEYS = ("replication_mode", "acks", "min_insync_replicas", "unclean_leader_election",
+             "eligible_leader_replicas", "replication_factor", "leader_epoch_enable", "nemesis",
+             "fault_duration_ms")
+
+
+def select(groups: pd.DataFrame, **match: Any) -> pd.DataFrame:
+    """The groups whose columns equal `match` (a list value means any of them)."""
     sel = groups
     for column, value in match.items():
         if isinstance(value, list | tuple):
             sel = sel[sel[column].isin(value)]
         else:
             sel = sel[sel[column] == value]
+    return sel
+
+
+def faulted(groups: pd.DataFrame) -> pd.DataFrame:
+    return groups[groups["nemesis"] != "none"]
+
+
+def matched(a: pd.DataFrame, b: pd.DataFrame,
+            vary: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The rows of `a` and of `b` whose cell (CELL_KEYS minus `vary`) occurs on both sides."""
+    keys = [k for k in CELL_KEYS if k not in vary]
+    common = a[keys].drop_duplicates().merge(b[keys].drop_duplicates(), on=keys)
+    return a.merge(common, on=keys), b.merge(common, on=keys)
+
+
+def shortfall(p: Pooled, name: str, ev: Evidence, *, acked: bool = False,
+              attempted: bool = False) -> str | None:
+    """Why `p` is too little data for a verdict, or None when it is enough."""
+    short = []
+    if p.runs < ev.min_runs:
+        short.append(f"{count(p.runs, 'run')} (needs {ev.min_runs})")
+    if acked and p.acked < ev.min_acked:
+        short.append(f"{count(p.acked, 'acknowledged write')} (needs {ev.min_acked})")
+    if attempted and p.w_att_fault < ev.min_attempted:
+        short.append(f"{count(p.w_att_fault, 'write')} attempted during the fault "
+                     f"(needs {ev.min_attempted})")
+    return f"{name} has " + " and ".join(short) if short else None
+
+
+def insufficient(*reasons: str | None) -> str | None:
+    found = [r for r in reasons if r]
+    return "insufficient data: " + "; ".join(found) if found else None
+
+
+def pool_frame(sel: pd.DataFrame) -> Pooled | None:
+    """Pool every row of `sel` (None when it is empty)."""
     if sel.empty:
         return None
 
@@ -66,6 +130,11 @@ def pool(groups: pd.DataFrame, **match: Any) -> Pooled | None:
                   divergent_runs=total("divergent_runs"),
                   divergent_offsets=total("divergent_offsets"),
                   nemeses=int(sel["nemesis"].nunique()))
+
+
+def pool(groups: pd.DataFrame, **match: Any) -> Pooled | None:
+    """Pool the groups whose columns equal `match` (a list value means any of them)."""
+    return pool_frame(select(groups, **match))
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:
@@ -131,27 +200,38 @@ def _nem_list(names: Sequence[str]) -> str:
     return ", ".join(names)
 
 
-def rule_min_isr(g: pd.DataFrame) -> list[str]:
+def no_cells(a_name: str, b_name: str) -> str:
+    return (f"insufficient data: no cell (same other settings, replication factor, nemesis and "
+            f"fault duration) was run with both {a_name} and {b_name}")
+
+
+def rule_min_isr(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
     """(a) ISR, acks=all, min ISR 1 vs 2, when the cut-off leader loses leadership to an
     out-of-sync follower (unclean election allowed), then when it loses its disk tail."""
     base = dict(SAFE, replication_mode="isr", acks="all", unclean_leader_election=True,
                 nemesis=list(LOSES_LEADERSHIP))
-    one, two = pool(g, min_insync_replicas=1, **base), pool(g, min_insync_replicas=2, **base)
+    one_rows = select(g, min_insync_replicas=1, **base)
+    two_rows = select(g, min_insync_replicas=2, **base)
+    one_m, two_m = matched(one_rows, two_rows, ("min_insync_replicas",))
+    one, two = pool_frame(one_m), pool_frame(two_m)
     out = [f"When the ISR leader was cut off from its followers and then lost leadership to an "
            f"out-of-sync follower ({_nem_list(LOSES_LEADERSHIP)}, unclean election allowed), "
            f"acks=all with min.insync.replicas=1 {lost(one)}; with min.insync.replicas=2 it "
            f"{lost(two)}."]
-    a = one.lost_per_million if one else None
-    b = two.lost_per_million if two else None
     claim = ("ISR with acks=all and min.insync.replicas=1 loses acknowledged writes when the "
              "leader is cut off from its followers and then loses leadership; with "
              "min.insync.replicas=2 it loses none")
-    if a is None or b is None:
+    if one_rows.empty or two_rows.empty:
         out.append(verdict(False, claim, "no data"))
+    elif one is None or two is None:
+        out.append(verdict(False, claim, no_cells("min.insync.replicas=1", "min.insync.replicas=2")))
+    elif (why := insufficient(shortfall(one, "min.insync.replicas=1", ev, acked=True),
+                              shortfall(two, "min.insync.replicas=2", ev, acked=True))):
+        out.append(verdict(False, claim, why))
     else:
-        why = ("min.insync.replicas=1 lost none" if a == 0 else
+        why = ("min.insync.replicas=1 lost none" if one.lost == 0 else
                "min.insync.replicas=2 lost some too")
-        out.append(verdict(a > 0 and b == 0, claim, why))
+        out.append(verdict(one.lost > 0 and two.lost == 0, claim, why))
     crash = dict(SAFE, replication_mode="isr", acks="all", nemesis=LAST_REPLICA)
     c1, c2 = pool(g, min_insync_replicas=1, **crash), pool(g, min_insync_replicas=2, **crash)
     if c1 is not None or c2 is not None:
@@ -167,10 +247,11 @@ def rule_min_isr(g: pd.DataFrame) -> list[str]:
     return out
 
 
-def rule_quorum_loss(g: pd.DataFrame) -> list[str]:
-    """(b) quorum mode (acks=all) loses nothing, under any fault."""
-    q = pool(g, replication_mode="quorum", acks="all", **SAFE)
-    i = pool(g, replication_mode="isr", acks="all", min_insync_replicas=1, **SAFE)
+def rule_quorum_loss(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
+    """(b) quorum mode (acks=all) loses nothing, under any fault (nemesis `none` left out)."""
+    fg = faulted(g)
+    q = pool(fg, replication_mode="quorum", acks="all", **SAFE)
+    i = pool(fg, replication_mode="isr", acks="all", min_insync_replicas=1, **SAFE)
 
     def tail(p: Pooled | None) -> str:
         return f" across {count(p.nemeses, 'nemesis', 'nemeses')}" if p else ""
@@ -178,67 +259,102 @@ def rule_quorum_loss(g: pd.DataFrame) -> list[str]:
     out = [f"Quorum mode with acks=all {lost(q)}{tail(q)}; ISR with acks=all and "
            f"min.insync.replicas=1 {lost(i)}{tail(i)}."]
     claim = "quorum mode with acks=all loses no acknowledged write"
-    if q is None or q.lost_per_million is None:
-        out.append(verdict(False, claim, "no data"))
+    if q is None:
+        out.append(verdict(False, claim, "no data" if select(
+            g, replication_mode="quorum", acks="all", **SAFE).empty else
+            "insufficient data: quorum mode was run only without a fault"))
+    elif q.lost > 0:
+        where = _nemeses_with_loss(fg, replication_mode="quorum", acks="all", **SAFE)
+        out.append(verdict(False, claim, f"it lost writes under {_nem_list(where)}"))
+    elif (why := insufficient(shortfall(q, "quorum mode", ev, acked=True))):
+        out.append(verdict(False, claim, why))
     else:
-        where = _nemeses_with_loss(g, replication_mode="quorum", acks="all", **SAFE)
-        out.append(verdict(q.lost == 0, claim, f"it lost writes under {_nem_list(where)}"))
+        out.append(verdict(True, claim))
     return out
 
 
-def _mode_pair(g: pd.DataFrame, nemesis: str) -> tuple[Pooled | None, Pooled | None]:
-    q = pool(g, replication_mode="quorum", acks="all", nemesis=nemesis, **SAFE)
-    i = pool(g, replication_mode="isr", acks="all", min_insync_replicas=1, nemesis=nemesis,
-             **SAFE)
-    return q, i
+def _mode_pair(g: pd.DataFrame, nemesis: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Quorum (any min ISR) and ISR (min ISR 1) rows, acks=all, under `nemesis`, restricted to
+    the cells both modes ran (same replication factor, durability settings, fault duration)."""
+    q = select(g, replication_mode="quorum", acks="all", nemesis=nemesis, **SAFE)
+    i = select(g, replication_mode="isr", acks="all", min_insync_replicas=1, nemesis=nemesis,
+               **SAFE)
+    return matched(q, i, ("replication_mode", "min_insync_replicas"))
 
 
-def rule_minority_side(g: pd.DataFrame) -> list[str]:
+def rule_minority_side(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
     """(b) quorum mode stops accepting writes on a minority side: under MINORITY the leader
-    (still the controller's choice) is alone, a minority of its replicas."""
-    q, i = _mode_pair(g, MINORITY)
+    (still the controller's choice) is alone, a minority of its replicas. The claim is about
+    quorum mode alone; ISR at the same cells is shown beside it."""
+    q_rows = select(g, replication_mode="quorum", acks="all", nemesis=MINORITY, **SAFE)
+    _, i_m = _mode_pair(g, MINORITY)
+    q, i = pool_frame(q_rows), pool_frame(i_m)
     out = [f"Under {MINORITY} (the leader alone on the minority side of its replicas, still "
            f"named leader by the controller), quorum mode (acks=all) {served(q)}; ISR "
            f"(acks=all, min.insync.replicas=1) {served(i)}."]
     claim = "quorum mode stops accepting writes on a minority side"
-    if q is None or q.write_availability_fault is None:
+    if q is None:
         out.append(verdict(False, claim, "no data"))
+    elif q.w_ok_fault > 0:
+        out.append(verdict(False, claim, f"it acknowledged {q.w_ok_fault} writes there"))
+    elif (why := insufficient(shortfall(q, "quorum mode", ev, attempted=True))):
+        out.append(verdict(False, claim, why))
     else:
-        out.append(verdict(q.w_ok_fault == 0, claim,
-                           f"it acknowledged {q.w_ok_fault} writes there"))
+        out.append(verdict(True, claim))
     return out
 
 
-def rule_fewer_live(g: pd.DataFrame) -> list[str]:
-    """(c) ISR stays writable with fewer live replicas than quorum mode needs."""
+def rule_fewer_live(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
+    """(c) ISR stays writable with fewer live replicas than quorum mode needs (same RF)."""
     nem = "kill-2-of-3"
-    q, i = _mode_pair(g, nem)
+    q_m, i_m = _mode_pair(g, nem)
+    q, i = pool_frame(q_m), pool_frame(i_m)
     out = [f"Under {nem}, ISR (acks=all, min.insync.replicas=1) {served(i)}; quorum mode "
            f"(acks=all) {served(q)}."]
-    c = _cmp(i.write_availability_fault if i else None, q.write_availability_fault if q else None)
-    out.append(verdict(c == "higher", "ISR mode stays writable with fewer live replicas than "
-                       "quorum mode needs", "no data" if c is None else
-                       f"ISR's write availability was {c}, not higher"))
+    claim = "ISR mode stays writable with fewer live replicas than quorum mode needs"
+    if q is None or i is None:
+        any_q = not select(g, replication_mode="quorum", nemesis=nem).empty
+        any_i = not select(g, replication_mode="isr", nemesis=nem).empty
+        out.append(verdict(False, claim, no_cells("ISR", "quorum mode") if any_q and any_i
+                           else "no data"))
+        return out
+    if (why := insufficient(shortfall(i, "ISR", ev, attempted=True),
+                            shortfall(q, "quorum mode", ev, attempted=True))):
+        out.append(verdict(False, claim, why))
+        return out
+    c = _cmp(i.write_availability_fault, q.write_availability_fault)
+    out.append(verdict(c == "higher", claim, f"ISR's write availability was {c}, not higher"))
     return out
 
 
-def rule_unclean(g: pd.DataFrame) -> list[str]:
+def rule_unclean(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
     """(d) unclean election trades loss for availability: ISR acks=all min ISR 1, unclean on
-    vs off, everything else equal, over every fault."""
-    faults = sorted(n for n in g["nemesis"].unique() if n != "none")
+    vs off, over every fault cell run with both settings."""
     base = {"replication_mode": "isr", "acks": "all", "min_insync_replicas": 1,
-            "eligible_leader_replicas": False, "leader_epoch_enable": True, "nemesis": faults}
-    on = pool(g, unclean_leader_election=True, **base)
-    off = pool(g, unclean_leader_election=False, **base)
+            "eligible_leader_replicas": False, "leader_epoch_enable": True}
+    fg = faulted(g)
+    on_rows = select(fg, unclean_leader_election=True, **base)
+    off_rows = select(fg, unclean_leader_election=False, **base)
+    on_m, off_m = matched(on_rows, off_rows, ("unclean_leader_election",))
+    on, off = pool_frame(on_m), pool_frame(off_m)
 
     def both(p: Pooled | None) -> str:
         return f"{lost(p)} and {served(p)}" if p else lost(p)
 
-    out = [f"Over all faults, ISR with acks=all, min.insync.replicas=1 and "
-           f"unclean.leader.election.enable=true {both(on)}; with it false, {both(off)}."]
+    where = f" ({count(on.nemeses, 'nemesis', 'nemeses')})" if on else ""
+    out = [f"Over the faults run with both settings{where}, ISR with acks=all, "
+           f"min.insync.replicas=1 and unclean.leader.election.enable=true {both(on)}; with it "
+           f"false, {both(off)}."]
     claim = "unclean election trades loss for availability"
-    if on is None or off is None:
+    if on_rows.empty or off_rows.empty:
         out.append(verdict(False, claim, "no data"))
+        return out
+    if on is None or off is None:
+        out.append(verdict(False, claim, no_cells("unclean election on", "off")))
+        return out
+    if (why := insufficient(shortfall(on, "unclean on", ev, acked=True, attempted=True),
+                            shortfall(off, "unclean off", ev, acked=True, attempted=True))):
+        out.append(verdict(False, claim, why))
         return out
     more_loss = _cmp(on.lost_per_million, off.lost_per_million) == "higher"
     more_avail = _cmp(on.write_availability_fault, off.write_availability_fault) == "higher"
@@ -249,62 +365,65 @@ def rule_unclean(g: pd.DataFrame) -> list[str]:
     return out
 
 
-def rule_elr(g: pd.DataFrame) -> list[str]:
+def rule_elr(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
     """(e) ELR avoids the last-replica loss (reference 2.7, KIP-966)."""
     base = {"replication_mode": "isr", "acks": "all", "min_insync_replicas": 2,
             "unclean_leader_election": False, "leader_epoch_enable": True,
             "nemesis": LAST_REPLICA}
-    on = pool(g, eligible_leader_replicas=True, **base)
-    off = pool(g, eligible_leader_replicas=False, **base)
+    on_rows = select(g, eligible_leader_replicas=True, **base)
+    off_rows = select(g, eligible_leader_replicas=False, **base)
+    on_m, off_m = matched(on_rows, off_rows, ("eligible_leader_replicas",))
+    on, off = pool_frame(on_m), pool_frame(off_m)
     out = [f"Under {LAST_REPLICA}, ISR (acks=all, min.insync.replicas=2) with ELR {lost(on)}; "
            f"without ELR it {lost(off)}."]
-    a = on.lost_per_million if on else None
-    b = off.lost_per_million if off else None
     claim = "ELR avoids loss in the last-replica case"
-    if a is None or b is None:
+    if on_rows.empty or off_rows.empty:
         out.append(verdict(False, claim, "no data"))
+    elif on is None or off is None:
+        out.append(verdict(False, claim, no_cells("ELR", "without it")))
+    elif (why := insufficient(shortfall(on, "ELR", ev, acked=True),
+                              shortfall(off, "no ELR", ev, acked=True))):
+        out.append(verdict(False, claim, why))
     else:
-        why = ("without ELR nothing was lost either" if b == 0 else
-               "ELR reduced the loss but did not avoid it" if a < b else
+        why = ("without ELR nothing was lost either" if off.lost == 0 else
+               "ELR reduced the loss but did not avoid it" if
+               _cmp(on.lost_per_million, off.lost_per_million) == "lower" else
                "ELR did not reduce the loss")
-        out.append(verdict(a == 0 and b > 0, claim, why))
+        out.append(verdict(on.lost == 0 and off.lost > 0, claim, why))
     return out
 
 
-_EPOCH_PAIR_KEYS = ("replication_mode", "acks", "min_insync_replicas", "unclean_leader_election",
-                    "eligible_leader_replicas", "replication_factor", "nemesis",
-                    "fault_duration_ms")
+_EPOCH_PAIR_KEYS = tuple(k for k in CELL_KEYS if k != "leader_epoch_enable")
 
 
-def rule_kip101(g: pd.DataFrame) -> list[str]:
+def rule_kip101(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
     """(f) leader.epoch.enable=false shows the KIP-101 divergence (replicas disagreeing below
     their HWs at the end of a run), compared with the same settings and faults with epochs on;
     and no run with epochs on may diverge at all."""
     off_groups = g[~g["leader_epoch_enable"].astype(bool)]
     on_groups = g[g["leader_epoch_enable"].astype(bool)]
-    keys = list(_EPOCH_PAIR_KEYS)
-    matched = off_groups[keys].merge(on_groups[keys], on=keys)
     out: list[str] = []
     claim = "leader.epoch.enable=false shows the KIP-101 divergence"
-    if matched.empty:
+    off_m, on_m = matched(off_groups, on_groups, ("leader_epoch_enable",))
+    off, on = pool_frame(off_m), pool_frame(on_m)
+    if off is None or on is None:
         out.append("No runs with leader.epoch.enable=false and a counterpart with it true: "
                    "no data for the KIP-101 comparison.")
         out.append(verdict(False, claim, "no data"))
     else:
-        def sel(frame: pd.DataFrame) -> Pooled | None:
-            both = frame.merge(matched, on=keys)
-            return pool(both) if not both.empty else None
-
-        off, on = sel(off_groups), sel(on_groups)
-        assert off is not None and on is not None
         out.append(f"With leader.epoch.enable=false, {off.divergent_runs} of {off.runs} runs "
                    f"ended with replicas disagreeing below their high watermarks "
                    f"({off.divergent_offsets} offsets); the same settings and faults with it "
                    f"true: {on.divergent_runs} of {on.runs} ({on.divergent_offsets} offsets).")
-        why = ("no run diverged without epochs" if off.divergent_runs == 0 else
-               "runs diverged with epochs on too")
-        out.append(verdict(off.divergent_runs > 0 and on.divergent_runs == 0, claim, why))
-    every = pool(on_groups) if not on_groups.empty else None
+        why = insufficient(shortfall(off, "leader.epoch.enable=false", ev),
+                           shortfall(on, "leader.epoch.enable=true", ev))
+        if why is None:
+            why = ("no run diverged without epochs" if off.divergent_runs == 0 else
+                   "runs diverged with epochs on too")
+            out.append(verdict(off.divergent_runs > 0 and on.divergent_runs == 0, claim, why))
+        else:
+            out.append(verdict(False, claim, why))
+    every = pool_frame(on_groups)
     if every is not None:
         where = sorted(on_groups[on_groups["divergent_runs"].fillna(0) > 0]["nemesis"].unique())
         out.append(f"Across every run with leader epochs on (both modes), "
@@ -356,16 +475,17 @@ def rule_pairs(pairs: pd.DataFrame) -> list[str]:
             f"{lo[0]}, more in {lo[1]} and as many in {lo[2]} ({lo[3]} not comparable)."]
 
 
-RULES = (rule_min_isr, rule_quorum_loss, rule_minority_side, rule_fewer_live, rule_unclean,
-         rule_elr, rule_kip101, rule_worst)
+VERDICT_RULES = (rule_min_isr, rule_quorum_loss, rule_minority_side, rule_fewer_live,
+                 rule_unclean, rule_elr, rule_kip101)
 
 
-def conclusions(groups: pd.DataFrame, pairs: pd.DataFrame) -> dict[str, list[str]]:
+def conclusions(groups: pd.DataFrame, pairs: pd.DataFrame,
+                evidence: Evidence = DEFAULT_EVIDENCE) -> dict[str, list[str]]:
     """Sentences per source (sim, jepsen), in rule order."""
     out: dict[str, list[str]] = {}
     for source in sorted(groups["source"].unique()):
         g = groups[groups["source"] == source]
-        sentences = [s for rule in RULES for s in rule(g)]
+        sentences = [s for rule in VERDICT_RULES for s in rule(g, evidence)] + rule_worst(g)
         sentences += rule_pairs(pairs[pairs["source"] == source])
         out[str(source)] = sentences
     return out

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.matrix_schema import NemesisEvent, RunSummary, SecondCounts, Window
+from harness.spark.conclude import Evidence
 
 LCF = "leader-cut-from-followers-only"
 TAIL = "unclean-crash-losing-unflushed-tail"
@@ -106,3 +107,9 @@ def fixture_rows() -> list[RunSummary]:
         run("j1", "isr", "all", 1, LCF, 7, [sec(2, 1, 1)], source="jepsen", acked_writes=4,
             metadata_linearizable=False, recovery_time_ms=1500),
     ]
+
+
+# The fixture is tiny (one or two runs per group), so its tests ask the conclusion for less
+# evidence than the matrix default (conclude.DEFAULT_EVIDENCE); the reviewer's insufficient-data
+# cases are refused under both (tests/spark/test_conclude_rules.py).
+FIXTURE_EVIDENCE = Evidence(min_runs=1, min_acked=20, min_attempted=20)
