@@ -5,12 +5,16 @@ Three phases, each reported in OUT (default ./kraftlab-report/):
 1. live: a 3-controller cluster on 127.0.0.1 in a fresh directory under OUT/live, an agreed
    leader, one write through every controller and a linearizable read of every key from every
    controller, then a SIGKILL of the leader timed to the first successful write issued after
-   it (OUT/live/report.md). The cluster is stopped afterwards.
+   it (OUT/live/report.md). The cluster is stopped afterwards. Then (`--live-runs`, default
+   2) real-process Jepsen queue runs on a fresh 3-controller + 3-broker cluster, one per
+   replication mode (isr, quorum), the same fault (`kill-partition-leader`) and durability
+   (acks=all, min.insync.replicas=2, RF 3), through the runner's API (harness/jepsen/runner.py),
+   in OUT/live/jepsen/<mode>/; their summary rows (source `jepsen`) join the analysis.
 2. matrix: the default scenario matrix on the deterministic simulator (harness/sim/matrix.py:
    both replication modes, the main durability settings, every nemesis shape, 20 seeds),
    one run-summary row per run in OUT/runs (Parquet, docs/compare.md).
-3. analysis: the Spark job (harness/spark/compare.py) on `local[*]` by default, or `--master`,
-   writing OUT/analysis/compare.md with tables, plots and computed conclusions.
+3. analysis: the Spark job (harness/spark/compare.py) over OUT/runs and OUT/live/jepsen, on
+   `local[*]` by default, or `--master`, writing OUT/analysis/compare.md with tables, plots and computed conclusions.
 
 OUT/report.md links the three; the command prints the conclusions and that path.
 """
@@ -22,6 +26,7 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -171,6 +176,84 @@ def live_check(out: Path) -> tuple[Path | None, bool]:
     return path, bool(data["kv_all_ok"])
 
 
+# The live phase's real-process queue runs (issue 8: simulation and reality in one job): the
+# same fault and durability for both replication modes, so the report's jepsen section pairs
+# them. acks=all, min.insync.replicas=2, RF 3 is the safe setting of docs/compare.md's matrix.
+LIVE_MODES = ("isr", "quorum")
+LIVE_NEMESIS = "kill-partition-leader"  # the matrix's `kill-leader` (summary_row.JEPSEN_TO_MATRIX)
+LIVE_TIME_LIMIT_S = 12.0
+# One fault per run: 1 s lead-in, the fault held 5 s (longer than broker.session.timeout.ms=3000,
+# runner.QUEUE_OVERRIDES, so the killed leader is fenced and a follower elected before the heal
+# restarts it), then quiet to the time limit (LIVE_QUIET_S is longer than what is left). Fixed,
+# not drawn: both runs hold the fault equally long, their rows meet the matrix's 5 s cells
+# (the Spark job rounds a real run's measured duration to whole seconds) and pair.
+LIVE_FAULT_S = (5.0, 5.0)
+LIVE_QUIET_S = (60.0, 60.0)
+
+
+def tagged(tag: str) -> Callable[[str], None]:
+    """A progress function prefixing each line with `[tag]` (the runner's own lines)."""
+
+    def say(message: str) -> None:
+        progress(f"  [{tag}] {message}")
+
+    return say
+
+
+def live_queue_runs(out: Path, modes: tuple[str, ...] = LIVE_MODES,
+                    time_limit_s: float = LIVE_TIME_LIMIT_S, seed: int = 1,
+                    fault_s: tuple[float, float] = LIVE_FAULT_S) -> list[dict[str, Any]]:
+    """Real-process Jepsen queue runs, one per replication mode in `modes`, on ONE cluster of
+    3 controllers + 3 brokers (a fresh directory under `out`; startup is paid once), each under
+    `LIVE_NEMESIS` with acks=all, min.insync.replicas=2, RF 3, in its own topic. Each run writes
+    `out/<mode>/` (history, report.html, results.json, summary/part-<run_id>.parquet: one
+    comparison row, source `jepsen`). The cluster is stopped afterwards (its own PIDs only).
+    Returns one dict per mode: mode, out dir, verdict, exit code, row summary, or error."""
+    from harness.jepsen.runner import RunError, RunOptions, bring_down, bring_up, run
+    from harness.jepsen.workload_queue import QueueOptions
+
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
+    data_dir = (out / f"cluster-{stamp}").resolve()
+    base = RunOptions(out_dir=out, workload="queue", progress=progress)
+    done: list[dict[str, Any]] = []
+    try:
+        bring_up(base, data_dir)
+        for mode in modes:
+            progress(f"queue run, replication mode {mode}: {LIVE_NEMESIS}, acks=all, "
+                     f"min.insync.replicas=2, RF 3, {time_limit_s:g} s")
+            run_out = out / mode
+            if run_out.exists():
+                shutil.rmtree(run_out)  # one row per run: an older row must not be re-read
+            options = RunOptions(
+                out_dir=run_out, workload="queue", nemesis=LIVE_NEMESIS,
+                time_limit_s=time_limit_s, seed=seed, data_dir=data_dir,
+                queue=QueueOptions(topic=f"compare-{mode}", replication_mode=mode, acks="all",
+                                   min_insync_replicas=2, replication_factor=3, partitions=3,
+                                   producers=3, consumers=2, rate=60.0, op_timeout_s=2.5),
+                fault_s=fault_s, quiet_s=LIVE_QUIET_S, lead_in_s=1.0,
+                recovery_timeout_s=15.0, final_timeout_s=10.0,
+                progress=tagged(mode))
+            try:
+                result = run(options)
+            except RunError as exc:
+                progress(f"queue run ({mode}) failed: {exc}")
+                done.append({"mode": mode, "out": run_out, "error": str(exc)})
+                continue
+            row = result.results.get("summary_row", {})
+            progress(f"queue run ({mode}): {result.verdict}; acked {row.get('acked_writes')}, "
+                     f"lost {row.get('lost_writes')}, recovery {row.get('recovery_time_ms')} ms")
+            done.append({"mode": mode, "out": run_out, "verdict": result.verdict,
+                         "exit_code": result.exit_code, "row": row})
+    except (cl.ClusterError, RunError, OSError) as exc:
+        progress(f"queue runs stopped: {exc}")
+    finally:
+        if cl.ClusterFile.path_in(data_dir).exists():
+            stuck = bring_down(data_dir)
+            progress("queue cluster stopped" if not stuck else f"WARNING: nodes {stuck} did not stop")
+    return done
+
+
 def run_matrix(out: Path, seeds: int, jobs: int | None,
                metadata: str = "raft") -> tuple[Path, float]:
     """Phase 2: the default simulated scenario matrix, as run-summary Parquet under `out`."""
@@ -183,8 +266,9 @@ def run_matrix(out: Path, seeds: int, jobs: int | None,
     return Path(path), wall_s
 
 
-def run_analysis(runs: Path, out: Path, master: str | None) -> Any:
-    """Phase 3: the Spark comparison over `runs`, written to `out`."""
+def run_analysis(runs: Path | list[Path], out: Path, master: str | None) -> Any:
+    """Phase 3: the Spark comparison over `runs` (the matrix's rows, plus the live queue runs'
+    directory when it has rows), written to `out`."""
     from harness.spark.compare import Progress, analyze
     from harness.spark.session import DEFAULT_MASTER, build_session
 
@@ -211,8 +295,27 @@ def matrix_speed(runs: Path, wall_s: float) -> str:
             f"workload s per wall s")
 
 
+def live_runs_line(out: Path, queue: list[dict[str, Any]]) -> str:
+    """The index's line on the live queue runs: one entry per mode, with its verdict."""
+    if not queue:
+        return "Real-process queue runs: none (skipped, `--live-runs 0`, or the cluster failed)."
+    said = []
+    for run in queue:
+        link = f"{run['out'].relative_to(out)}/report.html"
+        if "error" in run:
+            said.append(f"{run['mode']}: could not run ({run['error']})")
+        else:
+            row = run["row"]
+            said.append(f"[{run['mode']}]({link}): {run['verdict']}, "
+                        f"{row.get('acked_writes')} acknowledged writes, "
+                        f"{row.get('lost_writes')} lost")
+    return (f"Real-process queue runs (3 controllers + 3 brokers, `{LIVE_NEMESIS}`, acks=all, "
+            f"min.insync.replicas=2, RF 3; rows in the analysis as source `jepsen`): "
+            + "; ".join(said) + ".")
+
+
 def write_index(out: Path, live: Path | None, live_ok: bool, runs: Path, matrix_wall_s: float,
-                result: Any) -> Path:
+                result: Any, queue: list[dict[str, Any]] | None = None) -> Path:
     lines = [
         "# kraftlab compare",
         "",
@@ -220,7 +323,8 @@ def write_index(out: Path, live: Path | None, live_ok: bool, runs: Path, matrix_
         "",
         "1. Live cluster check (3 controller processes on 127.0.0.1): "
         + (f"[{live.relative_to(out)}]({live.relative_to(out)}), every linearizable read "
-           f"returned the written value: **{live_ok}**." if live else "skipped or failed."),
+           f"returned the written value: **{live_ok}**. " if live else "skipped or failed. ")
+        + live_runs_line(out, queue or []),
         f"2. Simulated scenario matrix: run-summary Parquet in `{runs.relative_to(out)}` "
         f"({matrix_speed(runs, matrix_wall_s)}).",
         f"3. Spark analysis: [{result.report.relative_to(out)}]({result.report.relative_to(out)})"
@@ -242,17 +346,28 @@ def cmd_compare(args: argparse.Namespace) -> int:
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     live, live_ok = None, True
+    queue: list[dict[str, Any]] = []
+    jepsen_dir = out / "live" / "jepsen"
+    if jepsen_dir.exists():
+        shutil.rmtree(jepsen_dir)  # rows of an earlier compare must not mix into this analysis
     if not args.skip_live:
         progress("phase 1/3: live cluster check")
         live, live_ok = live_check(out / "live")
+        modes = LIVE_MODES[:args.live_runs]
+        if modes:
+            progress(f"phase 1/3: real-process queue runs ({', '.join(modes)})")
+            queue = live_queue_runs(jepsen_dir, modes, args.live_time_limit)
     progress("phase 2/3: simulated scenario matrix")
     from harness.sim.matrix import DEFAULT_SEEDS
 
     runs, wall_s = run_matrix(out / "runs", args.seeds or DEFAULT_SEEDS, args.jobs,
                               getattr(args, "metadata", "raft"))
     progress("phase 3/3: Spark analysis")
-    result = run_analysis(out / "runs", out / "analysis", args.master)
-    index = write_index(out, live, live_ok, runs, wall_s, result)
+    inputs = [out / "runs"]
+    if jepsen_dir.exists() and any(jepsen_dir.rglob("part-*.parquet")):
+        inputs.append(jepsen_dir)  # the Spark job reads both; rows keep their source
+    result = run_analysis(inputs, out / "analysis", args.master)
+    index = write_index(out, live, live_ok, runs, wall_s, result, queue)
     for source, said in result.sentences.items():
         print(f"{source}:")
         for sentence in said:
@@ -269,7 +384,13 @@ def register(sub: Any) -> None:
                         help="seeds per matrix cell (default 20: the default matrix)")
     parser.add_argument("--jobs", type=int, default=None, help="simulator processes (default: all cores)")
     parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
-    parser.add_argument("--skip-live", action="store_true", help="skip the live cluster check")
+    parser.add_argument("--skip-live", "--no-live", action="store_true",
+                        help="skip the whole live phase (cluster check and queue runs)")
+    parser.add_argument("--live-runs", type=int, choices=(0, 1, 2), default=2,
+                        help="real-process queue runs in the live phase: 2 (default: isr and "
+                             "quorum), 1 (isr only) or 0 (none)")
+    parser.add_argument("--live-time-limit", type=float, default=LIVE_TIME_LIMIT_S,
+                        help=f"seconds of workload per queue run (default {LIVE_TIME_LIMIT_S:g})")
     parser.add_argument("--metadata", choices=("raft", "abstract"), default="raft",
                         help="the matrix's metadata side: 3 simulated Raft voters (default) or "
                              "the abstract single controller (docs/compare.md)")

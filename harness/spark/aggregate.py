@@ -98,10 +98,21 @@ def _phase_sum(phase: str, field: str) -> Column:
                   f"(acc, x) -> acc + x.{field})")
 
 
+def fault_duration() -> Column:
+    """`fault_duration_ms` as a group key: a simulated row's is exact (the scenario's 1 or 5 s),
+    a real run's (source `jepsen`) is a wall-clock measurement (fault applied -> healed, a few
+    ms over the schedule's hold), rounded here to whole seconds so that runs of one schedule,
+    e.g. `kraftlab compare`'s isr and quorum queue runs, form one cell and pair."""
+    exact = F.col("fault_duration_ms")
+    rounded = (F.round(exact / F.lit(1000)) * F.lit(1000)).cast("long")
+    return F.when(F.col("source") == "jepsen", rounded).otherwise(exact).alias("fault_duration_ms")
+
+
 def run_level(df: DataFrame) -> DataFrame:
     """One row per run with its group keys and the per-run numbers the aggregates pool."""
     check_columns(df)
-    cols: list[Any] = [F.col(k) for k in GROUP_KEYS] + [F.col("seed"), F.col("run_id")]
+    cols: list[Any] = [fault_duration() if k == "fault_duration_ms" else F.col(k)
+                       for k in GROUP_KEYS] + [F.col("seed"), F.col("run_id")]
     for phase in _PHASES:
         for short, op in _OPS.items():
             cols.append(_phase_sum(phase, f"{op}_attempted").alias(f"{short}_att_{phase}"))

@@ -479,13 +479,26 @@ VERDICT_RULES = (rule_min_isr, rule_quorum_loss, rule_minority_side, rule_fewer_
                  rule_unclean, rule_elr, rule_kip101)
 
 
+NO_DATA = "(no data)."
+
+
+def with_data(said: list[str], source: str) -> list[str]:
+    """A rule's sentences, unless the source is not the simulator and the rule found no rows
+    at all (its verdict ends "(no data)."): a handful of real runs (`kraftlab compare`'s live
+    queue runs) speaks only to the claims its cells match, instead of a page of "no data"."""
+    if source != "sim" and any(s.endswith(NO_DATA) for s in said):
+        return []
+    return said
+
+
 def conclusions(groups: pd.DataFrame, pairs: pd.DataFrame,
                 evidence: Evidence = DEFAULT_EVIDENCE) -> dict[str, list[str]]:
     """Sentences per source (sim, jepsen), in rule order."""
     out: dict[str, list[str]] = {}
     for source in sorted(groups["source"].unique()):
         g = groups[groups["source"] == source]
-        sentences = [s for rule in VERDICT_RULES for s in rule(g, evidence)] + rule_worst(g)
+        sentences = [s for rule in VERDICT_RULES for s in with_data(rule(g, evidence), source)]
+        sentences += rule_worst(g)
         sentences += rule_pairs(pairs[pairs["source"] == source])
         out[str(source)] = sentences
     return out
