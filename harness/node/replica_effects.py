@@ -1,13 +1,15 @@
 """Executing a replica core's effects (partition/replica/effects.py), in order, for a driver.
 
-One function shared by every driver of ReplicaCore (the broker runtime here; the simulator can
-pass its own env), so the effect semantics cannot drift apart (STYLE.md: one execute_effects):
+One function shared by every driver of ReplicaCore (the broker runtime's ReplicaManager, and
+the simulator's Broker in harness/sim/data_world.py), so the effect semantics cannot drift apart
+(DESIGN.md: one core, two drivers; STYLE.md: one execute_effects, `assert_never` over the union):
 
 - the six log effects go to `LocalReplicaLog.execute` (the PartitionLog, through LogManager so a
-  truncation rewrites the checkpoints);
+  truncation rewrites the checkpoints); an optional `on_high_watermark(before, after)` observes
+  each HW move (the simulator's invariant checks);
 - SendFetch / SendFetchResponse / SendAlterPartition / SendReplicaPosition / CompleteProduce /
-  LeadershipChanged go to
-  the env, which must only *queue* work (send buffers, future callbacks scheduled by the loop):
+  LeadershipChanged go to the env, which must only *queue* work (send buffers, future callbacks
+  scheduled by the loop, simulated messages on the event queue):
   nothing here may feed an input back into the same core while its list is running (the core's
   contract: effects run synchronously, in order, before its next input).
 
@@ -17,6 +19,7 @@ reports, a follower's next SendFetch only after the append or truncation before 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol, assert_never
 
 from partition.replica import (
@@ -60,12 +63,26 @@ class ReplicaEffectsEnv(Protocol):
 
 
 def execute_replica_effects(
-    effects: list[Effect], log: LocalReplicaLog, env: ReplicaEffectsEnv
+    effects: list[Effect],
+    log: LocalReplicaLog,
+    env: ReplicaEffectsEnv,
+    on_high_watermark: Callable[[int, int], None] | None = None,
 ) -> None:
+    """Run `effects` in order. `on_high_watermark(before, after)`, if given, is called right
+    after each UpdateHighWatermark is applied (the simulator checks its invariants there)."""
     for effect in effects:
         match effect:
-            case AppendAsLeader() | AppendAsFollower() | TruncateTo() | TruncateFully() | (
-                UpdateHighWatermark() | IncrementLogStartOffset()
+            case UpdateHighWatermark(high_watermark=after):
+                before = log.high_watermark
+                log.execute(effect)
+                if on_high_watermark is not None:
+                    on_high_watermark(before, after)
+            case (
+                AppendAsLeader()
+                | AppendAsFollower()
+                | TruncateTo()
+                | TruncateFully()
+                | IncrementLogStartOffset()
             ):
                 log.execute(effect)
             case SendFetch(to=to, request=request):

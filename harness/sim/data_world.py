@@ -41,27 +41,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from harness.node.replica_effects import execute_replica_effects
 from partition.log import LogConfig, PartitionLog, SimStorage
 from partition.log import batch as rb
 from partition.replica import (
-    AppendAsFollower,
-    AppendAsLeader,
-    CompleteProduce,
     Effect,
-    IncrementLogStartOffset,
     LeadershipChanged,
     LocalReplicaLog,
     MetadataUpdated,
     ReplicaConfig,
     ReplicaCore,
-    SendAlterPartition,
-    SendFetch,
-    SendFetchResponse,
-    SendReplicaPosition,
-    TruncateFully,
-    TruncateTo,
-    UpdateHighWatermark,
 )
+from partition.replica.messages import FetchRequest, FetchResponse, ProduceResponse
 from quorum.controller import (
     AlterPartitionResponse,
     BrokerHeartbeatRequest,
@@ -73,7 +64,11 @@ from quorum.controller import (
     Propose,
     Respond,
 )
-from quorum.controller.messages import BrokerState
+from quorum.controller.messages import (
+    AlterPartitionRequest,
+    BrokerState,
+    ReportReplicaPositionRequest,
+)
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import (
@@ -479,44 +474,51 @@ class Broker:
         self.tick()
 
     def execute(self, effects: list[Effect]) -> None:
+        """Run the core's effects with the node's executor (harness/node/replica_effects.py:
+        one implementation for both drivers, DESIGN.md), this broker being its env, then arm
+        the core's next deadline."""
         world = self.world
         assert self.view is not None
-        for e in effects:
-            match e:
-                case UpdateHighWatermark(high_watermark=hw):
-                    before = self.view.high_watermark
-                    self.view.execute(e)
-                    world.on_high_watermark(self, before, hw)
-                case (AppendAsLeader() | AppendAsFollower() | TruncateTo() | TruncateFully()
-                      | IncrementLogStartOffset()):
-                    self.view.execute(e)
-                case SendFetch(to=to, request=request):
-                    world.network.send(self.node_id, to, request)
-                case SendFetchResponse(to=to, response=response):
-                    dst = world.consumer_of.pop(response.request_id, None) if to < 0 else to
-                    if dst is not None:
-                        world.network.send(self.node_id, dst, response)
-                case SendAlterPartition(request=request):
-                    self._send_ctl(request)
-                case SendReplicaPosition(request=request):
-                    if request.leader_epoch > self.fenced_epoch:
-                        # Durable before the vote leaves (partition.replica.effects).
-                        assert self.log is not None
-                        self.log.write_fenced_epoch(request.leader_epoch)
-                        self.fenced_epoch = request.leader_epoch
-                    self._send_ctl(request)
-                case CompleteProduce(response=response):
-                    dst = world.producer_of.pop(response.request_id, None)
-                    if dst is not None:
-                        world.network.send(self.node_id, dst, response)
-                case LeadershipChanged():
-                    pass
+        execute_replica_effects(effects, self.view, self, self._on_high_watermark)
         core = self.core
         if core is not None:
             deadline = core.next_deadline_ms()
             if deadline is not None and (self.timer_at is None or deadline < self.timer_at):
                 self.timer_at = deadline
                 world.queue.at(deadline, self._timer, deadline, self.incarnation)
+
+    # -- the ReplicaEffectsEnv (sends go through the simulated network, in effect order) -------
+
+    def _on_high_watermark(self, before: int, after: int) -> None:
+        self.world.on_high_watermark(self, before, after)
+
+    def send_fetch(self, to: int, request: FetchRequest) -> None:
+        self.world.network.send(self.node_id, to, request)
+
+    def send_fetch_response(self, to: int, response: FetchResponse) -> None:
+        world = self.world
+        dst = world.consumer_of.pop(response.request_id, None) if to < 0 else to
+        if dst is not None:
+            world.network.send(self.node_id, dst, response)
+
+    def send_alter_partition(self, request: AlterPartitionRequest) -> None:
+        self._send_ctl(request)
+
+    def send_replica_position(self, request: ReportReplicaPositionRequest) -> None:
+        if request.leader_epoch > self.fenced_epoch:
+            # Durable before the vote leaves (partition.replica.effects), as ReplicaManager does.
+            assert self.log is not None
+            self.log.write_fenced_epoch(request.leader_epoch)
+            self.fenced_epoch = request.leader_epoch
+        self._send_ctl(request)
+
+    def complete_produce(self, response: ProduceResponse) -> None:
+        dst = self.world.producer_of.pop(response.request_id, None)
+        if dst is not None:
+            self.world.network.send(self.node_id, dst, response)
+
+    def leadership_changed(self, effect: LeadershipChanged) -> None:
+        pass  # no broker state outside the core follows leadership in the simulator
 
 
 @dataclass

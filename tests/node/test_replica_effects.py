@@ -149,3 +149,24 @@ def test_quorum_mode_fence_report_and_epoch_marker_reach_the_env_and_the_log() -
     assert [(h.base_offset, h.partition_leader_epoch, h.is_control) for h in headers] == [
         (0, 3, False), (2, 5, True)]
     assert log.log_end_offset == 3 and core.log_end_offset == 3
+
+
+def test_hw_observer_sees_each_move_after_it_is_applied() -> None:
+    """The simulator's invariant hook (harness/sim/data_world.py Broker): called once per
+    UpdateHighWatermark with the HW before and after, the log already holding `after`."""
+    core, local, env = leader_setup(isr=(101, 102))
+    seen: list[tuple[int, int, int]] = []
+
+    def observe(before: int, after: int) -> None:
+        seen.append((before, after, local.high_watermark))
+
+    data = encode_batch([Record(b"x"), Record(b"y")])
+    execute_replica_effects(core.handle(ProduceRequest("tid", 0, 9, data, ACKS_ALL), 10), local,
+                            env, observe)
+    assert seen == []  # acks=all: the HW waits for the follower
+    fetch = FetchRequest("tid", 0, 102, 2, last_fetched_epoch=3, current_leader_epoch=3,
+                         broker_epoch=7, request_id=4)
+    execute_replica_effects(core.handle(fetch, 20), local, env, observe)
+    assert seen == [(0, 2, 2)]
+    produced = [c for c in env.calls if c[0] == "produce"]
+    assert len(produced) == 1 and produced[0][3] == 2  # answered after the HW moved
