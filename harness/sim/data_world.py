@@ -436,7 +436,10 @@ class Broker:
     def _on_metadata(self, push: MetadataPush) -> None:
         if push.offset <= self.applied_offset:
             return
-        if self.broker_epoch < 0:
+        if self.broker_epoch < 0 or push.offset < self.broker_epoch:
+            # Kafka's initial catch-up (as harness/node/replica_manager.py): act only on an image
+            # that holds this broker's own registration; the simulated network may deliver an
+            # older push after the registration answer.
             self.pending = push
             return
         self.applied_offset = push.offset
