@@ -236,25 +236,33 @@ def config_from_dict(values: dict[str, Any]) -> DataRunConfig:
 
 
 class Progress:
-    """One stderr line: runs done, runs/s, simulated seconds per wall second."""
+    """Runs done, runs/s, simulated seconds per wall second, on stderr: one line redrawn every
+    second on a terminal; a new line every `log_interval_s` otherwise (a log file or CI output
+    gets readable lines, not thousands of carriage returns)."""
 
-    def __init__(self, total: int, stream: Any = sys.stderr) -> None:
+    def __init__(self, total: int, stream: Any = sys.stderr, log_interval_s: float = 15.0) -> None:
         self.total = total
         self.done = 0
         self.sim_ms = 0
         self.started = time.monotonic()
         self.stream = stream
         self._last = 0.0
+        isatty = getattr(stream, "isatty", None)
+        self.terminal = bool(isatty is not None and isatty())
+        self.interval_s = 1.0 if self.terminal else log_interval_s
 
     def add(self, sim_ms: int) -> None:
         self.done += 1
         self.sim_ms += sim_ms
         now = time.monotonic()
-        if now - self._last >= 1.0 or self.done == self.total:
+        if now - self._last >= self.interval_s or self.done == self.total:
             self._last = now
-            self.stream.write("\r" + self.line())
-            if self.done == self.total:
-                self.stream.write("\n")
+            if self.terminal:
+                self.stream.write("\r" + self.line())
+                if self.done == self.total:
+                    self.stream.write("\n")
+            else:
+                self.stream.write(self.line() + "\n")
             self.stream.flush()
 
     @property
