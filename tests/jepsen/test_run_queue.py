@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -39,6 +38,7 @@ from harness.jepsen.queue import check_queue
 from harness.jepsen.runner import RunOptions, bring_up, run
 from harness.jepsen.workload_queue import QueueOptions
 from harness.matrix_schema import read_dataset
+from tests.integration.conftest import kill_recorded
 
 pytestmark = pytest.mark.integration
 
@@ -52,17 +52,6 @@ SAFE: dict[str, Any] = dict(acks="all", min_insync_replicas=2, replication_facto
                             unclean_leader_election=False, idempotence=True)
 
 
-def _kill_recorded(data_dir: Path) -> None:
-    try:
-        cluster = cl.ClusterFile.load(data_dir)
-    except cl.ClusterError:
-        return
-    for node in cluster.nodes:
-        if cl.is_our_process(node.pid, node.config_file):
-            assert node.pid is not None
-            os.kill(node.pid, signal.SIGKILL)
-
-
 @pytest.fixture(scope="module")
 def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     data_dir = tmp_path_factory.mktemp("queue-cluster")
@@ -70,7 +59,7 @@ def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         bring_up(RunOptions(out_dir=data_dir, workload="queue"), data_dir)
         yield data_dir
     finally:
-        _kill_recorded(data_dir)
+        kill_recorded(data_dir)
 
 
 def queue_run(out: Path, data_dir: Path, nemesis: str, topic: str, seed: int,
