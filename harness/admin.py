@@ -360,7 +360,7 @@ class AdminApi:
         delay_ms = body.get("delay_ms", 0)
         if not isinstance(delay_ms, int) or isinstance(delay_ms, bool) or not 0 <= delay_ms <= 60_000:
             raise BadRequest("'delay_ms' must be an integer in [0, 60000]")
-        delay_to = None if body.get("delay_to") is None else self._node_ids(body, "delay_to")
+        delay_to = self._node_ids(body, "delay_to") if "delay_to" in body else None
         drop_clients = body.get("drop_clients", False)
         if not isinstance(drop_clients, bool):
             raise BadRequest("'drop_clients' must be true or false")

@@ -108,7 +108,7 @@ def parse_records(body: dict[str, Any]) -> list[rb.Record]:
             raise _bad("each record must be an object")
         value = _bytes_field(item, "value", required=True)
         key = _bytes_field(item, "key", required=False)
-        headers_in = item.get("headers") or {}
+        headers_in = item.get("headers", {})  # absent: none; an explicit null is a wrong type
         if not isinstance(headers_in, dict) or not all(
             isinstance(k, str) and isinstance(v, str | None) for k, v in headers_in.items()
         ):
@@ -119,8 +119,9 @@ def parse_records(body: dict[str, Any]) -> list[rb.Record]:
 
 
 def _producer_fields(body: dict[str, Any]) -> tuple[int, int, int]:
-    fields = [body.get(n) for n in ("producer_id", "producer_epoch", "base_sequence")]
-    if all(f is None for f in fields):
+    names = ("producer_id", "producer_epoch", "base_sequence")
+    fields = [body.get(n) for n in names]
+    if not any(n in body for n in names):  # absent: not idempotent; null is a wrong type
         return rb.NO_PRODUCER_ID, rb.NO_PRODUCER_EPOCH, rb.NO_SEQUENCE
     limits = ((0, 2**63 - 1), (0, 2**15 - 1), (0, INT32))
     for name, value, (lo, hi) in zip(("producer_id", "producer_epoch", "base_sequence"), fields,

@@ -211,8 +211,7 @@ class TopicRoutes:
         name = parsed.get("name")
         partitions = parsed.get("partitions")
         rf = parsed.get("replication_factor")
-        configs = parsed.get("configs")
-        configs = {} if configs is None else configs
+        configs = parsed.get("configs", {})  # absent: none; an explicit null is a wrong type
         if not isinstance(name, str):
             raise BadRequest("'name' must be a string")
         for field, value in (("partitions", partitions), ("replication_factor", rf)):

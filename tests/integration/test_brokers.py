@@ -78,6 +78,8 @@ def test_up_starts_brokers_that_register_and_are_unfenced(bcluster: LiveCluster)
         (b'{"name": 7, "partitions": 3, "replication_factor": 1}', 400, "INVALID_REQUEST"),
         (b'{"name": "t", "partitions": 1, "replication_factor": 1, "configs": []}', 400,
          "INVALID_REQUEST"),
+        (b'{"name": "t", "partitions": 1, "replication_factor": 1, "configs": null}', 400,
+         "INVALID_REQUEST"),  # found by the OpenAPI fuzz: null was taken as "no configs"
         (b'{"name": "t", "partitions": 1, "replication_factor": 4}', 400,
          "INVALID_REPLICATION_FACTOR"),
         (b'{"name": "t", "partitions": 0, "replication_factor": 1}', 400, "INVALID_PARTITIONS"),

@@ -102,6 +102,7 @@ def test_put_then_linearizable_get_on_every_controller(cluster: LiveCluster) -> 
         ("GET", "/kv/k?consistency=eventual", None, 400, "INVALID_REQUEST"),
         ("POST", "/nemesis/links", b'{"drop": "all"}', 400, "INVALID_REQUEST"),
         ("POST", "/nemesis/links", b'{"drop": [], "delay_ms": -1}', 400, "INVALID_REQUEST"),
+        ("POST", "/nemesis/links", b'{"drop": [], "delay_to": null}', 400, "INVALID_REQUEST"),
         ("GET", "/no/such/route", None, 404, "UNKNOWN_ROUTE"),
     ],
 )

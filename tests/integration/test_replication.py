@@ -139,7 +139,11 @@ def test_http_produce_and_consume_with_errors(rcluster: LiveCluster) -> None:
         status, body = client.request("POST", bad, {"records": [{"value": "v"}]})
         assert (status, body["error"]) == (400, "INVALID_REQUEST"), bad
     for body in ({}, {"records": []}, {"records": [{"key": "no value"}]},
-                 {"records": [{"value": "v"}], "producer_id": 1}):
+                 {"records": [{"value": "v"}], "producer_id": 1},
+                 # explicit nulls are wrong types (the OpenAPI fuzz found such a case on topics)
+                 {"records": [{"value": "v", "headers": None}]},
+                 {"records": [{"value": "v"}], "producer_id": None, "producer_epoch": None,
+                  "base_sequence": None}):
         status, answer = client.request("POST", path, body)
         assert (status, answer["error"]) == (400, "INVALID_REQUEST"), body
     with pytest.raises(AdminError) as out_of_range:
