@@ -13,6 +13,7 @@ import asyncio
 import pytest
 
 from harness.client import Bootstrap, ClientError, ClusterClient, ConsumerRecord, Producer
+from harness.client.connection import BrokerConnection
 from harness.client.producer import ProducerConfig
 from harness.jepsen.workload_queue import QueueOptions, QueueWorkload, _decode
 
@@ -79,25 +80,26 @@ def test_producer_abort_fails_pending_records_and_stops_its_sender() -> None:
     asyncio.run(main())
 
 
-def test_a_cancelled_shared_connect_does_not_cancel_the_other_waiters() -> None:
+def test_a_cancelled_shared_connect_does_not_cancel_the_other_waiters(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """Two workers need the same broker connection; the one that started the connect is
     cancelled by its own op timeout. The other must get a retriable ConnectionError, not a
     CancelledError nobody sent it (seen in a run: it killed a Jepsen worker)."""
+    started = asyncio.Event()
+
+    async def hangs(self: BrokerConnection, cluster_id: str, timeout_s: float = 0.0) -> None:
+        started.set()
+        await asyncio.Event().wait()  # a handshake that never completes (no wall-clock timeout)
+
+    monkeypatch.setattr(BrokerConnection, "connect", hangs)
 
     async def main() -> None:
-        async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-            await reader.read()  # accept, never answer the handshake
-
-        server = await asyncio.start_server(silent, "127.0.0.1", 0)
-        port = server.sockets[0].getsockname()[1]
-        client = ClusterClient(Bootstrap("c", ((101, "127.0.0.1", port),)))
+        client = ClusterClient(Bootstrap("c", ((101, "127.0.0.1", 9),)))
         starter = asyncio.create_task(client.connection(101))
-        deadline = asyncio.get_running_loop().time() + 5.0
-        while 101 not in client._connecting:  # poll: the connect is under way
-            assert asyncio.get_running_loop().time() < deadline
-            await asyncio.sleep(0.001)
+        await started.wait()  # the shared connect is under way
         other = asyncio.create_task(client.connection(101))
-        await asyncio.sleep(0)  # let it start waiting on the shared connect
+        await asyncio.sleep(0)  # one loop step: `other` runs up to its wait on the shared connect
         starter.cancel()
         with pytest.raises(asyncio.CancelledError):
             await starter
@@ -105,7 +107,5 @@ def test_a_cancelled_shared_connect_does_not_cancel_the_other_waiters() -> None:
             await other
         assert not other.cancelled()
         client.close()
-        server.close()
-        await server.wait_closed()
 
     asyncio.run(main())
