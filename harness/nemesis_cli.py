@@ -37,6 +37,7 @@ from typing import Any
 
 from harness import cluster as cl
 from harness.admin_client import AdminClient
+from harness.cluster_cli import guarded  # one error wrapper for the cluster's verbs
 from harness.jepsen.nemesis import Grudge, grudge_components, grudge_from_sides
 
 
@@ -218,17 +219,6 @@ def cmd_process(args: argparse.Namespace) -> int:
             cl.start_node(cluster, data_dir, node)
             print(f"started {node.role} {node.id} (pid {node.pid})")
     return 0
-
-
-def guarded(fn: Any) -> Any:
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return int(fn(args))
-        except cl.ClusterError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-
-    return run
 
 
 def register(sub: Any) -> None:
