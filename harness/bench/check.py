@@ -15,9 +15,9 @@ import json
 import time
 from pathlib import Path
 
-from harness.jepsen.history import load_history
-from harness.jepsen.linearizable import check_linearizable
-from harness.jepsen.models import get_model
+from harness.check.history import load_history
+from harness.check.linearizable import check_linearizable
+from harness.check.models import get_model
 
 DEFAULT_DIR = Path("/work/shared/testdata/jepsen-etcd")
 PORCUPINE_S = 0.7

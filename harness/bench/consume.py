@@ -24,10 +24,10 @@ import os
 import time
 from typing import Any
 
-from harness import cluster as cl
 from harness.bench.produce import add_common, client_cpu, data_cluster, produce_run
 from harness.bench.quorum import cluster_cpu, percentile
 from harness.client import run as client_run
+from harness.launcher import cluster as cl
 
 
 async def catch_up(cluster: cl.ClusterFile, topic: str, records: int, record_size: int,

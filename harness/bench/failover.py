@@ -22,8 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness import cluster as cl
-from harness.admin_client import AdminClient, AdminError
+from harness.admin.client import AdminClient, AdminError
+from harness.launcher import cluster as cl
 
 VALUE = "v" * 100
 REQUEST_TIMEOUT_S = 0.3
@@ -107,7 +107,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cluster_cli import parse_overrides
+    from harness.cli.cluster import parse_overrides
 
     base = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="kraftlab-failover-"))
     cluster = cl.create_cluster(base, args.controllers, parse_overrides(args.config))

@@ -20,9 +20,9 @@ import os
 import time
 from typing import Any
 
-from harness import cluster as cl
 from harness.bench.produce import ACKS, add_common, client_cpu, data_cluster
 from harness.bench.quorum import cluster_cpu
+from harness.launcher import cluster as cl
 
 CLIENTS = ("confluent-kafka", "kafka-python")
 

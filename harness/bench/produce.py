@@ -31,10 +31,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness import cluster as cl
-from harness.admin_client import AdminClient
+from harness.admin.client import AdminClient
 from harness.bench.quorum import cluster_cpu, percentile
 from harness.client import run as client_run
+from harness.launcher import cluster as cl
 
 ACKS = {"1": 1, "all": -1, "0": 0}
 
@@ -42,7 +42,7 @@ ACKS = {"1": 1, "all": -1, "0": 0}
 @contextmanager
 def data_cluster(args: argparse.Namespace, topic: str) -> Iterator[cl.ClusterFile]:
     """A fresh cluster with `topic` (RF = min(3, brokers)) created and its leaders elected."""
-    from harness.cluster_cli import parse_overrides
+    from harness.cli.cluster import parse_overrides
 
     base = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="kraftlab-bench-"))
     cluster = cl.create_cluster(base, args.controllers, parse_overrides(args.config),

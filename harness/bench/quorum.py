@@ -5,7 +5,7 @@ the bench waits for an agreed leader, then measures against the LEADER over two 
 (`--client http|native|both`); a write returns once its record is committed on a majority (fsynced
 on each) and applied to the leader's image:
 - http: the admin API, `PUT /kv/{key}` with a 100-byte value, HTTP/1.1 keep-alive;
-- native: KvRequest frames on the leader's RPC port (harness/transport_client.py), pipelined.
+- native: KvRequest frames on the leader's RPC port (harness/net/client.py), pipelined.
 Phases per path:
 - sequential: one client, one write at a time, `--seq-writes` writes after `--warmup`;
   p50/p99/max of the client-observed latency;
@@ -27,8 +27,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from harness import cluster as cl
-from harness.admin_client import AdminClient
+from harness.admin.client import AdminClient
+from harness.launcher import cluster as cl
 
 VALUE = "x" * 100
 
@@ -122,7 +122,7 @@ async def concurrent(node: cl.NodeEntry, proposers: int, duration_s: float) -> d
 
 async def native_sequential(node: cl.NodeEntry, cluster_id: str, writes: int,
                             warmup: int) -> dict[str, Any]:
-    from harness.transport_client import NativeKvClient
+    from harness.net.client import NativeKvClient
 
     client = NativeKvClient()
     await client.connect(node.host, node.rpc_port, cluster_id)
@@ -145,7 +145,7 @@ async def native_sequential(node: cl.NodeEntry, cluster_id: str, writes: int,
 
 async def native_concurrent(node: cl.NodeEntry, cluster_id: str, proposers: int,
                             duration_s: float) -> dict[str, Any]:
-    from harness.transport_client import NativeKvClient
+    from harness.net.client import NativeKvClient
 
     client = NativeKvClient()
     await client.connect(node.host, node.rpc_port, cluster_id)
@@ -224,7 +224,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cluster_cli import parse_overrides
+    from harness.cli.cluster import parse_overrides
 
     base = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="kraftlab-bench-"))
     overrides = parse_overrides(args.config)

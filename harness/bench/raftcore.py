@@ -1,7 +1,7 @@
 """CPU cost of the Raft core: 3 voters in one process, no network, no fsync.
 
 Three RaftCores on RaftLogStore over in-memory SimStorage, every message round-tripped through
-quorum.codec, effects run by harness.effects.execute_effects: what one commit costs in Python
+quorum.codec, effects run by harness.drive.effects.execute_effects: what one commit costs in Python
 before any I/O. This is the ceiling under `kraftlab bench quorum` (engineer N), which adds real
 sockets and fsync. Sequential: one proposal at a time, each committed before the next. Batched:
 `--batch` records per proposal (what a driver's group commit produces under concurrency).
@@ -17,8 +17,8 @@ from typing import Any
 
 import structlog
 
-from harness.effects import execute_effects
-from harness.raftlog import RaftLogStore
+from harness.drive.effects import execute_effects
+from harness.drive.raftlog import RaftLogStore
 from partition.log.storage import SimStorage
 from quorum import codec
 from quorum.raft.config import RaftConfig

@@ -1,5 +1,5 @@
 """harness.client: the async Python client of kraftlab's native data protocol (msgpack frames over
-TCP to the brokers' RPC listeners; harness/client/protocol.py).
+TCP to the brokers' RPC listeners; harness/net/data_protocol.py).
 
 Public API (what `kraftlab produce`/`consume`, the benchmarks and Jepsen workloads use):
 

@@ -1,6 +1,6 @@
 """Connections and cluster metadata for the native data client.
 
-`BrokerConnection`: one pipelined connection to a broker's RPC listener (harness/pipelined.py:
+`BrokerConnection`: one pipelined connection to a broker's RPC listener (harness/net/pipelined.py:
 requests matched to responses by request id, writes batched per loop iteration; a lost
 connection fails every outstanding call with `ConnectionResetError`, an unanswered one with
 `TimeoutError`).
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.client.protocol import (
+from harness.net.data_protocol import (
     FetchCall,
     FetchResult,
     InitProducerIdCall,
@@ -31,7 +31,7 @@ from harness.client.protocol import (
     ProduceCall,
     ProduceResult,
 )
-from harness.pipelined import PipelinedConnection
+from harness.net.pipelined import PipelinedConnection
 
 CONNECT_TIMEOUT_S = 3.0
 
@@ -57,7 +57,7 @@ def _shared_failure(exc: BaseException, what: str) -> BaseException:
 
 
 class BrokerConnection(PipelinedConnection):
-    """A pipelined connection to one broker (harness/pipelined.py)."""
+    """A pipelined connection to one broker (harness/net/pipelined.py)."""
 
     _ids = itertools.count(1)
 
@@ -81,7 +81,7 @@ class Bootstrap:
     @classmethod
     def from_cluster_file(cls, data_dir: Path) -> Bootstrap:
         """The brokers of a local cluster (`kraftlab cluster up`'s cluster.json)."""
-        from harness.cluster import ClusterFile
+        from harness.launcher.cluster import ClusterFile
 
         cluster = ClusterFile.load(data_dir)
         brokers = tuple((n.id, n.host, n.rpc_port) for n in cluster.brokers)

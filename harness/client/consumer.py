@@ -25,8 +25,8 @@ import asyncio
 from dataclasses import dataclass
 
 from harness.client.connection import ClientError, ClusterClient
-from harness.client.protocol import RETRIABLE, FetchResult
 from harness.client.records import decode_records
+from harness.net.data_protocol import RETRIABLE, FetchResult
 from partition.log import batch as rb
 
 # An offset no log reaches: asking for it returns OFFSET_OUT_OF_RANGE with the log start and the

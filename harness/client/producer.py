@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.client.connection import ClientError, ClusterClient
-from harness.client.protocol import RETRIABLE, ProduceResult
 from harness.client.records import RecordTuple, encode_batch
+from harness.net.data_protocol import RETRIABLE, ProduceResult
 
 ACKS_ALL = -1
 _SEQ_MOD = 1 << 31

@@ -1,6 +1,3 @@
-"""Jepsen-style testing for kraftlab: histories and the checkers that judge them.
-
-The checkers (`linearizable`, `queue`) are pure functions over a history: they read operations
-and return a verdict with examples, they never touch a cluster. The same checkers judge real-process
-runs and simulated runs. History format: docs/jepsen.md and ../shared/API.md.
-"""
+"""Jepsen-style runs on real processes: workloads (kv, queue), the nemesis, the history recorder
+and the runner that writes histories, reports and run-summary rows. The checkers that judge the
+histories are in harness.check."""

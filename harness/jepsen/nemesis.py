@@ -5,7 +5,7 @@ node's admin API (drop all traffic to and from the listed peers: Raft, controlle
 fetches, and the admin requests a node forwards to its leader, which the receiver holds
 unanswered; clients still reach every node unless a fault also sets `drop_clients`, see
 docs/jepsen.md "Nemeses") and the launcher functions of
-`harness.cluster` (SIGKILL / SIGSTOP / SIGCONT / SIGTERM by the PID recorded in cluster.json,
+`harness.launcher.cluster` (SIGKILL / SIGSTOP / SIGCONT / SIGTERM by the PID recorded in cluster.json,
 after checking that PID still runs our node; restart rewrites cluster.json).
 
 Fault names (`FAULTS`; groups in `GROUPS`):
@@ -36,7 +36,7 @@ node, every node resumed and started if down); the runner always calls it.
 
 Grudges (`Grudge`: node -> peers it drops) are symmetric: a cut link drops traffic both ways.
 Client connections are cut only where a fault says so (`Fault.clients_cut`: those nodes also
-drop client traffic, harness/transport.py LinkFilter.drop_clients). The controller-side
+drop client traffic, harness/net/transport.py LinkFilter.drop_clients). The controller-side
 partitions above act among the controllers only; the broker faults among all nodes.
 """
 
@@ -53,10 +53,10 @@ from typing import Any
 
 import aiohttp
 
-from harness import cluster as cl
-from harness.jepsen.history import NEMESIS
+from harness.check.history import NEMESIS
 from harness.jepsen.recorder import Recorder
-from harness.node.config import parse_properties
+from harness.launcher import cluster as cl
+from harness.runtime.config import parse_properties
 
 Grudge = dict[int, frozenset[int]]
 
@@ -77,7 +77,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "broker": BROKER_FAULTS,
     "everything": FAULTS,
 }
-# The node setting that makes crash-unflushed lose data (harness/node/config.py).
+# The node setting that makes crash-unflushed lose data (harness/runtime/config.py).
 UNFLUSHED_KEY = "kraftlab.log.unflushed.in.process"
 
 
@@ -424,7 +424,7 @@ class ClusterNemesis:
 
     def unflushed_in_process(self, node_id: int) -> bool:
         """Does this broker hold appends in its own memory until a flush (so kill -9 loses
-        them)? Read from its config file (harness/node/config.py UNFLUSHED_KEY)."""
+        them)? Read from its config file (harness/runtime/config.py UNFLUSHED_KEY)."""
         try:
             text = Path(self.cluster.node(node_id).config_file).read_text()
         except OSError:

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from harness.jepsen.history import NEMESIS, Event, Operation, pair_operations, write_jsonl
+from harness.check.history import NEMESIS, Event, Operation, pair_operations, write_jsonl
 
 
 class Recorder:

@@ -3,7 +3,7 @@ final phase, check, write the artefacts, cluster down.
 
 Sequence (`run`), every step bounded in time:
 1. bring up a 3-controller cluster (plus 3 brokers for the `queue` workload) in a temporary
-   data dir (or `--data-dir`) through the launcher (`harness.cluster`), wait for an agreed
+   data dir (or `--data-dir`) through the launcher (`harness.launcher.cluster`), wait for an agreed
    leader (and every broker registered and unfenced);
 2. run the workload's clients and the nemesis schedule together until the time limit (clients
    finish their in-flight operation, each bounded by the op timeout);
@@ -35,15 +35,15 @@ from typing import Any
 
 import aiohttp
 
-from harness import cluster as cl
-from harness.admin_auth import bearer
-from harness.jepsen.history import HistoryError
+from harness.admin.auth import bearer
+from harness.check.history import HistoryError
+from harness.check.report import render_html, summarise, write_png
 from harness.jepsen.nemesis import ClusterNemesis, Schedule, parse_nemesis
 from harness.jepsen.recorder import Recorder, RunContext, Workload
-from harness.jepsen.report import render_html, summarise, write_png
 from harness.jepsen.summary_row import build_row, write_row
 from harness.jepsen.workload_kv import KvOptions, KvWorkload, disable_idempotent_retry
 from harness.jepsen.workload_queue import QueueOptions, QueueSetupError, QueueWorkload
+from harness.launcher import cluster as cl
 
 EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN, EXIT_ERROR = 0, 1, 2, 3
 
@@ -221,7 +221,7 @@ async def _wait_recovery(nemesis: ClusterNemesis, timeout_s: float) -> float | N
 
 def client_session(data_dir: Path) -> aiohttp.ClientSession:
     """The workloads' HTTP session: never resends a request (`disable_idempotent_retry`), and
-    carries the cluster's admin bearer token (DIR/admin-token, harness/admin_auth.py) on every
+    carries the cluster's admin bearer token (DIR/admin-token, harness/admin/auth.py) on every
     request when the cluster has one: a node bound beyond 127.0.0.1, or started with
     kraftlab.admin.require.token=true, answers 401 to any write without it. Call it inside the
     running event loop."""

@@ -1,4 +1,4 @@
-"""The comparison's run-summary row (harness/matrix_schema.py) for a real-process Jepsen run.
+"""The comparison's run-summary row (harness/results/schema.py) for a real-process Jepsen run.
 
 `kraftlab jepsen run --out DIR` writes one `RunSummary` (source `jepsen`) to
 `DIR/summary/part-<run_id>.parquet` with `matrix_schema.write_dataset`, and the same row as
@@ -6,7 +6,7 @@ JSON in `DIR/summary.json`. The Spark job reads directories recursively, so
 `kraftlab analyze --input runs/` takes any number of run directories, alone or beside a
 simulated matrix (docs/compare.md, docs/jepsen.md "The summary row").
 
-Mapping (the simulator's rules, harness/sim/matrix.py, applied to a recorded history):
+Mapping (the simulator's rules, harness/sim/runs/matrix.py, applied to a recorded history):
 - writes are `send` (queue) or `write`/`cas`/`append` (kv), reads are `poll` (queue) or `read`
   (kv); `assign` and the final phase (events flagged `final`: probes, drains, final reads)
   are not counted. Each op is bucketed by the second of its invoke; ok -> succeeded,
@@ -40,9 +40,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from harness.jepsen.history import Operation
-from harness.jepsen.report import NS_PER_S, fault_intervals
-from harness.matrix_schema import (
+from harness.check.history import Operation
+from harness.check.report import NS_PER_S, fault_intervals
+from harness.results.schema import (
     NemesisEvent,
     RunSummary,
     SecondCounts,
@@ -52,7 +52,7 @@ from harness.matrix_schema import (
 )
 
 NS_PER_MS = 1_000_000
-UNAVAILABLE_GAP_MS = 1000  # as harness/sim/matrix.py: no acknowledged write for this long
+UNAVAILABLE_GAP_MS = 1000  # as harness/sim/runs/matrix.py: no acknowledged write for this long
 WRITES = frozenset({"send", "write", "cas", "append"})
 READS = frozenset({"poll", "read"})
 JEPSEN_TO_MATRIX = {

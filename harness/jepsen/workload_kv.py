@@ -35,9 +35,9 @@ from typing import Any
 
 import aiohttp
 
-from harness.jepsen.history import Operation
-from harness.jepsen.linearizable import check_linearizable
-from harness.jepsen.models import get_model
+from harness.check.history import Operation
+from harness.check.linearizable import check_linearizable
+from harness.check.models import get_model
 from harness.jepsen.recorder import CheckOutcome, ProcessIds, RunContext
 
 OP_WEIGHTS = (("read", 4), ("write", 2), ("cas", 2), ("append", 2))
@@ -135,7 +135,7 @@ class KvWorkload:
         """A non-2xx answer as fail (did not happen) or info (may have happened)."""
         error = str(data.get("error", f"HTTP_{status}"))
         # 401: the node's auth middleware refused the request before any handler ran
-        # (harness/admin_auth.py), so it did nothing
+        # (harness/admin/auth.py), so it did nothing
         if status in (400, 401, 404, 409, 421):
             return Outcome("fail", error=error)
         if status == 503:
@@ -291,7 +291,7 @@ class KvWorkload:
     # ------------------------------------------------------------------------------ checker
 
     def check(self, ops: Sequence[Operation], out_dir: Path) -> CheckOutcome:
-        from harness.jepsen.timeline import write_failure_html
+        from harness.check.timeline import write_failure_html
 
         model = get_model("kv")
         result = check_linearizable(

@@ -41,7 +41,7 @@ Probe sends and drain polls carry `"final": true` so availability counts leave t
 Leader elections (`partition_leader_elections`): from setup to the final phase a watcher
 describes the topic every WATCH_INTERVAL_S and keeps each partition's (leader_epoch, leader)
 states; `count_elections` counts the changes to a real leader among them, merged with the
-brokers' logged states (harness/jepsen/elections.py: not the leader epoch's rise, which counts a
+brokers' logged states (harness/check/elections.py: not the leader epoch's rise, which counts a
 quorum-mode fence as an election).
 """
 
@@ -58,6 +58,9 @@ from typing import Any
 
 import aiohttp
 
+from harness.check import elections as el
+from harness.check.history import Operation
+from harness.check.queue import check_queue
 from harness.client import (
     Bootstrap,
     ClientError,
@@ -69,9 +72,6 @@ from harness.client import (
     Producer,
     ProducerConfig,
 )
-from harness.jepsen import elections as el
-from harness.jepsen.history import Operation
-from harness.jepsen.queue import check_queue
 from harness.jepsen.recorder import CheckOutcome, ProcessIds, RunContext
 
 ACKS = {"0": 0, "1": 1, "all": -1}

@@ -33,7 +33,7 @@ from quorum.metadata.errors import Errors
 
 if TYPE_CHECKING:
     from harness.kafka.handlers import Reply
-    from harness.node.runtime import ControllerNode
+    from harness.runtime.node import ControllerNode
 
 # Kafka's num.partitions and default.replication.factor, for NumPartitions/ReplicationFactor -1.
 DEFAULT_PARTITIONS = 1

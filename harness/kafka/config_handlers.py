@@ -4,7 +4,7 @@ IncrementalAlterConfigs (44, KIP-339), for TOPIC resources.
 DescribeConfigs answers from this broker's metadata image (as a Kafka broker answers from its
 metadata cache), with Kafka's sources: DYNAMIC_TOPIC_CONFIG (the topic's override),
 STATIC_BROKER_CONFIG (this broker's `log.*` / message.max.bytes synonym, when it differs from
-Kafka's default; harness/node/log_configs.py) or DEFAULT_CONFIG. The alters are forwarded to the
+Kafka's default; harness/runtime/log_configs.py) or DEFAULT_CONFIG. The alters are forwarded to the
 active controller as the one AlterConfigsRequest the admin API's PATCH /topics/{topic}/configs
 also sends (quorum/controller/topics.py validates: UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG;
 all or nothing per topic), over the broker's controller channel (KIP-590 forwarding).
@@ -38,7 +38,7 @@ from kafka.protocol.admin import (  # type: ignore[import-untyped]
     IncrementalAlterConfigsResponse,
 )
 
-from harness.node.log_configs import broker_topic_defaults
+from harness.runtime.log_configs import broker_topic_defaults
 from quorum.controller.messages import AlterConfigsRequest
 from quorum.controller.messages import AlterConfigsResponse as CoreAlter
 from quorum.metadata.configs import (
@@ -59,7 +59,7 @@ from quorum.metadata.errors import Errors
 
 if TYPE_CHECKING:
     from harness.kafka.handlers import Reply
-    from harness.node.runtime import ControllerNode
+    from harness.runtime.node import ControllerNode
 
 TOPIC_RESOURCE = 2  # Kafka's ConfigResource.Type.TOPIC
 # Kafka's DescribeConfigsResponse ConfigSource values.

@@ -3,7 +3,7 @@ Metadata, Produce, Fetch, ListOffsets, InitProducerId (the admin APIs CreateTopi
 and DescribeCluster are in admin_handlers.py; DescribeConfigs, AlterConfigs and
 IncrementalAlterConfigs in config_handlers.py).
 
-Every data request goes through the broker's ReplicaManager (harness/node/replica_manager.py),
+Every data request goes through the broker's ReplicaManager (harness/runtime/replica_manager.py),
 the same path as the native protocol and the admin API: there is no second produce or fetch
 implementation. Produce hands the client's RecordBatch v2 bytes to the partition's ReplicaCore,
 which validates them (CRC, magic, producer sequence) and patches only base offset and partition
@@ -70,7 +70,7 @@ from quorum.metadata.errors import Errors
 from quorum.metadata.records import NO_LEADER
 
 if TYPE_CHECKING:
-    from harness.node.runtime import ControllerNode
+    from harness.runtime.node import ControllerNode
 
 log = structlog.get_logger()
 

@@ -16,7 +16,7 @@ Invariants:
   connection.
 - acks=0 Produce gets no response at all (Kafka), so it takes no slot.
 - A client that stops reading its responses stops being read once 32 MiB wait unsent.
-- While the nemesis cuts clients off (harness/transport.py LinkFilter.drop_clients), requests
+- While the nemesis cuts clients off (harness/net/transport.py LinkFilter.drop_clients), requests
   are dropped unrun and answers unsent: the client times out, as behind a partition.
 """
 
@@ -35,7 +35,7 @@ from harness.kafka import handlers
 from harness.kafka.handlers import SUPPORTED, UNSUPPORTED_VERSION, Reply
 
 if TYPE_CHECKING:
-    from harness.node.runtime import ControllerNode
+    from harness.runtime.node import ControllerNode
 
 log = structlog.get_logger()
 

@@ -1,5 +1,5 @@
 """Node process entry point: `python -m harness.node --config FILE` (a controller or, with
-`process.roles=broker`, a broker: see harness/node/runtime.py and broker.py).
+`process.roles=broker`, a broker: see harness/runtime/node.py and broker.py).
 
 Runs the node on an asyncio loop (uvloop when installed), serves the admin API on the node's admin
 listener (127.0.0.1), and on SIGTERM/SIGINT shuts down gracefully: a controller resigns
@@ -20,15 +20,15 @@ from pathlib import Path
 import structlog
 from aiohttp import web
 
-from harness.logs import configure_logging
-from harness.node.config import ConfigError, load
+from harness.runtime.config import ConfigError, load
+from harness.runtime.logs import configure_logging
 
 log = structlog.get_logger()
 
 
 async def serve(config_path: Path) -> int:
-    from harness.admin import build_app
-    from harness.node.runtime import ControllerNode
+    from harness.admin.server import build_app
+    from harness.runtime.node import ControllerNode
 
     config = load(config_path)
     node = ControllerNode(config)

@@ -25,7 +25,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from harness.matrix_schema import OPTIONAL_COLUMNS, SCHEMA, SchemaError
+from harness.results.schema import OPTIONAL_COLUMNS, SCHEMA, SchemaError
 
 # The configuration a row was run with (issue 8), then the fault it was run under.
 CONFIG_KEYS = ("source", "replication_mode", "acks", "min_insync_replicas",
@@ -54,7 +54,7 @@ def check_columns(df: DataFrame) -> None:
         raise SchemaError(f"input lacks columns {missing} (see docs/compare.md for the schema)")
 
 
-# Row invariants of harness.matrix_schema.validate_row that the aggregates rely on, as SQL, for
+# Row invariants of harness.results.schema.validate_row that the aggregates rely on, as SQL, for
 # datasets written without that validator (e.g. straight from Spark).
 _INVALID = {
     "source": "source NOT IN ('sim', 'jepsen')",

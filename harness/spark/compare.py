@@ -1,6 +1,6 @@
 """The comparison job: run-summary Parquet in, compare.md + tables + plots out.
 
-Runs as `kraftlab analyze --input DIR --out DIR [--master URL]` (harness/spark/cli.py) or as
+Runs as `kraftlab analyze --input DIR --out DIR [--master URL]` (harness/cli/analyze.py) or as
 `spark-submit harness/spark/compare.py --input DIR --out DIR` (the `__main__` block below).
 The heavy work stays in Spark (DataFrame API, aggregate.py); only the aggregates, a few rows
 per configuration, come back to the driver to be written. Progress goes to stderr, one line
@@ -58,7 +58,7 @@ def is_uri(location: str) -> bool:
 
 def check_input(location: str | Path) -> None:
     """Fail before Spark starts if a local input has nothing to read (URIs are Spark's)."""
-    from harness.matrix_schema import SchemaError
+    from harness.results.schema import SchemaError
 
     if is_uri(str(location)):
         return
@@ -67,14 +67,14 @@ def check_input(location: str | Path) -> None:
         raise SchemaError(f"input {path} does not exist")
     if path.is_dir() and not any(path.rglob("*.parquet")):
         raise SchemaError(f"no .parquet files under {path} (write them with "
-                          f"harness.matrix_schema.write_dataset)")
+                          f"harness.results.schema.write_dataset)")
 
 
 def input_list(inputs: str | Path | Sequence[str | Path]) -> list[str]:
     """One input or several, as strings (a Path would turn hdfs:///x into hdfs:/x)."""
     items = [inputs] if isinstance(inputs, str | Path) else list(inputs)
     if not items:
-        from harness.matrix_schema import SchemaError
+        from harness.results.schema import SchemaError
 
         raise SchemaError("no input given")
     return [str(i) for i in items]
@@ -154,7 +154,7 @@ def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.Argu
 def run(args: argparse.Namespace) -> int:
     from pyspark.errors import AnalysisException
 
-    from harness.matrix_schema import SchemaError
+    from harness.results.schema import SchemaError
     from harness.spark.session import DEFAULT_MASTER, build_session
 
     progress = Progress(quiet=args.quiet)

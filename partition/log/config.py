@@ -2,7 +2,7 @@
 
 `LogConfig.from_topic_configs(configs, defaults)` is how a topic's configs reach its logs (as
 Kafka's LogConfig.fromProps over the broker defaults): `defaults` is the broker-level LogConfig
-(log.segment.bytes, log.retention.ms, ... from the node config, harness/node/log_configs.py) and
+(log.segment.bytes, log.retention.ms, ... from the node config, harness/runtime/log_configs.py) and
 `configs` the topic's overrides by Kafka name; the broker applies the result to every hosted
 partition log of the topic, at creation and on every config change (dynamic topic config).
 

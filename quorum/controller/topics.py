@@ -42,7 +42,7 @@ _log = structlog.get_logger("controller")
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 # kraftlab guards (Kafka has none): one CreateTopic is one batch of records built at once, so a
 # (possibly garbage) request must not make the controller build millions of them; the admin API
-# and the Kafka listener refuse the same bounds before asking (harness/admin_topics.py).
+# and the Kafka listener refuse the same bounds before asking (harness/admin/topics.py).
 MAX_PARTITIONS_PER_TOPIC = 10_000
 MAX_REPLICATION_FACTOR = 1_000
 

@@ -3,7 +3,7 @@ is the durability contract (etcd-io/raft's Ready; KIP-595): a driver executes th
 another, synchronously, before the core sees its next input, so a vote or a fetch that depends on
 persisted state is never sent before the persist it depends on.
 
-harness/effects.py holds the one `execute_effects` both drivers (asyncio node, simulator) use.
+harness/drive/effects.py holds the one `execute_effects` both drivers (asyncio node, simulator) use.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ import pytest
 
 from harness.client.connection import ClientError
 from harness.client.producer import Producer, ProducerConfig
-from harness.client.protocol import PartitionMetadata, ProduceResult
+from harness.net.data_protocol import PartitionMetadata, ProduceResult
 from partition.log import batch as rb
 
 

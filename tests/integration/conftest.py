@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from harness import cluster as cl
-from harness.admin_client import AdminClient, AdminError
+from harness.admin.client import AdminClient, AdminError
+from harness.launcher import cluster as cl
 
 T = TypeVar("T")
 

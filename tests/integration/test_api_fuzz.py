@@ -33,7 +33,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness import cluster as cl
+from harness.launcher import cluster as cl
 from tests.integration.conftest import FAST, LiveCluster, kill_recorded, kraftlab
 
 pytestmark = pytest.mark.integration

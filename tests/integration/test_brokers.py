@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from harness import cluster as cl
-from harness.admin_client import AdminError
+from harness.admin.client import AdminError
+from harness.launcher import cluster as cl
 from tests.integration.conftest import (
     BROKER_SESSION_TIMEOUT_MS as SESSION_TIMEOUT_MS,
 )

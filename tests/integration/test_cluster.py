@@ -18,11 +18,11 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from harness import cluster as cl
-from harness.admin import build_app
-from harness.admin_client import AdminError
+from harness.admin.client import AdminError
+from harness.admin.server import build_app
 from harness.bench.failover import write_until_success
-from harness.transport_client import KvRequest
+from harness.launcher import cluster as cl
+from harness.net.client import KvRequest
 from quorum import codec
 from tests.integration.conftest import LiveCluster, kraftlab, poll
 
@@ -163,7 +163,7 @@ def test_garbage_on_the_rpc_port_closes_only_that_connection(cluster: LiveCluste
 def test_native_client_path_and_openapi_document(cluster: LiveCluster) -> None:
     import asyncio
 
-    from harness.transport_client import ClientError, NativeKvClient
+    from harness.net.client import ClientError, NativeKvClient
 
     leader = cluster.agreed_leader()
     follower = next(i for i in cluster.ids() if i != leader)

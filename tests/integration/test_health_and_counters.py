@@ -1,7 +1,7 @@
 """The definitions behind `cluster status` and /metrics, without processes (fast; no marker).
 
-`partition_health` (harness/node/status.py) must count offline / under-replicated /
-under-min-ISR / at-min-ISR the way Kafka defines them; `MetadataCounters` (harness/node/metrics.py)
+`partition_health` (harness/runtime/status.py) must count offline / under-replicated /
+under-min-ISR / at-min-ISR the way Kafka defines them; `MetadataCounters` (harness/runtime/metrics.py)
 must count elections, unclean elections and ISR shrinks/expands from PartitionChange records, never
 records replayed from before the process started, and never a change the image refused. The
 real-process versions of these checks are in test_operations.py.
@@ -9,8 +9,8 @@ real-process versions of these checks are in test_operations.py.
 
 from __future__ import annotations
 
-from harness.node.metrics import MetadataCounters
-from harness.node.status import partition_health
+from harness.runtime.metrics import MetadataCounters
+from harness.runtime.status import partition_health
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import NO_LEADER, Partition, PartitionChange, Topic
 

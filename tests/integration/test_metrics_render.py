@@ -1,6 +1,6 @@
 """GET /metrics rendered over a stand-in node (fast; no processes): the transport's counters are
 exported under their kraftlab_* names with the node's values, including the native-client ones
-(`slow_clients_closed`, `dropped_client_frames`, harness/transport.py), and the output parses as
+(`slow_clients_closed`, `dropped_client_frames`, harness/net/transport.py), and the output parses as
 Prometheus text."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from types import SimpleNamespace
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from harness.node.metrics import LatencyWindow, MetadataCounters, NodeMetrics
+from harness.runtime.metrics import LatencyWindow, MetadataCounters, NodeMetrics
 from quorum.metadata.image import MetadataImage
 
 

@@ -10,15 +10,15 @@ import re
 
 import pytest
 
-from harness.config_cli import check_overrides, plan_overrides
-from harness.node.config import (
+from harness.cli.config import check_overrides, plan_overrides
+from harness.runtime.config import (
     ConfigError,
     from_properties,
     parse_integer,
     parse_properties,
     tunable_value,
 )
-from harness.node.log_configs import TopicLogConfigs
+from harness.runtime.log_configs import TopicLogConfigs
 from quorum.metadata.configs import INT_MAX, LONG_MAX, LONG_MIN
 
 BROKER = {"node.id": "101", "process.roles": "broker", "listeners": "127.0.0.1:9101",

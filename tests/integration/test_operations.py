@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from harness import cluster as cl
-from harness.admin_client import AdminClient
+from harness.admin.client import AdminClient
+from harness.launcher import cluster as cl
 from tests.integration.conftest import FAST, LiveCluster, cli, kill_recorded, kraftlab, poll
 
 pytestmark = pytest.mark.integration

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import cluster as cl
-from harness.node.config import TUNABLES
+from harness.launcher import cluster as cl
+from harness.runtime.config import TUNABLES
 from quorum.metadata.configs import TOPIC_CONFIG_DEFAULTS
 from tests.integration.conftest import FAST, LiveCluster, kill_recorded, kraftlab
 

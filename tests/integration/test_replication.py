@@ -25,8 +25,8 @@ from typing import Any
 
 import pytest
 
-from harness import cluster as cl
-from harness.admin_client import AdminError
+from harness.admin.client import AdminError
+from harness.launcher import cluster as cl
 from tests.integration.conftest import (
     LiveCluster,
     broker_cluster,

@@ -11,7 +11,7 @@ from typing import Any
 import msgpack
 import pytest
 
-from harness.transport import LinkFilter, Transport
+from harness.net.transport import LinkFilter, Transport
 from quorum import codec
 from quorum.raft.messages import VoteRequest
 

@@ -19,8 +19,8 @@ from typing import Any
 import msgpack
 import pytest
 
-import harness.transport as tr
-from harness.transport import Transport
+import harness.net.transport as tr
+from harness.net.transport import Transport
 from tests.integration.test_transport import free_port, until
 
 pytestmark = pytest.mark.integration

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harness.transport import MAX_FRAME_BYTES, FrameError, FrameProtocol, frame
+from harness.net.transport import MAX_FRAME_BYTES, FrameError, FrameProtocol, frame
 
 pytestmark = pytest.mark.integration
 

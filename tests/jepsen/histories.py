@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.jepsen.history import Event, Operation, pair_operations
+from harness.check.history import Event, Operation, pair_operations
 
 
 def events(*rows: tuple[Any, ...]) -> list[Event]:

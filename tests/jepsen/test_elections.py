@@ -1,6 +1,6 @@
-"""Partition leader elections of a queue run (harness/jepsen/elections.py): changes to a real
+"""Partition leader elections of a queue run (harness/check/elections.py): changes to a real
 leader, not leader-epoch bumps, so a quorum-mode failover (fence at -1, then elect) counts once,
-as in the simulation (harness/sim/data_world.py `_count_change`) and the nodes' metrics."""
+as in the simulation (harness/sim/actors/data_world.py `_count_change`) and the nodes' metrics."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.jepsen import elections as el
+from harness.check import elections as el
 from harness.jepsen.workload_queue import QueueOptions, QueueWorkload
 
 NO = el.NO_LEADER

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.jepsen import cli
-from harness.jepsen.history import write_jsonl
+from harness.check.history import write_jsonl
+from harness.cli import check as cli
 from tests.jepsen.histories import events
 
 ETCD = Path("/work/shared/testdata/jepsen-etcd")

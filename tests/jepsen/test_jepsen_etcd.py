@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.jepsen.history import load_history
-from harness.jepsen.linearizable import check_linearizable
-from harness.jepsen.models import get_model
+from harness.check.history import load_history
+from harness.check.linearizable import check_linearizable
+from harness.check.models import get_model
 
 ETCD = Path("/work/shared/testdata/jepsen-etcd")
 EXPECTED: dict[str, bool] = (

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from harness.jepsen.history import (
+from harness.check.history import (
     HistoryError,
     pair_operations,
     parse_edn_value,

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.jepsen.linearizable import check_linearizable, check_partition
-from harness.jepsen.models import get_model
-from harness.jepsen.timeline import render_failure_html
+from harness.check.linearizable import check_linearizable, check_partition
+from harness.check.models import get_model
+from harness.check.timeline import render_failure_html
 from tests.jepsen.histories import ops
 
 KV = get_model("kv")
@@ -170,7 +170,7 @@ def test_timeout_gives_unknown() -> None:
 
 
 def test_parallel_partitions_agree_with_sequential(monkeypatch: pytest.MonkeyPatch) -> None:
-    from harness.jepsen import linearizable
+    from harness.check import linearizable
 
     rows: list[tuple[object, ...]] = []
     for k in range(4):  # four keys of ten concurrent writes; k1 and k2 end in impossible reads
@@ -205,7 +205,7 @@ def test_parallel_partitions_agree_with_sequential(monkeypatch: pytest.MonkeyPat
 
 @pytest.mark.parametrize("model_name", ["kv", "cas-register"])
 def test_unknown_operation_is_a_clear_error(model_name: str) -> None:
-    from harness.jepsen.history import HistoryError
+    from harness.check.history import HistoryError
 
     value = ["x", 1] if model_name == "kv" else 1
     with pytest.raises(HistoryError, match="no operation 'incr'"):

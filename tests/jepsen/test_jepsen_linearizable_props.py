@@ -9,9 +9,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.jepsen.history import Event, Operation, pair_operations
-from harness.jepsen.linearizable import check_linearizable
-from harness.jepsen.models import get_model
+from harness.check.history import Event, Operation, pair_operations
+from harness.check.linearizable import check_linearizable
+from harness.check.models import get_model
 
 KV = get_model("kv")
 KEYS = ("a", "b")

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from harness.jepsen.history import HistoryError
-from harness.jepsen.queue import ANOMALIES, check_queue
+from harness.check.history import HistoryError
+from harness.check.queue import ANOMALIES, check_queue
 from tests.jepsen.histories import ops
 
 Row = tuple[Any, ...]

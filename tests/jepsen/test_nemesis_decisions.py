@@ -24,7 +24,6 @@ from typing import Any
 import aiohttp
 import pytest
 
-from harness import cluster as cl
 from harness.jepsen.nemesis import (
     ClusterNemesis,
     Fault,
@@ -35,6 +34,7 @@ from harness.jepsen.nemesis import (
     leaders_in,
 )
 from harness.jepsen.recorder import Recorder
+from harness.launcher import cluster as cl
 
 
 def view(node_id: int, role: str, leader_id: int | None, epoch: int) -> dict[str, Any]:

@@ -30,12 +30,12 @@ from typing import Any
 import aiohttp
 import pytest
 
-from harness.admin_client import AdminClient, AdminError
-from harness.cli import main
-from harness.jepsen.history import NEMESIS
+from harness.admin.client import AdminClient, AdminError
+from harness.check.history import NEMESIS
+from harness.cli.main import main
 from harness.jepsen.nemesis import ClusterNemesis, Schedule
 from harness.jepsen.recorder import Recorder
-from harness.pipelined import PipelinedConnection
+from harness.net.pipelined import PipelinedConnection
 from tests.integration.conftest import (
     BROKER_SESSION_TIMEOUT_MS,
     FAST,

@@ -1,4 +1,4 @@
-"""The Jepsen workloads authenticate to a token-protected admin API (harness/admin_auth.py).
+"""The Jepsen workloads authenticate to a token-protected admin API (harness/admin/auth.py).
 
 A node bound beyond 127.0.0.1 (or started with kraftlab.admin.require.token=true) answers 401
 SASL_AUTHENTICATION_FAILED to every write without `Authorization: Bearer <token>`. The runner's
@@ -16,10 +16,10 @@ from typing import Any
 
 from aiohttp import web
 
-from harness import cluster as cl
-from harness.admin_auth import AUTH_ERROR, auth_middleware
+from harness.admin.auth import AUTH_ERROR, auth_middleware
 from harness.jepsen.runner import client_session
 from harness.jepsen.workload_kv import KvWorkload, Outcome
+from harness.launcher import cluster as cl
 
 
 async def _post_through_runner_session(

@@ -21,13 +21,13 @@ from pathlib import Path
 
 import pytest
 
-from harness import cluster as cl
-from harness.jepsen.history import NEMESIS, load_history
-from harness.jepsen.linearizable import check_linearizable
-from harness.jepsen.models import get_model
+from harness.check.history import NEMESIS, load_history
+from harness.check.linearizable import check_linearizable
+from harness.check.models import get_model
 from harness.jepsen.runner import DEFAULT_OVERRIDES, RunOptions, run
 from harness.jepsen.workload_kv import KvOptions
-from harness.matrix_schema import read_dataset
+from harness.launcher import cluster as cl
+from harness.results.schema import read_dataset
 
 pytestmark = pytest.mark.integration
 

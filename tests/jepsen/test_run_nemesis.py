@@ -17,9 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.cli import main
-from harness.cluster import ClusterError
-from harness.jepsen.history import NEMESIS
+from harness.check.history import NEMESIS
+from harness.check.report import summarise
+from harness.cli.main import main
+from harness.cli.nemesis import parse_groups, partition_grudge
 from harness.jepsen.nemesis import (
     BROKER_FAULTS,
     FAULTS,
@@ -38,9 +39,8 @@ from harness.jepsen.nemesis import (
     sees_majority,
 )
 from harness.jepsen.recorder import ProcessIds
-from harness.jepsen.report import summarise
 from harness.jepsen.workload_kv import KvWorkload, disable_idempotent_retry
-from harness.nemesis_cli import parse_groups, partition_grudge
+from harness.launcher.cluster import ClusterError
 from tests.jepsen.histories import ops
 
 

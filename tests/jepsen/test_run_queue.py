@@ -30,14 +30,14 @@ from typing import Any
 
 import pytest
 
-from harness import cluster as cl
-from harness.admin_client import AdminClient
-from harness.jepsen.history import load_history
+from harness.admin.client import AdminClient
+from harness.check.history import load_history
+from harness.check.queue import check_queue
 from harness.jepsen.nemesis import FAULTS, ClusterNemesis
-from harness.jepsen.queue import check_queue
 from harness.jepsen.runner import RunOptions, bring_up, run
 from harness.jepsen.workload_queue import QueueOptions
-from harness.matrix_schema import read_dataset
+from harness.launcher import cluster as cl
+from harness.results.schema import read_dataset
 from tests.integration.conftest import kill_recorded
 
 pytestmark = pytest.mark.integration

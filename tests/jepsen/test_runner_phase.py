@@ -15,10 +15,10 @@ from typing import Any
 
 import pytest
 
-from harness import cluster as cl
 from harness.jepsen.nemesis import ClusterNemesis
 from harness.jepsen.recorder import Recorder, RunContext
 from harness.jepsen.runner import RunOptions, _run_async
+from harness.launcher import cluster as cl
 
 
 class CrashingWorkload:

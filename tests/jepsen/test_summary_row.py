@@ -2,7 +2,7 @@
 
 Every number is known by hand: per-second buckets by invoke time, the final phase and assigns
 left out, unavailability gaps, the fault window, the nemesis name mapping, the anomaly counts,
-and the Parquet round trip through harness.matrix_schema.
+and the Parquet round trip through harness.results.schema.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from harness.jepsen.history import NEMESIS, Event, Operation, pair_operations
-from harness.jepsen.queue import check_queue
+from harness.check.history import NEMESIS, Event, Operation, pair_operations
+from harness.check.queue import check_queue
 from harness.jepsen.summary_row import build_row, isr_changes, matrix_nemesis, write_row
-from harness.matrix_schema import SecondCounts, Window, read_dataset
+from harness.results.schema import SecondCounts, Window, read_dataset
 
 MS = 1_000_000
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from harness import cluster as cl
+from harness.launcher import cluster as cl
 from tests.integration.conftest import FAST, LiveCluster, kill_recorded, kraftlab, poll
 
 BROKERS = [101, 102, 103]

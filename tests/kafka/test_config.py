@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from harness import cluster as cl
-from harness.node.config import ConfigError, Endpoint, from_properties, parse_properties
+from harness.launcher import cluster as cl
+from harness.runtime.config import ConfigError, Endpoint, from_properties, parse_properties
 
 BASE = {
     "node.id": "101", "cluster.id": "c", "process.roles": "broker",

@@ -12,7 +12,7 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from harness.raftlog import RaftLogStore, snapshot_file_name
+from harness.drive.raftlog import RaftLogStore, snapshot_file_name
 from partition.log import batch as rb
 from partition.log.config import LogConfig
 from partition.log.storage import FileStorage, SimStorage

@@ -244,7 +244,7 @@ def test_within_the_active_segment_only_the_part_after_the_recovery_point_is_val
 
 APPENDER = """
 import sys
-from harness.logs import configure_logging
+from harness.runtime.logs import configure_logging
 configure_logging(level="warning", stream=sys.stderr)
 from partition.log import batch as rb
 from partition.log.config import LogConfig

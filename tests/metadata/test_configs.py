@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harness.node.config import ConfigError, from_properties, parse_properties
+from harness.runtime.config import ConfigError, from_properties, parse_properties
 from quorum.controller import (
     AlterConfigsRequest,
     AlterConfigsResponse,

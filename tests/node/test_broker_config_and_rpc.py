@@ -9,8 +9,14 @@ from typing import Any
 
 import pytest
 
-from harness.node.config import ConfigError, Endpoint, NodeConfig, from_properties, parse_properties
-from harness.node.controller_rpc import (
+from harness.runtime.config import (
+    ConfigError,
+    Endpoint,
+    NodeConfig,
+    from_properties,
+    parse_properties,
+)
+from harness.runtime.controller_rpc import (
     ControllerRpcRequest,
     ControllerRpcResponse,
     ControllerRpcServer,

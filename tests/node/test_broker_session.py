@@ -1,10 +1,10 @@
-"""BrokerSession (harness/node/broker_session.py), the sans-IO broker lifecycle both drivers run:
+"""BrokerSession (harness/drive/broker_session.py), the sans-IO broker lifecycle both drivers run:
 registration, DUPLICATE_BROKER_REGISTRATION retries, heartbeats and unfencing, lost
 registrations, timeouts and late answers, controlled shutdown. Time is driven explicitly."""
 
 from __future__ import annotations
 
-from harness.node.broker_session import BrokerSession, BrokerTiming, Outgoing
+from harness.drive.broker_session import BrokerSession, BrokerTiming, Outgoing
 from quorum.controller import (
     BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,

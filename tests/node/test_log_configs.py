@@ -1,4 +1,4 @@
-"""How topic configs reach a broker's logs (harness/node/log_configs.py): Kafka defaults < the
+"""How topic configs reach a broker's logs (harness/runtime/log_configs.py): Kafka defaults < the
 broker's log.* settings < the topic's overrides; log.retention.ms wins over log.retention.hours
 only when set; the replica core gets max.message.bytes from the same merged map."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.node.config import NodeConfig
-from harness.node.log_configs import TopicLogConfigs
+from harness.runtime.config import NodeConfig
+from harness.runtime.log_configs import TopicLogConfigs
 from partition.replica import ReplicaConfig
 
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from harness.admin_client import AdminError
+from harness.admin.client import AdminError
 from tests.integration.conftest import (
     BROKER_SESSION_TIMEOUT_MS,
     FAST,

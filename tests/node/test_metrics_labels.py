@@ -10,7 +10,7 @@ from typing import Any
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 
-from harness.node.metrics import NodeMetrics
+from harness.runtime.metrics import NodeMetrics
 
 
 async def _requests(metrics: NodeMetrics) -> None:

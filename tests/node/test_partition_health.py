@@ -1,4 +1,4 @@
-"""partition_health (harness/node/status.py) per replication mode: ISR mode uses the topic's
+"""partition_health (harness/runtime/status.py) per replication mode: ISR mode uses the topic's
 min.insync.replicas (Kafka's definitions); quorum mode uses the majority of the replicas, since
 min.insync.replicas does not apply there and a majority is what acks=all needs."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.node.status import partition_health
+from harness.runtime.status import partition_health
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import NO_LEADER, Partition, Topic
 

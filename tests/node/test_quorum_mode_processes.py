@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from harness import cluster as cl
+from harness.launcher import cluster as cl
 from tests.integration.conftest import LiveCluster, broker_cluster, cli, poll
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""The broker's replica effect executor (harness/node/replica_effects.py) over a real core and a
+"""The broker's replica effect executor (harness/drive/replica_effects.py) over a real core and a
 PartitionLog: effects run in the core's order, so an answer is never given before the append it
 reports; consumer fetch answers (to = -1) go by request id; follower fetches go to the leader.
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.node.replica_effects import execute_replica_effects
+from harness.drive.replica_effects import execute_replica_effects
 from partition.log import LogConfig, PartitionLog, Record, SimStorage, encode_batch
 from partition.replica import (
     ACKS_ALL,
@@ -152,7 +152,7 @@ def test_quorum_mode_fence_report_and_epoch_marker_reach_the_env_and_the_log() -
 
 
 def test_hw_observer_sees_each_move_after_it_is_applied() -> None:
-    """The simulator's invariant hook (harness/sim/data_world.py Broker): called once per
+    """The simulator's invariant hook (harness/sim/actors/data_world.py Broker): called once per
     UpdateHighWatermark with the HW before and after, the log already holding `after`."""
     core, local, env = leader_setup(isr=(101, 102))
     seen: list[tuple[int, int, int]] = []

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from harness.node.config import NodeConfig
-from harness.node.replica_manager import ReplicaManager
+from harness.runtime.config import NodeConfig
+from harness.runtime.replica_manager import ReplicaManager
 from partition.log import batch as rb
 from partition.replica import ProduceResponse
 from quorum.metadata.errors import Errors

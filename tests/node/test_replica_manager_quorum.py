@@ -15,8 +15,8 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from harness.node.config import NodeConfig
-from harness.node.replica_manager import POSITION_REPORT_REFRESH_MS, ReplicaManager
+from harness.runtime.config import NodeConfig
+from harness.runtime.replica_manager import POSITION_REPORT_REFRESH_MS, ReplicaManager
 from quorum.controller.messages import ReportReplicaPositionRequest, ReportReplicaPositionResponse
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import MetadataImage

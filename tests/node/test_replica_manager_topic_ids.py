@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from harness.node.replica_manager import ReplicaManager
+from harness.runtime.replica_manager import ReplicaManager
 from partition.log.checkpoint import PARTITION_METADATA_FILE
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import MetadataImage

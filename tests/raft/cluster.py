@@ -1,6 +1,6 @@
 """A tiny deterministic message router for Raft core tests (not the simulator, which is
 harness/sim): explicit virtual time, per-message latency, cut links, stopped nodes, and every
-effect executed through harness.effects.execute_effects, the same executor the drivers use."""
+effect executed through harness.drive.effects.execute_effects, the same executor the drivers use."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.effects import execute_effects
+from harness.drive.effects import execute_effects
 from quorum import codec
 from quorum.raft.config import RaftConfig
 from quorum.raft.core import Accepted, RaftCore

@@ -1,10 +1,10 @@
-"""harness.effects.execute_effects: the durability order both drivers rely on."""
+"""harness.drive.effects.execute_effects: the durability order both drivers rely on."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from harness.effects import execute_effects
+from harness.drive.effects import execute_effects
 from quorum.raft.effects import (
     AppendToLog,
     CommitAdvanced,

@@ -3,9 +3,9 @@ and breaks one rule, so a test can show the simulator's checker catches it."""
 
 from __future__ import annotations
 
-from harness.raftlog import RaftLogStore
-from harness.sim.client import Operation
-from harness.sim.node import SimNode
+from harness.drive.raftlog import RaftLogStore
+from harness.sim.actors.client import Operation
+from harness.sim.actors.node import SimNode
 from quorum.raft.core import RaftCore
 from quorum.raft.effects import Effect, ElectionState
 from quorum.raft.messages import VoteRequest

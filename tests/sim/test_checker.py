@@ -1,11 +1,11 @@
-"""The simulator's oracle on its own: each invariant of harness.sim.invariants fires on a
+"""The simulator's oracle on its own: each invariant of harness.sim.checks.invariants fires on a
 hand-made history that breaks it, and stays quiet on one that does not."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.sim.invariants import KvModel, SafetyChecker, SafetyViolation
+from harness.sim.checks.invariants import KvModel, SafetyChecker, SafetyViolation
 from quorum.metadata.records import KvCas, KvPut, encode_record
 from quorum.raft.log import Entry, OffsetAndEpoch
 

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from harness.sim.cluster_node import ClusterSimNode
-from harness.sim.cluster_simulation import ClusterSimulation, cluster_config, run_cluster_seed
-from harness.sim.invariants import SafetyViolation
+from harness.sim.actors.cluster_node import ClusterSimNode
+from harness.sim.checks.invariants import SafetyViolation
+from harness.sim.runs.cluster_simulation import ClusterSimulation, cluster_config, run_cluster_seed
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import Partition, Topic
 from quorum.raft.log import Entry

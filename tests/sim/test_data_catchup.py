@@ -1,14 +1,14 @@
 """A simulated broker builds its replica only from an image that holds its own registration
-(Kafka's initial catch-up, as harness/node/replica_manager.py does): after a restart the
+(Kafka's initial catch-up, as harness/runtime/replica_manager.py does): after a restart the
 simulated network can deliver an older metadata push after the registration answer."""
 
 from __future__ import annotations
 
 import pytest
 
-import harness.sim.data_world as dw
-from harness.sim.data_simulation import DataRunConfig, run_data
-from harness.sim.runner import quiet_logging
+import harness.sim.actors.data_world as dw
+from harness.sim.runs.data_simulation import DataRunConfig, run_data
+from harness.sim.runs.runner import quiet_logging
 
 
 @pytest.fixture(autouse=True)

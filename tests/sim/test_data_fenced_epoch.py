@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.sim.data_simulation import DataRunConfig, DataSimulation
-from harness.sim.data_world import Broker
-from harness.sim.runner import quiet_logging
+from harness.sim.actors.data_world import Broker
+from harness.sim.runs.data_simulation import DataRunConfig, DataSimulation
+from harness.sim.runs.runner import quiet_logging
 from quorum.controller.messages import ReportReplicaPositionRequest
 
 

@@ -1,13 +1,13 @@
 """Both KIP-101 scenarios (reference section 2, items 1 and 2) as deterministic simulation
-runs (harness/sim/data_scenarios.py): reproduced with leader.epoch.enable=false, prevented with
+runs (harness/sim/runs/data_scenarios.py): reproduced with leader.epoch.enable=false, prevented with
 the default."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.sim.data_scenarios import silent_divergence, truncation_to_hw_loss
-from harness.sim.runner import quiet_logging
+from harness.sim.runs.data_scenarios import silent_divergence, truncation_to_hw_loss
+from harness.sim.runs.runner import quiet_logging
 
 
 @pytest.fixture(autouse=True)

@@ -1,6 +1,6 @@
 """Issue 5 acceptance on the whole simulated cluster (`kraftlab sim cluster`, data plane): the
 data world (brokers on the real ReplicaCore, producers, consumers) with its metadata on a Raft
-quorum of controller voters (harness/sim/data_quorum.py), under seeded faults.
+quorum of controller voters (harness/sim/actors/data_quorum.py), under seeded faults.
 
 - same seed, same run (digest, history, faults);
 - acks=all, min.insync.replicas=2, RF 3, no unclean election, under partitions, process crashes
@@ -18,16 +18,16 @@ from collections import Counter
 
 import pytest
 
-from harness.sim.data_cluster import (
+from harness.sim.actors.data_quorum import RaftControllerNode
+from harness.sim.actors.data_world import ControllerNode, World, WorldTiming
+from harness.sim.runs.data_cluster import (
     NEMESIS_KINDS,
     ClusterDataConfig,
     ClusterDataRun,
     parse_nemesis,
     run_cluster_data,
 )
-from harness.sim.data_quorum import RaftControllerNode
-from harness.sim.data_world import ControllerNode, World, WorldTiming
-from harness.sim.runner import quiet_logging
+from harness.sim.runs.runner import quiet_logging
 from partition.replica import ReplicaConfig
 from quorum.controller import ControllerConfig
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.sim import data_quorum
-from harness.sim.data_cluster import ClusterDataConfig, run_cluster_data
-from harness.sim.runner import quiet_logging
+from harness.cli.main import main
+from harness.sim.actors import data_quorum
+from harness.sim.runs.data_cluster import ClusterDataConfig, run_cluster_data
+from harness.sim.runs.runner import quiet_logging
 
 sys.path.insert(0, str(Path(__file__).parent))
 from planted import StaleLogVoteCore  # noqa: E402

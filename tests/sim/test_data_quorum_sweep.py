@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.sim.data_simulation import DataRunConfig, DataRunResult, run_data
-from harness.sim.runner import quiet_logging
+from harness.sim.runs.data_simulation import DataRunConfig, DataRunResult, run_data
+from harness.sim.runs.runner import quiet_logging
 
 
 @pytest.fixture(autouse=True)

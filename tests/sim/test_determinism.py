@@ -11,8 +11,8 @@ import sys
 
 import pytest
 
-from harness.sim.runner import quiet_logging
-from harness.sim.simulation import SimConfig, run_seed
+from harness.sim.runs.runner import quiet_logging
+from harness.sim.runs.simulation import SimConfig, run_seed
 
 
 @pytest.fixture(autouse=True)
@@ -56,8 +56,8 @@ def test_determinism_self_test_flags_a_run_that_reads_the_wall_clock(
 ) -> None:
     import time
 
-    from harness.cli import main
-    from harness.sim.simulation import Simulation
+    from harness.cli.main import main
+    from harness.sim.runs.simulation import Simulation
 
     real_note = Simulation._note
 

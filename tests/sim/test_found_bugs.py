@@ -9,9 +9,9 @@ core, now fixed (quorum/raft; core-level tests in tests/raft/test_liveness.py):
 
 from __future__ import annotations
 
-from harness.sim.invariants import SafetyChecker
-from harness.sim.node import SimNode
-from harness.sim.quorum_state import SimQuorumStateStore
+from harness.sim.actors.node import SimNode
+from harness.sim.actors.quorum_state import SimQuorumStateStore
+from harness.sim.checks.invariants import SafetyChecker
 from quorum.raft.config import RaftConfig
 from quorum.raft.effects import ElectionState
 from quorum.raft.messages import ErrorCode, FetchRequest, FetchResponse

@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from harness.sim.events import EventQueue, NemesisStep, Snapshot
-from harness.sim.network import NetworkProfile, SimNetwork
+from harness.sim.kernel.events import EventQueue, NemesisStep, Snapshot
+from harness.sim.kernel.network import NetworkProfile, SimNetwork
 
 
 def test_events_pop_by_time_then_schedule_order() -> None:

@@ -1,4 +1,4 @@
-"""`kraftlab sim matrix` (harness/sim/matrix.py, matrix_cli.py): the matrix enumeration, one
+"""`kraftlab sim matrix` (harness/sim/runs/matrix.py, matrix_cli.py): the matrix enumeration, one
 valid summary row per run in K's schema, determinism, and the CLI writing Parquet."""
 
 from __future__ import annotations
@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.cli import main
-from harness.matrix_schema import read_dataset, validate_row
-from harness.sim import data_simulation
-from harness.sim.data_nemesis import NEMESES
-from harness.sim.data_quorum import RaftControllerNode
-from harness.sim.data_simulation import DataRunConfig, DataSimulation, run_data
-from harness.sim.data_world import World
-from harness.sim.matrix import DEFAULT_SETTINGS, MatrixSpec, default_spec, run_one, summarize
-from harness.sim.runner import quiet_logging
+from harness.cli.main import main
+from harness.results.schema import read_dataset, validate_row
+from harness.sim.actors.data_quorum import RaftControllerNode
+from harness.sim.actors.data_world import World
+from harness.sim.faults.data_nemesis import NEMESES
+from harness.sim.runs import data_simulation
+from harness.sim.runs.data_simulation import DataRunConfig, DataSimulation, run_data
+from harness.sim.runs.matrix import DEFAULT_SETTINGS, MatrixSpec, default_spec, run_one, summarize
+from harness.sim.runs.runner import quiet_logging
 
 
 @pytest.fixture(autouse=True)
@@ -84,8 +84,8 @@ def test_cli_rejects_bad_options(tmp_path: Path, capsys: pytest.CaptureFixture[s
 
 def test_compare_index_reports_the_matrix_speed_from_the_rows(tmp_path: Path) -> None:
     # `kraftlab compare` names the matrix's runs and speed in its index, for a file or a dir.
-    from harness.compare import matrix_speed
-    from harness.matrix_schema import write_dataset
+    from harness.results.schema import write_dataset
+    from harness.study.compare import matrix_speed
 
     rows = [run_one(DataRunConfig(seed=s, nemesis="none")).row for s in (1, 2)]
     path = write_dataset(rows, tmp_path / "runs", part="local")

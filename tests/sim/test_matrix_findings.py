@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.sim.data_simulation import DataRunConfig, DataSimulation
-from harness.sim.runner import quiet_logging
+from harness.sim.runs.data_simulation import DataRunConfig, DataSimulation
+from harness.sim.runs.runner import quiet_logging
 from quorum.metadata.errors import Errors
 
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import pytest
 
-from harness.matrix_schema import RunSummary
-from harness.sim.data_simulation import DataRunConfig
-from harness.sim.matrix import MATRIX_START_JITTER_MS, MatrixSpec, run_one
-from harness.sim.runner import quiet_logging
+from harness.results.schema import RunSummary
+from harness.sim.runs.data_simulation import DataRunConfig
+from harness.sim.runs.matrix import MATRIX_START_JITTER_MS, MatrixSpec, run_one
+from harness.sim.runs.runner import quiet_logging
 
 SEEDS = (1, 2, 3)
 METADATA = MatrixSpec().metadata  # what `kraftlab sim matrix` runs by default ("raft")
@@ -116,7 +116,7 @@ def test_f_without_leader_epochs_replicas_diverge_with_epochs_they_do_not() -> N
 def test_f_a_lost_write_whose_offset_was_reused_is_not_divergence() -> None:
     # Session 1 counted the client-side `inconsistent-offsets` (an acknowledged write lost,
     # its offset later holding another value) as divergence: 31 of 405 epoch-enabled runs.
-    from harness.sim.data_simulation import run_data
+    from harness.sim.runs.data_simulation import run_data
 
     result = run_data(DataRunConfig(seed=1, acks="1", min_insync_replicas=1,
                                     nemesis="zombie-leader", fault_duration_ms=5000,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from harness.sim.matrix import Progress
+from harness.sim.runs.matrix import Progress
 
 
 class _Terminal(io.StringIO):

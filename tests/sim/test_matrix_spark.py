@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.matrix_schema import read_dataset
-from harness.sim.matrix import MatrixSpec, run_local
-from harness.sim.matrix_spark import run_spark
+from harness.results.schema import read_dataset
+from harness.sim.runs.matrix import MatrixSpec, run_local
+from harness.spark.matrix import run_spark
 
 pytestmark = pytest.mark.integration
 

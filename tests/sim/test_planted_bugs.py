@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from harness.sim.node import SimNode
-from harness.sim.runner import quiet_logging
-from harness.sim.simulation import SimConfig, SimResult, run_seed
+from harness.sim.actors.node import SimNode
+from harness.sim.runs.runner import quiet_logging
+from harness.sim.runs.simulation import SimConfig, SimResult, run_seed
 from tests.sim.planted import (
     DoubleVoteNode,
     LocalReadNode,

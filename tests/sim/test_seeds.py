@@ -14,8 +14,8 @@ from collections import Counter
 
 import pytest
 
-from harness.sim.runner import RunSummary, run_many
-from harness.sim.simulation import SimConfig
+from harness.sim.runs.runner import RunSummary, run_many
+from harness.sim.runs.simulation import SimConfig
 
 RUNS = 1000
 JOBS = 2

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.matrix_schema import NemesisEvent, RunSummary, SecondCounts, Window
+from harness.results.schema import NemesisEvent, RunSummary, SecondCounts, Window
 from harness.spark.conclude import Evidence
 
 LCF = "leader-cut-from-followers-only"

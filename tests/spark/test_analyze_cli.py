@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from harness.cli import main
+from harness.cli.main import main
 
 
 def test_missing_input_is_invalid_request_before_spark_starts(tmp_path, capsys):
@@ -30,7 +30,7 @@ def test_uris_are_left_to_spark_and_local_paths_are_checked(tmp_path):
 
 
 def test_several_inputs_are_each_checked(tmp_path, capsys):
-    from harness.matrix_schema import write_dataset
+    from harness.results.schema import write_dataset
     from tests.spark.fixture_runs import fixture_rows
 
     write_dataset(fixture_rows()[:1], tmp_path / "sim")

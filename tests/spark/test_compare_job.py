@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.matrix_schema import SchemaError, write_dataset
+from harness.results.schema import SchemaError, write_dataset
 from harness.spark import conclude
 from harness.spark.compare import Progress, analyze
 from harness.spark.report import PLOTS
@@ -275,7 +275,7 @@ def test_missing_column_is_a_schema_error(spark, tmp_path):
 
 def test_rows_written_by_spark_read_back_equal(spark, tmp_path):
     # The path `sim matrix --engine spark` takes: records -> Spark DataFrame -> Parquet.
-    from harness.matrix_schema import read_dataset, spark_schema
+    from harness.results.schema import read_dataset, spark_schema
 
     rows = fixture_rows()
     frame = spark.createDataFrame([r.to_record() for r in rows], schema=spark_schema())
@@ -295,7 +295,7 @@ def test_empty_dataset_gives_a_report_without_conclusions(spark, tmp_path):
 
 def test_rows_breaking_an_invariant_are_named(spark, tmp_path):
     # Written without the validator (as a Spark producer could): the job refuses, naming runs.
-    from harness.matrix_schema import SCHEMA
+    from harness.results.schema import SCHEMA
 
     records = [r.to_record() for r in fixture_rows()[:3]]
     records[1]["lost_writes"] = records[1]["acked_writes"] + 1

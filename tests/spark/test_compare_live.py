@@ -1,4 +1,4 @@
-"""`kraftlab compare`'s live queue runs (harness/compare.py `live_queue_runs`) on real processes:
+"""`kraftlab compare`'s live queue runs (harness/study/compare.py `live_queue_runs`) on real processes:
 3 controllers + 3 brokers on 127.0.0.1, one short `kill-partition-leader` run per replication
 mode with acks=all, min.insync.replicas=2, RF 3. The rows they write are the comparison's
 (matrix_schema.read_dataset validates every row), one per mode, source `jepsen`, with the
@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import cluster as cl
-from harness.compare import live_queue_runs
-from harness.matrix_schema import read_dataset
+from harness.launcher import cluster as cl
+from harness.results.schema import read_dataset
+from harness.study.compare import live_queue_runs
 
 pytestmark = pytest.mark.integration
 

@@ -8,7 +8,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.matrix_schema import (
+from harness.results.schema import (
     SCHEMA,
     RunSummary,
     SchemaError,

@@ -1,0 +1,164 @@
+"""`kraftlab sim matrix`: run the scenario matrix (issue 8) and write one summary row per run.
+
+    kraftlab sim matrix --out DIR [--seeds N] [--first-seed S] [--runs N]
+                        [--engine local|spark] [--master URL] [--jobs J] [--full]
+                        [--modes isr,quorum] [--acks 1,all] [--min-isr 1,2]
+                        [--unclean false,true] [--elr false,true] [--rf 3,5]
+                        [--leader-epoch true,false]
+                        [--nemeses a,b,...] [--durations 1,5,30] [--histories]
+                        [--metadata raft|abstract]
+
+Without --full and without any of the dimension options it runs the default matrix (both modes,
+the main settings, every nemesis, RF 3, faults of 1 and 5 s, 20 seeds; harness/sim/runs/matrix.py
+DEFAULT_SETTINGS); --full (or any dimension option) starts from issue 8's whole product.
+--runs N keeps the first N runs. Rows: DIR/part-*.parquet in K's schema (harness/results/schema.py,
+docs/compare.md); --histories also writes DIR/histories/<run_id>.jsonl (local engine).
+--metadata: the controller side of every run: `raft` (default; 3 simulated Raft voters, on which
+the controller nemeses act) or `abstract` (one controller committing after a fixed delay);
+recorded in each row's metadata_quorum column.
+
+This module adds the `matrix` kind to S's `sim` group from outside, like harness/cli/sim_cluster.py.
+Exit code: 0; 1 if a simulator invariant (HW above the ISR's LEO, a leader epoch going back)
+broke in any run (anomalies the checkers find are results, not failures); 2 on bad options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from harness.cli.sim_cluster import _sim_kinds
+
+_BOOLS = {"false": False, "true": True}
+
+
+def register(sub: Any) -> None:
+    kinds = _sim_kinds(sub)
+    if kinds is None:
+        return
+    m = kinds.add_parser("matrix", help="run the quorum-vs-ISR scenario matrix (summary rows "
+                         "as Parquet)", description=__doc__,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    m.add_argument("--out", required=True, help="output directory for the Parquet rows")
+    m.add_argument("--seeds", type=int, default=None, help="seeds per cell (default 20)")
+    m.add_argument("--first-seed", type=int, default=1)
+    m.add_argument("--runs", type=int, default=None, help="run only the first N runs")
+    m.add_argument("--engine", choices=("local", "spark"), default="local")
+    m.add_argument("--master", default="local[*]", help="Spark master (engine spark)")
+    m.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
+    m.add_argument("--full", action="store_true", help="issue 8's full product")
+    for name, help_ in (("modes", "isr,quorum"), ("acks", "1,all"), ("min-isr", "1,2"),
+                        ("unclean", "false,true"), ("elr", "false,true"), ("rf", "3,5"),
+                        ("leader-epoch", "leader.epoch.enable values, e.g. true,false"),
+                        ("nemeses", "comma-separated nemesis names"),
+                        ("durations", "fault durations in s, e.g. 1,5,30")):
+        m.add_argument(f"--{name}", default=None, help=help_)
+    m.add_argument("--histories", action="store_true", help="also write every run's history")
+    m.add_argument("--metadata", choices=("raft", "abstract"), default="raft",
+                   help="metadata side: 3 Raft voters (default) or the abstract controller")
+    m.set_defaults(handler=run_matrix)
+
+
+class OptionError(ValueError):
+    pass
+
+
+def _split(value: str, convert: Any, allowed: tuple[Any, ...] | None, name: str) -> tuple[Any, ...]:
+    out = []
+    for part in value.split(","):
+        try:
+            item = convert(part.strip())
+        except (ValueError, KeyError):
+            raise OptionError(f"--{name}: bad value {part!r}") from None
+        if allowed is not None and item not in allowed:
+            raise OptionError(f"--{name}: {part!r} is not one of {allowed}")
+        out.append(item)
+    return tuple(out)
+
+
+def build_spec(args: argparse.Namespace) -> Any:
+    from harness.sim.faults.data_nemesis import NEMESES
+    from harness.sim.runs.matrix import DEFAULT_SEEDS, MatrixSpec, default_spec
+
+    dims = {"modes": (str, ("isr", "quorum")), "acks": (str, ("1", "all")),
+            "min_isr": (int, (1, 2, 3)), "unclean": (_BOOLS.__getitem__, None),
+            "elr": (_BOOLS.__getitem__, None), "rf": (int, (1, 3, 5)),
+            "leader_epoch": (_BOOLS.__getitem__, None),
+            "nemeses": (str, NEMESES), "durations": (lambda v: int(float(v) * 1000), None)}
+    given = {k: getattr(args, k) for k in dims if getattr(args, k) is not None}
+    if args.full or given:
+        spec = MatrixSpec(seeds=args.seeds or DEFAULT_SEEDS)
+    else:
+        spec = default_spec(args.seeds or DEFAULT_SEEDS)
+    changes: dict[str, Any] = {"first_seed": args.first_seed,
+                               "metadata": getattr(args, "metadata", "raft")}
+    for key, raw in given.items():
+        convert, allowed = dims[key]
+        values = _split(raw, convert, allowed, key.replace("_", "-"))
+        changes["durations_ms" if key == "durations" else key] = values
+        if key in ("modes", "acks", "min_isr", "unclean", "elr", "leader_epoch"):
+            changes["settings"] = None
+    if args.seeds is not None:
+        changes["seeds"] = args.seeds
+    return replace(spec, **changes)
+
+
+def run_matrix(args: argparse.Namespace) -> int:
+    import logging
+
+    from harness.results.schema import write_dataset
+    from harness.sim.runs.matrix import Progress, run_local
+    from harness.sim.runs.runner import quiet_logging
+    from harness.spark.matrix import run_spark
+
+    quiet_logging(logging.ERROR)  # thousands of runs: the cores' info lines only cost time
+
+    try:
+        if args.seeds is not None and args.seeds < 1:
+            raise OptionError("--seeds must be >= 1")
+        if args.runs is not None and args.runs < 1:
+            raise OptionError("--runs must be >= 1")
+        spec = build_spec(args)
+    except OptionError as exc:
+        print(f"kraftlab sim matrix: INVALID_REQUEST: {exc}", file=sys.stderr)
+        return 2
+    configs = spec.configs()
+    if args.runs is not None:
+        configs = configs[:args.runs]
+    out = Path(args.out)
+    started = time.monotonic()
+    print(f"sim matrix: {len(configs)} runs, engine {args.engine}, metadata {spec.metadata}",
+          file=sys.stderr, flush=True)
+    if args.engine == "spark":
+        count = run_spark(configs, out, args.master)
+        wall = time.monotonic() - started
+        print(f"runs {count}, wall {wall:.1f} s, {count / max(wall, 1e-9):.2f} runs/s; rows: {out}")
+        return 0
+    progress = Progress(len(configs))
+    broken: list[str] = []
+    hist_dir = out / "histories"
+
+    def on_output(o: Any) -> None:
+        broken.extend(f"{o.row.run_id}: {v}" for v in o.invariant_violations)
+        if args.histories:
+            hist_dir.mkdir(parents=True, exist_ok=True)
+            with (hist_dir / f"{o.row.run_id}.jsonl").open("w") as handle:
+                for event in o.history:
+                    handle.write(json.dumps(event, separators=(",", ":")) + "\n")
+
+    outputs = run_local(configs, args.jobs, args.histories, progress, on_output)
+    path = write_dataset([o.row for o in outputs], out, part="local")
+    rows = [o.row for o in outputs]
+    lost = sum(1 for r in rows if r.lost_writes)
+    print(f"runs {len(rows)}, wall {progress.wall_s:.1f} s, "
+          f"{len(rows) / progress.wall_s:.2f} runs/s, "
+          f"{progress.sim_ms / 1000 / progress.wall_s:.0f} simulated s per wall s; "
+          f"runs with lost acknowledged writes: {lost}; rows: {path}")
+    for line in broken[:10]:
+        print(f"INVARIANT {line}")
+    return 1 if broken else 0

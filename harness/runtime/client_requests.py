@@ -1,0 +1,73 @@
+"""Serving the native client paths: key/value requests (harness/net/client.py) on a
+controller, and the data protocol (harness/net/data_protocol.py: produce, fetch, metadata, producer
+ids) on a broker, answered by its replica manager.
+
+Requests are answered through future callbacks, never a task per request, and replies are
+batched per loop iteration by the transport. Semantics match the admin API: writes answer once
+committed and applied; `get` is linearizable (read barrier, then the image); only the leader
+serves, others answer NOT_CONTROLLER with the leader hint; an outcome lost to a leadership change
+or timeout is REQUEST_TIMED_OUT (indeterminate).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Any
+
+from harness.net.client import KvRequest, KvResponse
+from harness.net.data_protocol import DataCall
+from harness.runtime.data_requests import answer_data_call
+from quorum.metadata import KvCas, KvDelete, KvPut
+
+if TYPE_CHECKING:
+    from harness.runtime.node import ControllerNode
+
+
+def answer_client_request(node: ControllerNode, conn: Any, request: Any) -> None:
+    from harness.runtime.node import NotLeaderError
+
+    if isinstance(request, DataCall):
+        answer_data_call(node, conn, request)
+        return
+    if not isinstance(request, KvRequest):
+        conn.reply(KvResponse(-1, "INVALID_REQUEST"))
+        return
+    rid = request.request_id
+    try:
+        match request.op:
+            case "get":
+                future: asyncio.Future[Any] = node.begin_read()
+            case "put" if request.value is not None:
+                future = node.submit(KvPut(request.key, request.value))
+            case "cas" if request.value is not None:
+                future = node.submit(KvCas(request.key, request.expected, request.value))
+            case "delete":
+                future = node.submit(KvDelete(request.key))
+            case _:
+                conn.reply(KvResponse(rid, "INVALID_REQUEST"))
+                return
+    except NotLeaderError as exc:
+        conn.reply(KvResponse(rid, "NOT_CONTROLLER", leader_id=exc.leader_id))
+        return
+    future.add_done_callback(lambda f: conn.reply(_answer(node, request, f)))
+
+
+def _answer(node: ControllerNode, request: KvRequest, future: asyncio.Future[Any]) -> KvResponse:
+    from harness.runtime.node import NotLeaderError
+
+    rid = request.request_id
+    exc: BaseException | None = (
+        asyncio.CancelledError() if future.cancelled() else future.exception()
+    )
+    if isinstance(exc, NotLeaderError):
+        return KvResponse(rid, "NOT_CONTROLLER", leader_id=exc.leader_id)
+    if exc is not None:
+        return KvResponse(rid, "REQUEST_TIMED_OUT", leader_id=node.leader_id)
+    if request.op == "get":
+        found = node.image.get(request.key)
+        if found is None:
+            return KvResponse(rid, "KEY_NOT_FOUND")
+        value, version = found
+        return KvResponse(rid, "NONE", version, value if isinstance(value, str) else None)
+    result = future.result()
+    return KvResponse(rid, result.error.name, result.version)

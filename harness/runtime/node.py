@@ -1,0 +1,546 @@
+"""The asyncio driver of one controller: feeds the sans-IO Raft core, runs its effects for real.
+
+Shape (aioquic's asyncio adapter; STYLE.md): every input (a message from the transport, a timer,
+a proposal batch, a read barrier, a refused connection) goes `core.<input>(..., now_ms)` ->
+`execute_effects(effects, env)` (harness/drive/effects.py, the same function the simulator uses) ->
+re-arm ONE `loop.call_at` timer at `core.next_deadline_ms()`. Effects run synchronously and in order
+before the core sees its next input: that order is the durability contract (a vote or fetch is
+never sent before the fsync it depends on).
+
+This module is the `env` of execute_effects: sends go to the transport, log effects to the
+RaftLogStore (real fsync), the quorum-state file is replaced atomically, committed entries are
+applied to the MetadataImage and resolve proposal waiters.
+
+Invariants:
+- Proposals are batched per event-loop iteration: all `propose()` calls made before the loop
+  runs `_flush_proposals` become ONE `core.propose` (one append, one fsync) (issue 3: batch
+  proposals and fsyncs).
+- A proposal waiter resolves only when its offset is applied, with the image's ApplyResult. If
+  this node stops leading first, the waiter fails as indeterminate (OutcomeUnknownError): the
+  entry may still commit under the next leader.
+- A linearizable read is answered only after a read barrier completed (a majority confirmed this
+  leader after the read arrived) AND the image applied everything below the barrier's HW.
+- Snapshots are taken of the image at its applied offset (always <= HW), every
+  `kraftlab.snapshot.interval.records` applied records.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, assert_never
+
+import structlog
+
+from harness.drive.effects import execute_effects
+from harness.drive.raftlog import RaftLogStore
+from harness.net.transport import FrameError, Transport
+from harness.runtime.broker import BrokerLifecycle
+from harness.runtime.client_requests import answer_client_request
+from harness.runtime.config import NodeConfig
+from harness.runtime.controller_rpc import (
+    ActiveController,
+    ControllerRpcRequest,
+    ControllerRpcResponse,
+    ControllerRpcServer,
+)
+from harness.runtime.metrics import LatencyWindow, MetadataCounters, NodeMetrics
+from harness.runtime.quorum_state import QuorumStateFile
+from harness.runtime.replica_manager import ReplicaFetchBatch, ReplicaFetchBatchResponse
+from harness.runtime.status import quorum_replication, quorum_status
+from partition.log.storage import FileStorage
+from quorum import codec
+from quorum.metadata import DecodeError, ImageError, MetadataImage, encode_record
+from quorum.metadata.image import ApplyResult
+from quorum.raft.config import RaftConfig
+from quorum.raft.core import Accepted, NotLeader, RaftCore
+from quorum.raft.effects import (
+    ElectionState,
+    LeaderChanged,
+    ReadBarrierCompleted,
+    ReadBarrierFailed,
+)
+from quorum.raft.log import Entry, OffsetAndEpoch
+from quorum.raft.messages import RaftMessage
+
+log = structlog.get_logger()
+
+# Entries read from the log per apply step (bytes), so catching up never builds one huge list.
+APPLY_READ_BYTES = 4 << 20
+
+
+class NotLeaderError(Exception):
+    """This node is not the active controller (leader_id: the known leader, or None)."""
+
+    def __init__(self, leader_id: int | None, epoch: int) -> None:
+        self.leader_id = leader_id
+        self.epoch = epoch
+        super().__init__(f"not the active controller (leader {leader_id}, epoch {epoch})")
+
+
+class OutcomeUnknownError(Exception):
+    """A proposal or read barrier whose outcome is unknown (leadership lost, timeout)."""
+
+
+@dataclass(slots=True)
+class _Waiter:
+    future: asyncio.Future[ApplyResult]
+    epoch: int
+    started: float
+
+
+def raft_config(config: NodeConfig) -> RaftConfig:
+    return RaftConfig(
+        election_timeout_ms=config.election_timeout_ms,
+        fetch_timeout_ms=config.fetch_timeout_ms,
+        election_backoff_max_ms=config.election_backoff_max_ms,
+        request_timeout_ms=config.request_timeout_ms,
+        retry_backoff_ms=config.retry_backoff_ms,
+        append_linger_ms=config.append_linger_ms,
+        max_idle_interval_ms=config.max_idle_interval_ms,
+        flush_on_append=bool(config.fsync),
+    )
+
+
+class ControllerNode:
+    """One node process: Raft core + log + image + transport, on the running loop.
+
+    A controller (`process.roles=controller`) is a voter and, while it leads, the active
+    controller (controller_rpc.ActiveController). A broker (`process.roles=broker`) runs the same
+    core as an observer (its node id is not a voter) plus the broker lifecycle (broker.py)."""
+
+    def __init__(self, config: NodeConfig) -> None:
+        self.config = config
+        self.node_id = config.node_id
+        self.cluster_id = config.cluster_id
+        # Read first: a node that must protect its admin API but has no token does not start.
+        self.admin_token = config.read_admin_token()
+        self.loop = asyncio.get_running_loop()
+        config.quorum_state_path.parent.mkdir(parents=True, exist_ok=True)
+        self.quorum_state = QuorumStateFile(config.quorum_state_path, config.cluster_id)
+        self.log = RaftLogStore.open(FileStorage(), str(config.metadata_log_dir))
+        self.image = self._restore_image()
+        # Elections and ISR changes from applied records (harness/runtime/metrics.py); what is
+        # already in the log at start is replayed, not counted.
+        self.metadata_counters = MetadataCounters(config.node_id, self.log.end_offset)
+        self.metadata_counters.seed(self.image)
+        self.high_watermark = 0
+        self._was_leader = False
+        self._waiters: dict[int, _Waiter] = {}
+        self._proposals: list[tuple[bytes, asyncio.Future[ApplyResult]]] = []
+        self._proposal_flush_scheduled = False
+        self._reads: dict[int, asyncio.Future[int]] = {}
+        self._reads_waiting_apply: deque[tuple[int, asyncio.Future[int]]] = deque()
+        self._next_read_id = 1
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_deadline_ms: int | None = None
+        self._records_since_snapshot = 0
+        self.commit_latency = LatencyWindow()
+        self.started_ms = self.now_ms()
+        election_state = self.quorum_state.read()
+        self.core = RaftCore(
+            raft_config(config),
+            config.node_id,
+            tuple(sorted(config.voters)),
+            self.log,
+            election_state,
+            config.seed if config.seed >= 0 else int.from_bytes(os.urandom(8), "big"),
+            self.now_ms(),
+        )
+        self.transport = Transport(
+            cluster_id=config.cluster_id,
+            node_id=config.node_id,
+            host=config.rpc_endpoint.host,
+            port=config.rpc_endpoint.port,
+            peers={i: (e.host, e.port) for i, e in config.voters.items()},
+            on_message=self._on_message,
+            on_unreachable=self._on_unreachable,
+            encode=codec.encode,
+            decode=codec.decode,
+            decode_errors=(codec.DecodeError,),
+            on_client_request=self.on_client_request,
+        )
+        self.active: ActiveController | None = None
+        self.rpc_server: ControllerRpcServer | None = None
+        self.broker: BrokerLifecycle | None = None
+        self.kafka_listener: Any = None  # harness.kafka.server.KafkaListener on brokers
+        if config.is_broker:
+            self.broker = BrokerLifecycle(self)
+        else:
+            self.active = ActiveController(self)
+            self.rpc_server = ControllerRpcServer(self, self.active)
+        self._bound = (self.role, self.epoch)
+        self.metrics = NodeMetrics(self)
+        structlog.contextvars.bind_contextvars(
+            node_id=config.node_id, epoch=self.epoch, role=self.role
+        )
+
+    # --- clock ------------------------------------------------------------------------------
+
+    def now_ms(self) -> int:
+        return int(self.loop.time() * 1000)
+
+    def wall_ms(self, mono_ms: int) -> int:
+        """A core timestamp (loop clock) as Unix epoch ms, for the API (KIP-836 timestamps)."""
+        return int(time.time() * 1000) - (self.now_ms() - mono_ms)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    def _restore_image(self) -> MetadataImage:
+        snapshot = self.log.latest_snapshot()
+        if snapshot is None:
+            return MetadataImage()
+        data = self.log.read_snapshot(snapshot, 0, self.log.snapshot_size(snapshot))
+        image = MetadataImage.restore(data)
+        log.info("node.image_restored", snapshot_offset=snapshot.offset, epoch=snapshot.epoch)
+        return image
+
+    async def start(self) -> None:
+        await self.transport.start()
+        self._step(self.core.tick)
+        if self.broker is not None:
+            self.broker.start()
+            kafka = self.config.kafka_listener
+            if kafka is not None:  # the Kafka wire protocol (harness/kafka, issue 9)
+                from harness.kafka.server import KafkaListener
+
+                self.kafka_listener = KafkaListener(self, kafka.host, kafka.port)
+                await self.kafka_listener.start()
+        log.info("node.started", voters=sorted(self.config.voters), epoch=self.epoch,
+                 process_roles=self.config.process_roles)
+
+    async def stop(self, *, resign: bool) -> None:
+        """Graceful shutdown: resign (EndQuorumEpoch to the others, KIP-595) then close."""
+        if self.kafka_listener is not None:
+            await self.kafka_listener.close()
+        if self.broker is not None:
+            await self.broker.controlled_shutdown()
+            await self.broker.close()
+        if self.active is not None:
+            self.active.stop("node shutting down")
+        if resign and self.active is not None:
+            self._step(self.core.resign)
+            for _ in range(3):
+                await asyncio.sleep(0)  # let the transport flush EndQuorumEpoch
+        self._fail_waiters("node shutting down")
+        if self._timer is not None:
+            self._timer.cancel()
+        await self.transport.close()
+        self.log.close()
+
+    # --- inputs -----------------------------------------------------------------------------
+
+    def _on_message(self, src: int, message: Any) -> None:
+        if isinstance(message, ControllerRpcRequest):
+            if self.rpc_server is None:
+                raise FrameError("a broker does not serve controller requests")
+            self.rpc_server.on_request(src, message)
+            return
+        if isinstance(message, ControllerRpcResponse):
+            if self.broker is not None:
+                self.broker.on_response(message)
+            elif self.rpc_server is not None:
+                self.rpc_server.on_response(message)
+            return
+        if isinstance(message, ReplicaFetchBatch | ReplicaFetchBatchResponse):
+            if self.broker is None:
+                raise FrameError("a controller hosts no data replicas")
+            if isinstance(message, ReplicaFetchBatch):
+                self.broker.replicas.on_fetch_batch(src, message)
+            else:
+                self.broker.replicas.on_fetch_batch_response(src, message)
+            return
+        if not isinstance(message, RaftMessage):
+            # A well-formed frame of a type peers never send: the peer is broken, not us.
+            raise FrameError(f"{type(message).__name__} is not a Raft message")
+        self._step(self.core.handle, src, message)
+
+    def _on_unreachable(self, peer: int) -> None:
+        self._step(self.core.peer_unreachable, peer)
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._timer_deadline_ms = None
+        self._step(self.core.tick)
+
+    def _step(self, fn: Any, *args: Any) -> None:
+        """Feed one input to the core and run its effects. Any exception here is a bug or a
+        broken invariant (InvariantViolation): the process stops at once rather than run on with
+        a core and a disk that may disagree (STYLE.md: a crash in a real node)."""
+        try:
+            self._run(fn(*args, self.now_ms()))
+        except Exception as exc:
+            self._crash(exc)
+
+    def _crash(self, exc: BaseException) -> None:
+        log.critical("node.crashed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
+        sys.stderr.flush()
+        os._exit(70)
+
+    def _run(self, effects: list[Any]) -> None:
+        if effects:
+            execute_effects(effects, self)
+            self._maybe_rebind_context()
+        self._arm_timer()
+
+    def _maybe_rebind_context(self) -> None:
+        """Keep the log context (role, epoch) current: every line says who said it, when."""
+        core = self.core
+        if core.role_name != self._bound[0] or core.epoch != self._bound[1]:
+            self._bound = (core.role_name, core.epoch)
+            structlog.contextvars.bind_contextvars(role=core.role_name, epoch=core.epoch)
+
+    def _arm_timer(self) -> None:
+        deadline = self.core.next_deadline_ms()
+        if deadline == self._timer_deadline_ms:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_deadline_ms = deadline
+        self._timer = None if deadline is None else self.loop.call_at(deadline / 1000, self._on_timer)
+
+    # --- proposals and reads (called by the admin API) ----------------------------------------
+
+    @property
+    def is_leader(self) -> bool:
+        return self.core.is_leader
+
+    @property
+    def leader_id(self) -> int | None:
+        return self.core.leader_id
+
+    @property
+    def epoch(self) -> int:
+        return self.core.epoch
+
+    @property
+    def role(self) -> str:
+        return self.core.role_name
+
+    def submit(self, record: Any) -> asyncio.Future[ApplyResult]:
+        """Queue one metadata record for the next proposal batch; the future resolves with the
+        image's ApplyResult once it is committed and applied. Raises NotLeaderError."""
+        if not self.is_leader:
+            raise NotLeaderError(self.leader_id, self.epoch)
+        future: asyncio.Future[ApplyResult] = self.loop.create_future()
+        self._proposals.append((encode_record(record), future))
+        if not self._proposal_flush_scheduled:
+            self._proposal_flush_scheduled = True
+            self.loop.call_soon(self._flush_proposals)
+        return future
+
+    async def propose(self, record: Any) -> ApplyResult:
+        """Commit one metadata record; returns the image's result of applying it."""
+        future = self.submit(record)
+        try:
+            return await asyncio.wait_for(future, self.config.request_timeout_ms / 1000)
+        except TimeoutError:
+            raise OutcomeUnknownError(
+                f"not committed within {self.config.request_timeout_ms} ms"
+            ) from None
+
+    def _flush_proposals(self) -> None:
+        self._proposal_flush_scheduled = False
+        batch, self._proposals = self._proposals, []
+        if not batch:
+            return
+        try:
+            result, effects = self.core.propose(tuple(data for data, _ in batch), self.now_ms())
+        except Exception as exc:
+            self._crash(exc)
+        match result:
+            case Accepted(first_offset=base, epoch=epoch):
+                started = self.loop.time()
+                for i, (_, future) in enumerate(batch):
+                    self._waiters[base + i] = _Waiter(future, epoch, started)
+            case NotLeader(leader_id=leader_id, epoch=epoch):
+                error = NotLeaderError(leader_id, epoch)
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(error)
+            case _:
+                assert_never(result)
+        try:
+            self._run(effects)
+        except Exception as exc:
+            self._crash(exc)
+
+    def begin_read(self) -> asyncio.Future[int]:
+        """Start a read barrier; the future resolves (with the applied end) once a linearizable
+        read may be served from the image. Raises NotLeaderError."""
+        if not self.is_leader:
+            raise NotLeaderError(self.leader_id, self.epoch)
+        request_id = self._next_read_id
+        self._next_read_id += 1
+        future: asyncio.Future[int] = self.loop.create_future()
+        self._reads[request_id] = future
+        self._step(self.core.read_barrier, request_id)
+        return future
+
+    async def read_barrier(self) -> None:
+        """Return once a linearizable read may be served from the image."""
+        future = self.begin_read()
+        try:
+            await asyncio.wait_for(future, self.config.request_timeout_ms / 1000)
+        except TimeoutError:
+            raise OutcomeUnknownError("read barrier not confirmed in time") from None
+
+    def on_client_request(self, conn: Any, request: Any) -> None:
+        answer_client_request(self, conn, request)
+
+    # --- the execute_effects env --------------------------------------------------------------
+
+    def send(self, to: int, message: Any) -> None:
+        self.transport.send(to, message)
+
+    def persist_election_state(self, state: ElectionState) -> None:
+        self.quorum_state.write(state)
+
+    def on_commit_advanced(self, high_watermark: int) -> None:
+        self.high_watermark = high_watermark
+        self._apply_committed()
+
+    def on_leader_changed(self, effect: LeaderChanged) -> None:
+        epoch, leader_id, is_self = effect.epoch, effect.leader_id, effect.is_self
+        if self._was_leader and not is_self:
+            self._fail_waiters(f"leadership moved to {leader_id} in epoch {epoch}")
+        if self.active is not None and (
+            not is_self or self.active.service_epoch not in (-1, epoch)
+        ):
+            self.active.stop(f"leadership moved to {leader_id} in epoch {epoch}")
+        self._was_leader = is_self
+        log.info("node.leader_changed", leader_id=leader_id, is_self=is_self)
+
+    def on_read_barrier(self, effect: ReadBarrierCompleted | ReadBarrierFailed) -> None:
+        match effect:
+            case ReadBarrierCompleted(request_id=request_id, high_watermark=hw):
+                self._read_barrier_completed(request_id, hw)
+            case ReadBarrierFailed(request_id=request_id, leader_id=leader_id, epoch=epoch):
+                self._read_barrier_failed(request_id, leader_id, epoch)
+            case _:
+                assert_never(effect)
+
+    def _read_barrier_completed(self, request_id: int, high_watermark: int) -> None:
+        future = self._reads.pop(request_id, None)
+        if future is None or future.done():
+            return
+        if self.image.applied_offset + 1 >= high_watermark:
+            future.set_result(high_watermark)
+        else:
+            self._reads_waiting_apply.append((high_watermark, future))
+
+    def _read_barrier_failed(self, request_id: int, leader_id: int | None, epoch: int) -> None:
+        future = self._reads.pop(request_id, None)
+        if future is not None and not future.done():
+            future.set_exception(NotLeaderError(leader_id, epoch))
+
+    def on_snapshot_installed(self, snapshot: OffsetAndEpoch) -> None:
+        """The log now starts at a fetched snapshot: rebuild the image from it (KIP-630)."""
+        self.image = self._restore_image()
+        self.metadata_counters.seed(self.image)
+        self.high_watermark = max(self.high_watermark, snapshot.offset)
+        if self.broker is not None:
+            self.broker.on_applied()
+        self._resolve_reads()
+        log.info("node.snapshot_installed", offset=snapshot.offset, epoch=snapshot.epoch)
+
+    # --- applying committed entries -----------------------------------------------------------
+
+    def _apply_committed(self) -> None:
+        image = self.image
+        while image.applied_offset + 1 < self.high_watermark:
+            start = image.applied_offset + 1
+            if start < self.log.start_offset:
+                # Behind the log start: only a snapshot can bring us forward (InstallSnapshot).
+                break
+            entries = self.log.read(start, APPLY_READ_BYTES)
+            if not entries:
+                break
+            for entry in entries:
+                if entry.offset >= self.high_watermark:
+                    break
+                self._apply_entry(entry)
+        self._resolve_reads()
+        if self.active is not None:
+            self.active.maybe_start()
+        if self.broker is not None:
+            self.broker.on_applied()
+        if self._records_since_snapshot >= self.config.snapshot_interval_records:
+            self._take_snapshot()
+
+    def _apply_entry(self, entry: Entry) -> None:
+        try:
+            result = self.image.apply_entry(entry)
+        except DecodeError as exc:
+            # A committed entry that is not a record: consume its offset, loudly (every replica
+            # does the same, so images stay equal).
+            log.error("node.undecodable_record", offset=entry.offset, error=str(exc))
+            self.image.apply_control(entry.offset, entry.epoch)
+            result = None
+        except ImageError:
+            raise
+        if result is not None:
+            self.metadata_counters.observe(result, self.image)
+        self._records_since_snapshot += 1
+        waiter = self._waiters.pop(entry.offset, None)
+        if waiter is None or waiter.future.done():
+            return
+        if result is None or entry.epoch != waiter.epoch:
+            waiter.future.set_exception(OutcomeUnknownError("entry replaced by another leader"))
+            return
+        self.commit_latency.add((self.loop.time() - waiter.started) * 1000)
+        waiter.future.set_result(result)
+
+    def _resolve_reads(self) -> None:
+        applied_end = self.image.applied_offset + 1
+        queue = self._reads_waiting_apply
+        while queue and queue[0][0] <= applied_end:
+            _, future = queue.popleft()
+            if not future.done():
+                future.set_result(applied_end)
+
+    def _take_snapshot(self) -> None:
+        image = self.image
+        snapshot = OffsetAndEpoch(image.applied_offset + 1, image.applied_epoch)
+        latest = self.log.latest_snapshot()
+        if latest is not None and latest.offset >= snapshot.offset:
+            return
+        self.log.write_snapshot(snapshot, image.snapshot())
+        self._records_since_snapshot = 0
+        log.info("node.snapshot_taken", offset=snapshot.offset, epoch=snapshot.epoch)
+        # Called from inside execute_effects (CommitAdvanced): run the prefix deletion after it.
+        self.loop.call_soon(self._snapshot_taken, snapshot)
+
+    def _snapshot_taken(self, snapshot: OffsetAndEpoch) -> None:
+        self._step(self.core.snapshot_taken, snapshot)
+
+    def _fail_waiters(self, reason: str) -> None:
+        waiters, self._waiters = self._waiters, {}
+        for waiter in waiters.values():
+            if not waiter.future.done():
+                waiter.future.set_exception(OutcomeUnknownError(reason))
+        for _, future in self._proposals:
+            if not future.done():
+                future.set_exception(NotLeaderError(self.leader_id, self.epoch))
+        self._proposals = []
+        reads, self._reads = self._reads, {}
+        pending_reads = list(reads.values()) + [f for _, f in self._reads_waiting_apply]
+        self._reads_waiting_apply.clear()
+        for read in pending_reads:
+            if not read.done():
+                read.set_exception(NotLeaderError(self.leader_id, self.epoch))
+
+    # --- status (harness/runtime/status.py) -----------------------------------------------------
+
+    def quorum_status(self) -> dict[str, Any]:
+        return quorum_status(self)
+
+    def quorum_replication(self) -> list[dict[str, Any]]:
+        return quorum_replication(self)
+
+    def metrics_text(self) -> str:
+        return self.metrics.render().decode()

@@ -1,0 +1,395 @@
+"""A simulated quorum node: the real Raft core (quorum.raft.core.RaftCore) on a RaftLogStore over
+its own SimStorage (harness.drive.raftlog, partition/log), an election-state file on the same storage
+(harness.sim.actors.quorum_state), and a MetadataImage fed by CommitAdvanced. The node is the simulator's
+`env` for the one shared `execute_effects` (harness.drive.effects), so the simulator executes effects
+exactly as the asyncio node does.
+
+Lifecycle: `start` (boot or restart: recover the log from storage, reload the election state,
+rebuild the image from the newest snapshot; the HW restarts at the snapshot and the image catches
+up as the core learns the HW again), `crash` (SimStorage.crash: unsynced bytes are lost, possibly
+a torn last write; in-memory state is gone; pending client requests never get an answer),
+`pause` (the simulation stops delivering and ticking).
+
+Invariants: every log write goes through `ObservedLog`, which shows it to the SafetyChecker
+before it happens (append, truncate) or after (flush); the image applies entries strictly in
+offset order and only below the HW; a client write is acknowledged only once it is applied at
+the offset the leader appended it at, with the data the client sent.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from typing import Any, assert_never
+
+from harness.drive.effects import execute_effects
+from harness.drive.raftlog import RaftLogStore
+from harness.sim.actors.client import Operation
+from harness.sim.actors.quorum_state import SimQuorumStateStore
+from harness.sim.checks.invariants import SafetyChecker, read_range
+from harness.sim.kernel.events import ClientRequest, Deliver
+from partition.log.storage import SimStorage
+from quorum.metadata.errors import Errors
+from quorum.metadata.image import MetadataImage
+from quorum.metadata.records import KvPut, encode_record
+from quorum.raft.config import RaftConfig
+from quorum.raft.core import Accepted, NotLeader, RaftCore
+from quorum.raft.effects import (
+    ElectionState,
+    LeaderChanged,
+    ReadBarrierCompleted,
+    ReadBarrierFailed,
+)
+from quorum.raft.log import Entry, OffsetAndEpoch
+
+LOG_DIRECTORY = "metadata-log"
+NOT_LEADER = Errors.NOT_LEADER_OR_FOLLOWER.name
+
+
+class ObservedLog:
+    """The node's RaftLogWriter as the driver sees it: forwards to the store and shows every
+    write to the SafetyChecker (LogMatching before an append, the HW floor before a truncation,
+    the durable end after a flush)."""
+
+    def __init__(self, node_id: int, store: RaftLogStore, checker: SafetyChecker) -> None:
+        self._node_id = node_id
+        self._store = store
+        self._checker = checker
+
+    # -- RaftLog: reads go straight to the store ------------------------------------------------
+
+    @property
+    def start_offset(self) -> int:
+        return self._store.start_offset
+
+    @property
+    def end_offset(self) -> int:
+        return self._store.end_offset
+
+    def last_epoch(self) -> int:
+        return self._store.last_epoch()
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        return self._store.end_offset_for_epoch(epoch)
+
+    def read(self, start_offset: int, max_bytes: int) -> list[Entry]:
+        return self._store.read(start_offset, max_bytes)
+
+    def latest_snapshot(self) -> OffsetAndEpoch | None:
+        return self._store.latest_snapshot()
+
+    def snapshot_size(self, snapshot: OffsetAndEpoch) -> int:
+        return self._store.snapshot_size(snapshot)
+
+    def read_snapshot(self, snapshot: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
+        return self._store.read_snapshot(snapshot, position, max_bytes)
+
+    # -- RaftLogWriter: writes are shown to the checker -----------------------------------------
+
+    def append(self, entries: Sequence[Entry]) -> None:
+        self._checker.on_append(self._node_id, entries, self._store)
+        self._store.append(entries)
+        if entries and self._store.end_offset != entries[-1].offset + 1:
+            self._checker.fail(
+                "LogContract",
+                self._node_id,
+                f"append up to {entries[-1].offset} left log end {self._store.end_offset}",
+            )
+
+    def flush(self) -> None:
+        self._store.flush()
+        self._checker.on_flush(self._node_id, self._store)
+
+    def truncate_to(self, end_offset: int) -> None:
+        self._checker.on_truncate(self._node_id, end_offset)
+        expected = min(end_offset, self._store.end_offset)
+        self._store.truncate_to(end_offset)
+        if self._store.end_offset != expected:
+            # quorum/raft/log.py: after truncate_to(n), end_offset == n.
+            self._checker.fail(
+                "LogContract",
+                self._node_id,
+                f"truncate_to({end_offset}) left log end {self._store.end_offset}",
+            )
+
+    def write_snapshot(self, snapshot: OffsetAndEpoch, data: bytes) -> None:
+        self._store.write_snapshot(snapshot, data)
+
+    def write_snapshot_chunk(self, snapshot: OffsetAndEpoch, position: int, data: bytes) -> None:
+        self._store.write_snapshot_chunk(snapshot, position, data)
+
+    def complete_snapshot(self, snapshot: OffsetAndEpoch) -> None:
+        self._store.complete_snapshot(snapshot)
+
+    def delete_before(self, offset: int) -> None:
+        self._checker.count("delete_prefix")
+        self._store.delete_before(offset)
+
+
+class SimNode:
+    """One voter or observer of the simulated cluster. `core_class` and `log_store_class` are
+    the real RaftCore and RaftLogStore; tests plant bugs by subclassing them."""
+
+    core_class: type[RaftCore] = RaftCore
+    log_store_class: type[RaftLogStore] = RaftLogStore
+
+    def __init__(
+        self,
+        node_id: int,
+        voter_ids: Sequence[int],
+        raft_config: RaftConfig,
+        checker: SafetyChecker,
+    ) -> None:
+        self.node_id = node_id
+        self.voter_ids = tuple(voter_ids)
+        self.raft_config = raft_config
+        self.checker = checker
+        self.storage = SimStorage()
+        self.up = False
+        self.paused = False
+        self.pause_id = 0
+        self.incarnation = 0
+        self.buffered: list[Deliver | ClientRequest] = []
+        self.outbox: list[tuple[int, Any]] = []
+        # (operation, type ok|fail|info, read value, leader hint, Kafka error name)
+        self.replies: list[tuple[Operation, str, Any, int | None, str | None]] = []
+        self.timer_generation = 0
+        self.armed_deadline_ms: int | None = None
+        self._reset_memory()
+
+    def _reset_memory(self) -> None:
+        self.core: Any = None
+        self.store: Any = None
+        self._log: ObservedLog | None = None
+        self.image = MetadataImage()
+        self.high_watermark = 0
+        self.epoch = 0
+        self.leader_id: int | None = None
+        self.is_leader = False
+        self.pending_writes: dict[int, Operation] = {}
+        self.pending_reads: dict[int, tuple[Operation, int | None]] = {}
+        self._next_request_id = 0
+
+    @property
+    def applied_end(self) -> int:
+        """One past the last offset applied to the image."""
+        return self.image.applied_offset + 1
+
+    # -- lifecycle ----------------------------------------------------------------------------------
+
+    def open_log(self) -> Any:
+        """Recover the Raft log from this node's storage (L's RaftLogStore)."""
+        return self.log_store_class.open(self.storage, LOG_DIRECTORY)
+
+    def load_election_state(self) -> ElectionState:
+        return self.state_store.read()
+
+    def start(self, now_ms: int, seed: int) -> None:
+        self._reset_memory()
+        self.incarnation += 1
+        self.up = True
+        self.paused = False
+        self.buffered = []
+        self.armed_deadline_ms = None
+        self.timer_generation += 1
+        self.state_store = SimQuorumStateStore(self.storage)
+        self.store = self.open_log()
+        self._log = ObservedLog(self.node_id, self.store, self.checker)
+        if self.incarnation > 1:
+            self.checker.on_recovered(self.node_id, self.store)
+        snapshot = self.store.latest_snapshot()
+        if snapshot is not None:
+            self.image = MetadataImage.restore(self._read_snapshot(snapshot))
+            self.high_watermark = snapshot.offset
+        self.core = self.core_class(
+            self.raft_config,
+            self.node_id,
+            self.voter_ids,
+            self.store,
+            self.load_election_state(),
+            seed,
+            now_ms,
+        )
+
+    def crash(self, rng: random.Random | None) -> None:
+        self.storage.crash(rng)
+        self.up = False
+        self.paused = False
+        self.buffered = []
+        self.outbox = []
+        self.replies = []
+        self.timer_generation += 1
+        self.armed_deadline_ms = None
+        self._reset_memory()
+
+    def shutdown(self, now_ms: int) -> None:
+        """Resign if leading (KIP-595 EndQuorumEpoch) and flush the log; the caller then stops
+        the process (crash with nothing unsynced left to lose)."""
+        self._run(self.core.resign(now_ms))
+        self.store.close()
+
+    def pause(self) -> int:
+        self.paused = True
+        self.pause_id += 1
+        return self.pause_id
+
+    def _read_snapshot(self, snapshot: OffsetAndEpoch) -> bytes:
+        size = self.store.snapshot_size(snapshot)
+        return bytes(self.store.read_snapshot(snapshot, 0, size))
+
+    # -- inputs ------------------------------------------------------------------------------------
+
+    def handle(self, src: int, message: Any, now_ms: int) -> None:
+        self._run(self.core.handle(src, message, now_ms))
+
+    def tick(self, now_ms: int) -> None:
+        self._run(self.core.tick(now_ms))
+
+    def peer_unreachable(self, peer: int, now_ms: int) -> None:
+        self._run(self.core.peer_unreachable(peer, now_ms))
+
+    def next_deadline_ms(self) -> int | None:
+        deadline = self.core.next_deadline_ms()
+        return None if deadline is None else int(deadline)
+
+    def take_snapshot(self, now_ms: int) -> None:
+        """Snapshot the image at its applied offset (KIP-630), if newer than the latest one."""
+        end = self.applied_end
+        latest = self.store.latest_snapshot()
+        if end <= 0 or (latest is not None and latest.offset >= end):
+            return
+        snapshot = OffsetAndEpoch(end, self.image.applied_epoch)
+        self.store.write_snapshot(snapshot, self.image.snapshot())
+        self._run(self.core.snapshot_taken(snapshot, now_ms))
+
+    def client_request(self, op: Operation, now_ms: int) -> None:
+        if op.f == "read":
+            self._next_request_id += 1
+            request_id = self._next_request_id
+            self.pending_reads[request_id] = (op, None)
+            self._run(self.core.read_barrier(request_id, now_ms))
+            return
+        offset, effects = self._propose(op.record_bytes(), now_ms)
+        if offset is None:
+            self.replies.append((op, "fail", None, self.leader_id, NOT_LEADER))
+            return
+        op.offset = offset
+        self.pending_writes[offset] = op
+        self._run(effects)
+
+    def propose_marker(self, value: str, now_ms: int) -> bytes | None:
+        """The liveness phase's proposal; returns its bytes, or None if not accepted."""
+        data = encode_record(KvPut("__liveness__", value))
+        offset, effects = self._propose(data, now_ms)
+        if offset is None:
+            return None
+        self._run(effects)
+        return data
+
+    def _propose(self, data: bytes, now_ms: int) -> tuple[int | None, list[Any]]:
+        result, effects = self.core.propose([data], now_ms)
+        match result:
+            case Accepted(first_offset=offset):
+                return offset, effects
+            case NotLeader():
+                return None, effects
+            case _:
+                assert_never(result)
+
+    def image_keys(self) -> set[str]:
+        return set(self.image.kv_keys())
+
+    def image_value(self, key: str) -> object:
+        got = self.image.get(key)
+        return None if got is None else got[0]
+
+    # -- the env of execute_effects ------------------------------------------------------------------
+
+    def _run(self, effects: Sequence[Any]) -> None:
+        if effects:
+            execute_effects(effects, self)
+
+    def send(self, to: int, message: Any) -> None:
+        self.outbox.append((to, message))
+
+    def persist_election_state(self, state: ElectionState) -> None:
+        self.state_store.write(state)
+
+    def on_leader_changed(self, effect: LeaderChanged) -> None:
+        epoch, leader_id, is_self = effect.epoch, effect.leader_id, effect.is_self
+        self.checker.on_leader_learned(self.node_id, epoch, leader_id, self.store)
+        self.epoch = epoch
+        self.leader_id = leader_id
+        self.is_leader = is_self
+        # A leader that stops leading cannot know the fate of its pending proposals: info.
+        for op in self.pending_writes.values():
+            self.replies.append((op, "info", None, leader_id, "REQUEST_TIMED_OUT"))
+        self.pending_writes.clear()
+
+    @property
+    def log(self) -> ObservedLog:
+        """The env's log for execute_effects (only while the node is up)."""
+        assert self._log is not None, f"node {self.node_id} is down"
+        return self._log
+
+    def on_commit_advanced(self, high_watermark: int) -> None:
+        self.checker.on_commit(self.node_id, high_watermark, self.store, self.core.epoch)
+        if self.core.is_leader:
+            self.checker.on_leader_commit(self.node_id, self.core.epoch, high_watermark, self.store)
+        self.high_watermark = high_watermark
+        self._apply_committed()
+
+    def _apply_committed(self) -> None:
+        start = self.applied_end
+        # Behind the log start only a snapshot (InstallSnapshot) can bring the image forward.
+        if self.store.start_offset <= start < self.high_watermark:
+            for entry in read_range(self.store, start, self.high_watermark):
+                result = self.image.apply_entry(entry)
+                op = self.pending_writes.pop(entry.offset, None)
+                if op is not None:
+                    self._answer_write(op, entry, result)
+        self._answer_reads()
+
+    def _answer_write(self, op: Operation, entry: Entry, result: Any) -> None:
+        if entry.data != op.record_bytes():
+            # Replaced by another leader's entry: it can never commit.
+            self.replies.append((op, "fail", None, self.leader_id, NOT_LEADER))
+        elif result is not None and result.error != Errors.NONE:
+            # CAS_FAILED (a compare that did not match) or KEY_NOT_FOUND (delete of nothing).
+            self.replies.append((op, "fail", None, self.leader_id, result.error.name))
+        else:
+            self.replies.append((op, "ok", None, None, None))
+
+    def on_read_barrier(self, effect: ReadBarrierCompleted | ReadBarrierFailed) -> None:
+        match effect:
+            case ReadBarrierCompleted(request_id=request_id, high_watermark=high_watermark):
+                pending = self.pending_reads.get(request_id)
+                if pending is not None:
+                    self.pending_reads[request_id] = (pending[0], high_watermark)
+                    self._answer_reads()
+            case ReadBarrierFailed(request_id=request_id, leader_id=leader_id):
+                pending = self.pending_reads.pop(request_id, None)
+                if pending is not None:
+                    self.replies.append((pending[0], "fail", None, leader_id, NOT_LEADER))
+            case _:
+                assert_never(effect)
+
+    def _answer_reads(self) -> None:
+        applied_end = self.applied_end
+        for request_id in sorted(self.pending_reads):
+            op, barrier_hw = self.pending_reads[request_id]
+            if barrier_hw is None or applied_end < barrier_hw:
+                continue
+            del self.pending_reads[request_id]
+            value = self.image_value(op.key)
+            self.checker.on_read(self.node_id, op.key, value, applied_end, op.required_end)
+            self.replies.append((op, "ok", value, None, None))
+
+    def on_snapshot_installed(self, snapshot: OffsetAndEpoch) -> None:
+        self.image = MetadataImage.restore(self._read_snapshot(snapshot))
+        self.checker.on_snapshot_installed(self.node_id, snapshot.offset, self.store)
+        self.high_watermark = max(self.high_watermark, snapshot.offset)
+        self._answer_reads()
+
+
+NodeFactory = Callable[[int, Sequence[int], RaftConfig, SafetyChecker], SimNode]

@@ -1,0 +1,1 @@
+"""The simulator's faults: network partitions, kills, pauses, power loss of unsynced data."""

@@ -1,0 +1,156 @@
+"""The simulator's event queue and event kinds: a virtual clock in integer ms.
+
+Invariants:
+- events pop in (time_ms, seq) order, where `seq` is the order they were scheduled in; two events
+  at the same millisecond therefore always run in the same order for the same seed (the
+  deterministic tie-break FoundationDB's and TigerBeetle's simulators rely on);
+- time never goes backwards: scheduling before `now_ms` is a programming error (ValueError);
+- events are frozen dataclasses whose `repr` is deterministic, so the trace digest of a run
+  (harness.sim.runs.simulation) is a hash of every event that ran, in order.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    """A message from `src` arrives at `dst`."""
+
+    src: int
+    dst: int
+    message: Any
+
+
+@dataclass(frozen=True, slots=True)
+class TimerFired:
+    """`node`'s core deadline (next_deadline_ms) is due. Stale when `generation` is old."""
+
+    node: int
+    generation: int
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionRefused:
+    """`node` learns that `peer` refused a connection (its process is down): TCP RST."""
+
+    node: int
+    peer: int
+
+
+@dataclass(frozen=True, slots=True)
+class NemesisStep:
+    """The nemesis picks and applies its next fault (or heal)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """A paused node continues (SIGCONT): buffered deliveries run, its timer is re-armed."""
+
+    node: int
+    pause_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClientStep:
+    """Client `process` invokes its next operation."""
+
+    process: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClientRequest:
+    """Client `process`'s operation `op_index` reaches `node`."""
+
+    process: int
+    node: int
+    op_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClientReply:
+    """A reply reaches client `process` for operation `op_index`."""
+
+    process: int
+    op_index: int
+    type: str  # ok | fail | info
+    value: Any
+    leader_hint: int | None
+    error: str | None = None  # Kafka error name (CAS_FAILED, NOT_LEADER_OR_FOLLOWER, ...)
+
+
+@dataclass(frozen=True, slots=True)
+class ClientTimeout:
+    """Client `process` gives up waiting for operation `op_index` (outcome unknown: info)."""
+
+    process: int
+    op_index: int
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """`node` snapshots its metadata image at its applied offset (KIP-630: every node snapshots
+    its own state at a committed offset)."""
+
+    node: int
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseChange:
+    """The safety phase ends: faults stop and the liveness phase begins."""
+
+    phase: str
+
+
+@dataclass(frozen=True, slots=True)
+class LivenessProbe:
+    """During the liveness phase: check progress (leader, marker committed, convergence)."""
+
+
+Event = (
+    Deliver
+    | TimerFired
+    | ConnectionRefused
+    | NemesisStep
+    | Resume
+    | ClientStep
+    | ClientRequest
+    | ClientReply
+    | ClientTimeout
+    | Snapshot
+    | PhaseChange
+    | LivenessProbe
+)
+
+
+class EventQueue:
+    """A priority queue of events keyed by (time_ms, seq)."""
+
+    __slots__ = ("_heap", "_seq", "now_ms")
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, Event]] = []
+        self._seq = 0
+        self.now_ms = 0
+
+    def schedule(self, at_ms: int, event: Event) -> None:
+        if at_ms < self.now_ms:
+            raise ValueError(
+                f"event {event!r} scheduled at {at_ms} ms, before now {self.now_ms} ms"
+            )
+        self._seq += 1
+        heapq.heappush(self._heap, (at_ms, self._seq, event))
+
+    def pop(self) -> tuple[int, Event]:
+        at_ms, _, event = heapq.heappop(self._heap)
+        self.now_ms = at_ms
+        return at_ms, event
+
+    def peek_time_ms(self) -> int | None:
+        return self._heap[0][0] if self._heap else None
+
+    def __len__(self) -> int:
+        return len(self._heap)
