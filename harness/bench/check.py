@@ -19,7 +19,8 @@ from harness.check.history import load_history
 from harness.check.linearizable import check_linearizable
 from harness.check.models import get_model
 
-DEFAULT_DIR = Path("/work/shared/testdata/jepsen-etcd")
+# The histories ship with the source tree (tests/data/jepsen-etcd, provenance and licence there).
+DEFAULT_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "jepsen-etcd"
 PORCUPINE_S = 0.7
 
 

@@ -53,10 +53,8 @@ def register(sub: Any) -> None:
         "--html",
         type=Path,
         default=None,
-        help="where to write the failure view "
-        "(default: ./FILE.linearizability.html in the current directory)",
+        help="write the failure view (a timeline of the window) to PATH; none is written unasked",
     )
-    lin.add_argument("--no-html", action="store_true", help="do not write the failure view")
     lin.add_argument("--json", action="store_true", help="print one JSON object")
     lin.set_defaults(handler=run_linearizable)
 
@@ -69,13 +67,6 @@ def register(sub: Any) -> None:
 def _bad_input(message: str) -> int:
     print(json.dumps({"error": "INVALID_REQUEST", "message": message}), file=sys.stderr)
     return EXIT_BAD_INPUT
-
-
-def _html_path(args: argparse.Namespace) -> Path:
-    if args.html is not None:
-        return Path(args.html)
-    history: Path = args.file
-    return Path.cwd() / (history.name + ".linearizability.html")
 
 
 def run_linearizable(args: argparse.Namespace) -> int:
@@ -94,10 +85,8 @@ def run_linearizable(args: argparse.Namespace) -> int:
     except (OSError, HistoryError) as exc:
         return _bad_input(f"{args.file}: {exc}")
     report = result.to_json(model)
-    if result.failure is not None and not args.no_html:
-        report["html"] = str(
-            write_failure_html(result, model, _html_path(args), source=str(args.file))
-        )
+    if result.failure is not None and args.html is not None:
+        report["html"] = str(write_failure_html(result, model, args.html, source=str(args.file)))
     if args.json:
         print(json.dumps(report, default=repr))
     else:

@@ -15,7 +15,7 @@ from harness.check.history import write_jsonl
 from harness.cli import check as cli
 from tests.jepsen.histories import events
 
-ETCD = Path("/work/shared/testdata/jepsen-etcd")
+ETCD = Path(__file__).resolve().parents[1] / "data" / "jepsen-etcd"
 
 
 def run(argv: list[str]) -> int:
@@ -71,13 +71,23 @@ def test_linearizable_unknown_exits_2(tmp_path: Path, capsys: pytest.CaptureFixt
     assert (report["verdict"], report["valid"], report["reason"]) == ("unknown", None, "memory")
 
 
-@pytest.mark.skipif(not ETCD.exists(), reason="etcd test data not present")
 def test_jepsen_log_format(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base = ["check", "linearizable", "--model", "cas-register", "--format", "jepsen-log"]
     assert run([*base, str(ETCD / "etcd_002.log")]) == 0
     assert run([*base, str(ETCD / "etcd_000.log"), "--html", str(tmp_path / "v.html")]) == 1
     out = capsys.readouterr().out
     assert "INVALID: 85 ops" in out and "read() -> 2  <- returned first" in out
+    assert "view: " + str(tmp_path / "v.html") in out and (tmp_path / "v.html").is_file()
+
+
+def test_no_html_view_unless_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    base = ["check", "linearizable", "--model", "cas-register", "--format", "jepsen-log"]
+    assert run([*base, str(ETCD / "etcd_000.log")]) == 1
+    assert "view: " not in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_queue_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
