@@ -183,29 +183,29 @@ class Cluster:
         if min(t_tick, t_msg) >= 1 << 62:
             return False
         if t_msg <= t_tick:
-            at, _, src, dst, message = heapq.heappop(self.queue)
-            self.now = max(self.now, at)
-            target = self.nodes.get(dst)
-            sender = self.nodes.get(src)
-            if target is None or not target.up:
-                self.dropped += 1
-                if (
-                    self.refuse_down
-                    and sender is not None
-                    and sender.up
-                    and (src, dst) not in self.cut
-                ):
-                    self.run(sender, sender.core.peer_unreachable(dst, self.now))
-            elif (src, dst) in self.cut:
-                self.dropped += 1
-            else:
-                self.run(target, target.core.handle(src, message, self.now))
+            self.deliver(heapq.heappop(self.queue))
         else:
             self.now = max(self.now, t_tick)
             for n in up:
                 if n.core.next_deadline_ms() <= self.now:
                     self.run(n, n.core.tick(self.now))
         return True
+
+    def deliver(self, item: tuple[int, int, int, int, Any]) -> None:
+        """Deliver one message taken off the queue, or drop it (stopped target, cut link). Time
+        moves to its arrival. Also called by drivers that pick messages by hand (tests/transcripts)."""
+        at, _, src, dst, message = item
+        self.now = max(self.now, at)
+        target = self.nodes.get(dst)
+        sender = self.nodes.get(src)
+        if target is None or not target.up:
+            self.dropped += 1
+            if self.refuse_down and sender is not None and sender.up and (src, dst) not in self.cut:
+                self.run(sender, sender.core.peer_unreachable(dst, self.now))
+        elif (src, dst) in self.cut:
+            self.dropped += 1
+        else:
+            self.run(target, target.core.handle(src, message, self.now))
 
     def advance(self, ms: int, max_events: int = 200_000) -> None:
         end = self.now + ms
