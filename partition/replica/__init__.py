@@ -2,7 +2,8 @@
 ReplicaManager + ReplicaFetcher rules, KIP-101/279/320/497/841/903/966), driven like the Raft
 core: `handle(input, now_ms)`, `tick(now_ms)`, `next_deadline_ms()`.
 
-- `core`: ReplicaCore, role transitions, dispatch; `leader` and `follower`: the rules;
+- `core`: ReplicaCore, role transitions, dispatch; `leader` and `follower`: the rules, functions
+  over `local_replica.LocalReplica` (the replica's explicit state) and the role they apply to;
 - `messages`: Fetch/Produce wire types and the MetadataUpdated input; `effects`: what it asks for;
 - `local_log`: the read-only log view it reads (ReplicaLog) and the PartitionLog adapter that
   executes its log effects; `config`: Kafka's names and defaults; `quorum_mode`: the fencing election and

@@ -1,5 +1,7 @@
 """The leader side of a partition replica: produce, serving fetches, the high watermark and
-ISR changes. Mixed into partition.replica.core.ReplicaCore, which owns the role transitions.
+ISR changes, as functions over the replica's explicit state (partition.replica.local_replica)
+and its Leader role (partition.replica.state). partition.replica.core.ReplicaCore owns the role
+and every transition; nothing here changes the role.
 
 Rules (each one a test in tests/replica/):
 - Produce: batches get offsets from the LEO and this leader's epoch (AppendAsLeader); acks=0
@@ -36,7 +38,6 @@ from typing import Any
 from partition.log import batch as rb
 from partition.log.errors import CorruptRecordError, InvalidRecordError
 from partition.log.producer_state import SequenceCheck
-from partition.replica.config import ReplicaConfig
 from partition.replica.effects import (
     AppendAsLeader,
     CompleteProduce,
@@ -45,7 +46,7 @@ from partition.replica.effects import (
     SendFetchResponse,
     UpdateHighWatermark,
 )
-from partition.replica.local_log import ReplicaLog
+from partition.replica.local_replica import LocalReplica
 from partition.replica.messages import (
     ACKS_ALL,
     ACKS_LEADER,
@@ -59,16 +60,14 @@ from partition.replica.messages import (
 )
 from partition.replica.state import (
     UNKNOWN_OFFSET,
-    FollowerReplica,
     InFlightAlterPartition,
     Leader,
     ParkedFetch,
     PendingProduce,
-    Role,
 )
 from quorum.controller.messages import AlterPartitionRequest, AlterPartitionResponse, BrokerState
 from quorum.metadata.errors import Errors
-from quorum.metadata.records import LeaderRecoveryState, Partition
+from quorum.metadata.records import LeaderRecoveryState
 
 # The controller's state moved past ours (partition epoch, or a new leader): an earlier copy of
 # our request may even have been committed. Wait for the records instead of retrying.
@@ -78,444 +77,422 @@ _WAIT_FOR_METADATA = frozenset({
 })  # fmt: skip
 
 
-class LeaderMixin:
-    node_id: int
-    topic_id: str
-    partition_id: int
-    config: ReplicaConfig
-    log: ReplicaLog
-    broker_epoch: int
-    partition: Partition | None
-    eligible_brokers: dict[int, int]
-    role: Role
-    _leo: int
-    _hw: int
-    _log_start: int
-    _latest_epoch: int
-    _logger: Any
+# ------------------------------------------------------------------------------ produce
 
-    # ------------------------------------------------------------------------------ helpers
 
-    def _isr(self) -> frozenset[int]:
-        return frozenset(self.partition.isr) if self.partition is not None else frozenset()
+def produce_error(
+    r: LocalReplica, req: ProduceRequest, error: Errors, message: str = ""
+) -> list[Effect]:
+    if req.acks == ACKS_NONE:
+        return []  # acks=0: the client does not wait for anything (Kafka closes instead)
+    leader_id, leader_epoch = r.leader_hint()
+    return [CompleteProduce(ProduceResponse(req.request_id, error, log_start_offset=r.log_start,
+                                            leader_id=leader_id, leader_epoch=leader_epoch,
+                                            message=message))]  # fmt: skip
 
-    def _maximal_isr(self, leader: Leader) -> frozenset[int]:
-        """KIP-497: while a change is in flight, the ISR is current | proposed (for HW and acks)."""
-        isr = self._isr()
-        return isr | leader.in_flight.proposed_isr if leader.in_flight is not None else isr
 
-    def _effective_min_isr(self) -> int:
-        replicas = len(self.partition.replicas) if self.partition is not None else 1
-        return min(self.config.min_insync_replicas, replicas)
-
-    def _is_under_min_isr(self) -> bool:
-        """ISR mode only: quorum mode has no ISR requirement (a majority of replicas commits)."""
-        return not self.config.is_quorum_mode and len(self._isr()) < self._effective_min_isr()
-
-    def _leader_hint(self) -> tuple[int, int]:
-        p = self.partition
-        return (p.leader, p.leader_epoch) if p is not None else (-1, -1)
-
-    def _is_eligible(self, f: FollowerReplica) -> bool:
-        """KIP-841/903: registered, unfenced, not shutting down, same broker epoch it fetched with."""
-        registered = self.eligible_brokers.get(f.replica_id)
-        return registered is not None and f.broker_epoch in (-1, registered)
-
-    # ------------------------------------------------------------------------------ produce
-
-    def _produce_error(self, req: ProduceRequest, error: Errors, message: str = "") -> list[Effect]:
-        if req.acks == ACKS_NONE:
-            return []  # acks=0: the client does not wait for anything (Kafka closes instead)
-        leader_id, leader_epoch = self._leader_hint()
-        return [CompleteProduce(ProduceResponse(req.request_id, error, log_start_offset=self._log_start,
-                                                leader_id=leader_id, leader_epoch=leader_epoch,
-                                                message=message))]  # fmt: skip
-
-    def _parse_produce(self, req: ProduceRequest) -> tuple[list[rb.BatchHeader], Errors, str]:
-        """The batches' headers, or the error to answer with (nothing is written then)."""
-        if req.acks not in (ACKS_NONE, ACKS_LEADER, ACKS_ALL):
-            return [], Errors.INVALID_REQUEST, f"acks={req.acks} (INVALID_REQUIRED_ACKS)"
-        try:
-            headers = list(rb.iter_headers(req.records))
-        except CorruptRecordError as exc:
-            return [], Errors.CORRUPT_MESSAGE, str(exc)
-        except InvalidRecordError as exc:
-            return [], Errors.INVALID_REQUEST, f"INVALID_RECORD: {exc}"
-        if not headers:
-            return [], Errors.INVALID_REQUEST, "INVALID_RECORD: no batch"
-        if len(headers) > 1 and any(h.has_producer_id for h in headers):
-            return [], Errors.INVALID_REQUEST, "INVALID_RECORD: one idempotent batch per partition"
-        limit = self.config.max_message_bytes
-        for h in headers:  # Kafka LogValidator: per batch, RecordTooLargeException
-            if h.batch_length + rb.LOG_OVERHEAD > limit:
-                return [], Errors.MESSAGE_TOO_LARGE, (
-                    f"batch of {h.batch_length + rb.LOG_OVERHEAD} bytes > max.message.bytes {limit}")
-        if req.acks == ACKS_ALL and self._is_under_min_isr():
-            # Checked before the append: nothing is written (Partition.appendRecordsToLeader).
-            isr = sorted(self._isr())
-            return [], Errors.NOT_ENOUGH_REPLICAS, f"ISR {isr} < {self._effective_min_isr()}"
-        return headers, Errors.NONE, ""
-
-    def _on_produce(self, req: ProduceRequest, now_ms: int) -> list[Effect]:
-        leader = self.role
-        if not isinstance(leader, Leader):
-            return self._produce_error(req, Errors.NOT_LEADER_OR_FOLLOWER)
-        headers, error, message = self._parse_produce(req)
-        if error is not Errors.NONE:
-            return self._produce_error(req, error, message)
-        first = headers[0]
-        if first.has_producer_id:
-            check = self.log.check_producer(first.producer_id, first.producer_epoch,
-                                            first.base_sequence, first.last_sequence)  # fmt: skip
-            match check.outcome:
-                case SequenceCheck.DUPLICATE:
-                    assert check.duplicate_of is not None
-                    dup = check.duplicate_of  # KIP-98: the original offsets; nothing written
-                    return self._acknowledge(leader, req, dup.first_offset, dup.last_offset, now_ms)
-                case SequenceCheck.OUT_OF_ORDER:
-                    return self._produce_error(req, Errors.OUT_OF_ORDER_SEQUENCE_NUMBER)
-                case SequenceCheck.FENCED:
-                    return self._produce_error(
-                        req, Errors.INVALID_PRODUCER_EPOCH, "PRODUCER_FENCED"
-                    )
-                case SequenceCheck.OK:
-                    pass
-        base = offset = self._leo
-        patched = bytearray(req.records)
-        for h in headers:
-            rb.patch(patched, h.position, offset, leader.leader_epoch)
-            offset += h.last_offset_delta + 1
-        effects: list[Effect] = [
-            AppendAsLeader(bytes(patched), base, offset - 1, leader.leader_epoch,
-                           flush=self.config.is_quorum_mode)
-        ]
-        self._leo = offset
-        self._latest_epoch = leader.leader_epoch
-        leader.wake_fetches = True  # parked follower fetches get the new batches on the next tick
-        effects += self._maybe_advance_hw(leader, now_ms)
-        effects += self._acknowledge(leader, req, base, offset - 1, now_ms)
-        return effects
-
-    def _acknowledge(
-        self, leader: Leader, req: ProduceRequest, base: int, last: int, now_ms: int
-    ) -> list[Effect]:
-        match req.acks:
-            case 0:
-                return []
-            case 1:
-                return [self._produce_done(req.request_id, base, last, Errors.NONE)]
-            case _:
-                pending = PendingProduce(req.request_id, base, last, now_ms + req.timeout_ms)
-                if self._hw >= pending.required_offset:
-                    return [
-                        self._produce_done(req.request_id, base, last, self._acks_all_outcome())
-                    ]
-                leader.pending_produces.append(pending)
-                return []
-
-    def _acks_all_outcome(self) -> Errors:
-        # Kafka checkEnoughReplicasReachOffset: replicated, but the ISR is below min ISR now.
-        return Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND if self._is_under_min_isr() else Errors.NONE
-
-    def _produce_done(
-        self, request_id: int, base: int, last: int, error: Errors
-    ) -> CompleteProduce:
-        leader_id, leader_epoch = self._leader_hint()
-        return CompleteProduce(ProduceResponse(request_id, error, base, last, self._log_start,
-                                               leader_id, leader_epoch))  # fmt: skip
-
-    def _complete_produces(self, leader: Leader) -> list[Effect]:
-        done = [p for p in leader.pending_produces if self._hw >= p.required_offset]
-        if not done:
-            return []
-        leader.pending_produces = [
-            p for p in leader.pending_produces if self._hw < p.required_offset
-        ]
-        outcome = self._acks_all_outcome()
-        return [
-            self._produce_done(p.request_id, p.base_offset, p.last_offset, outcome) for p in done
-        ]
-
-    def _fail_produces(self, leader: Leader, error: Errors) -> list[Effect]:
-        failed, leader.pending_produces = leader.pending_produces, []
-        return [
-            self._produce_done(p.request_id, p.base_offset, p.last_offset, error) for p in failed
-        ]
-
-    def _expire_produces(self, leader: Leader, now_ms: int) -> list[Effect]:
-        expired = [p for p in leader.pending_produces if p.deadline_ms <= now_ms]
-        if not expired:
-            return []
-        leader.pending_produces = [p for p in leader.pending_produces if p.deadline_ms > now_ms]
-        return [self._produce_done(p.request_id, p.base_offset, p.last_offset, Errors.REQUEST_TIMED_OUT)
-                for p in expired]  # fmt: skip
-
-    # ------------------------------------------------------------------------ high watermark
-
-    def _hw_candidate(self, leader: Leader, now_ms: int) -> int | None:
-        if self.config.is_quorum_mode:
-            replicas = self.partition.replicas if self.partition is not None else (self.node_id,)
-            leos = sorted((self._leo if r == self.node_id else leader.followers[r].log_end_offset
-                           for r in replicas), reverse=True)  # fmt: skip
-            return leos[len(replicas) // 2]  # the LEO a majority holds (Raft; KRaft LeaderState)
-        if self._is_under_min_isr():
-            return None  # strict min ISR (KAFKA-15583, KIP-966): the HW freezes
-        hw = self._leo
-        maximal = self._maximal_isr(leader)
-        lag = self.config.replica_lag_time_max_ms
-        for f in leader.followers.values():
-            joining = (f.log_end_offset != UNKNOWN_OFFSET and self._is_eligible(f)
-                       and f.is_caught_up(self._leo, now_ms, lag))  # fmt: skip
-            if f.replica_id in maximal or joining:
-                hw = min(hw, f.log_end_offset)
-        return hw
-
-    def _maybe_advance_hw(self, leader: Leader, now_ms: int) -> list[Effect]:
-        candidate = self._hw_candidate(leader, now_ms)
-        if candidate is None or candidate <= self._hw:
-            return []  # never backwards
-        if (self.config.is_quorum_mode and self._hw < leader.epoch_start_offset
-                and candidate <= leader.epoch_start_offset):  # fmt: skip
-            # Raft figure 8 (quorum mode only): an earlier epoch's tail is exposed only together
-            # with an entry of our own epoch (the epoch marker, core._append_epoch_marker). ISR
-            # mode needs no such rule (Kafka has none): the HW waits until every ISR member has
-            # fetched at this epoch (follower LEOs start unknown), so the whole ISR, the only
-            # possible future leaders, holds whatever the HW passes.
-            return []
-        self._logger.debug("partition.hw_advanced", high_watermark=candidate, previous=self._hw)
-        self._hw = candidate
-        leader.wake_fetches = True  # parked consumers may now read more
-        return [UpdateHighWatermark(candidate), *self._complete_produces(leader)]
-
-    # --------------------------------------------------------------------------------- fetch
-
-    def _fetch_error(self, req: FetchRequest, error: Errors, **fields: Any) -> list[Effect]:
-        leader_id, leader_epoch = self._leader_hint()
-        resp = FetchResponse(req.topic_id, req.partition, error, req.fetch_offset, req.request_id,
-                             high_watermark=self._hw, log_start_offset=self._log_start,
-                             log_end_offset=self._leo, leader_id=leader_id, leader_epoch=leader_epoch,
-                             **fields)  # fmt: skip
-        return [SendFetchResponse(req.replica_id, resp)]
-
-    def _fetch_answer(
-        self, req: FetchRequest, records: bytes, high_watermark: int
-    ) -> SendFetchResponse:
-        leader_id, leader_epoch = self._leader_hint()
-        resp = FetchResponse(req.topic_id, req.partition, Errors.NONE, req.fetch_offset, req.request_id,
-                             high_watermark, self._log_start, self._leo, records, None,
-                             leader_id, leader_epoch)  # fmt: skip
-        return SendFetchResponse(req.replica_id, resp)
-
-    def _diverging_epoch(self, req: FetchRequest) -> EpochEndOffset | None:
-        """KIP-320 (Kafka ReplicatedLog.validateOffsetAndEpoch): the follower's last fetched epoch
-        ends earlier here, or is unknown here, so its log has diverged from ours."""
-        if not self.config.leader_epoch_enable or req.last_fetched_epoch < 0:
-            return None
-        if req.fetch_offset <= self._log_start:
-            return None  # nothing of ours below the fetch offset to diverge from
-        epoch, end = self.log.end_offset_for(req.last_fetched_epoch)
-        if epoch < 0:
-            return EpochEndOffset(-1, -1)
-        if epoch < req.last_fetched_epoch or end < req.fetch_offset:
-            return EpochEndOffset(epoch, end)
-        return None
-
-    def _check_fetch_epoch(self, leader: Leader, req: FetchRequest) -> Errors:
-        if req.current_leader_epoch < 0 or req.current_leader_epoch == leader.leader_epoch:
-            return Errors.NONE
-        if req.current_leader_epoch < leader.leader_epoch:
-            return Errors.FENCED_LEADER_EPOCH  # the fetcher is behind (KIP-320)
-        return Errors.UNKNOWN_LEADER_EPOCH  # we are behind
-
-    def _on_fetch_request(self, req: FetchRequest, now_ms: int) -> list[Effect]:
-        leader = self.role
-        if not isinstance(leader, Leader):
-            return self._fetch_error(req, Errors.NOT_LEADER_OR_FOLLOWER)
-        error = self._check_fetch_epoch(leader, req)
-        if error is not Errors.NONE:
-            return self._fetch_error(req, error)
-        if req.replica_id == CONSUMER_REPLICA_ID:
-            return self._on_consumer_fetch(leader, req, now_ms)
-        follower = leader.followers.get(req.replica_id)
-        if follower is None:
-            return self._fetch_error(req, Errors.NOT_LEADER_OR_FOLLOWER)  # not a replica of ours
-        diverging = self._diverging_epoch(req)
-        if diverging is not None:
-            # Answered before any read and without updating the follower's fetch state (Kafka).
-            return self._fetch_error(req, Errors.NONE, diverging_epoch=diverging)
-        if not self._log_start <= req.fetch_offset <= self._leo:
-            return self._fetch_error(req, Errors.OFFSET_OUT_OF_RANGE)
-        high_watermark = self._hw  # before this fetch's effect on it, as Kafka's LogReadInfo
-        records = (
-            self.log.read(req.fetch_offset, req.max_bytes) if req.fetch_offset < self._leo else b""
-        )
-        follower.update_fetch_state(req.fetch_offset, req.last_fetched_epoch, self._leo, now_ms,
-                                    req.broker_epoch)  # fmt: skip
-        effects = self._maybe_expand_isr(leader, now_ms)
-        effects += self._maybe_advance_hw(leader, now_ms)
-        if not records and req.max_wait_ms > 0:
-            leader.parked_fetches.append(ParkedFetch(req, now_ms + req.max_wait_ms))
-        else:
-            effects.append(self._fetch_answer(req, records, high_watermark))
-        return effects
-
-    def _on_consumer_fetch(self, leader: Leader, req: FetchRequest, now_ms: int) -> list[Effect]:
-        # Consumers read below the HW only, but the range check is Kafka's LocalLog.read one,
-        # [log start, LEO]: a position in (HW, LEO] is not out of range, it gets no records (a
-        # new leader's HW may lag what consumers already read from the old one; an error there
-        # would reset them to the start: a non-monotonic poll).
-        if not self._log_start <= req.fetch_offset <= self._leo:
-            return self._fetch_error(req, Errors.OFFSET_OUT_OF_RANGE)
-        records = self._read_committed(req)
-        if not records and req.max_wait_ms > 0:
-            leader.parked_fetches.append(ParkedFetch(req, now_ms + req.max_wait_ms))
-            return []
-        return [self._fetch_answer(req, records, self._hw)]
-
-    def _read_committed(self, req: FetchRequest) -> bytes:
-        if req.fetch_offset >= self._hw:
-            return b""
-        return self.log.read(req.fetch_offset, req.max_bytes, max_offset=self._hw)
-
-    def _answer_parked_fetches(self, leader: Leader, now_ms: int) -> list[Effect]:
-        """Long polls (DelayedFetch): answer those with data now, or whose wait is over."""
-        woken, leader.wake_fetches = leader.wake_fetches, False
-        effects: list[Effect] = []
-        kept: list[ParkedFetch] = []
-        for parked in leader.parked_fetches:
-            req = parked.request
-            if req.replica_id == CONSUMER_REPLICA_ID:
-                if not self._log_start <= req.fetch_offset <= self._leo:
-                    effects += self._fetch_error(req, Errors.OFFSET_OUT_OF_RANGE)
-                    continue
-                records = self._read_committed(req) if woken else b""
-            elif not self._log_start <= req.fetch_offset <= self._leo:
-                effects += self._fetch_error(req, Errors.OFFSET_OUT_OF_RANGE)
-                continue
-            else:
-                records = (
-                    self.log.read(req.fetch_offset, req.max_bytes)
-                    if woken and req.fetch_offset < self._leo
-                    else b""
-                )
-            if records or parked.deadline_ms <= now_ms:
-                effects.append(self._fetch_answer(req, records, self._hw))
-            else:
-                kept.append(parked)
-        leader.parked_fetches = kept
-        return effects
-
-    def _fail_parked_fetches(self, leader: Leader) -> list[Effect]:
-        parked, leader.parked_fetches = leader.parked_fetches, []
-        return [
-            e for p in parked for e in self._fetch_error(p.request, Errors.NOT_LEADER_OR_FOLLOWER)
-        ]
-
-    # ----------------------------------------------------------------------------------- ISR
-
-    def _can_alter_isr(self, leader: Leader, now_ms: int) -> bool:
-        return leader.in_flight is None and now_ms >= leader.alter_retry_ms
-
-    def _maybe_expand_isr(self, leader: Leader, now_ms: int) -> list[Effect]:
-        if not self._can_alter_isr(leader, now_ms) or self.partition is None:
-            return []
-        if self.partition.leader_recovery_state == LeaderRecoveryState.RECOVERING:
-            # KIP-704: the ISR cannot grow until the leader reports itself RECOVERED.
-            return self._send_alter_partition(leader, self._isr(), now_ms)
-        isr = self._isr()
-        floor = max(self._hw, leader.epoch_start_offset)
-        lag = self.config.replica_lag_time_max_ms
-        # Kafka expands only on a follower's fetch (Partition.updateFollowerFetchState): a
-        # follower that has not fetched within the lag time is not rejoined on stale state
-        # (found by the data-plane simulation: cut followers re-added right after a shrink).
-        joining = {f.replica_id for f in leader.followers.values()
-                   if f.replica_id not in isr and f.log_end_offset >= floor and self._is_eligible(f)
-                   and now_ms - f.last_fetch_time_ms <= lag}  # fmt: skip
-        return self._send_alter_partition(leader, isr | joining, now_ms) if joining else []
-
-    def _maybe_resend_alter_partition(self, leader: Leader, now_ms: int) -> list[Effect]:
-        """No answer within the timeout: send the same request again. The proposal is never
-        dropped on a timeout (Kafka's AlterPartitionManager retries too): the first copy may
-        still commit, and the HW must keep counting the member it adds until we know."""
-        in_flight = leader.in_flight
-        if in_flight is None or leader.awaiting_metadata:
-            return []
-        if now_ms - in_flight.sent_ms < self.config.alter_partition_timeout_ms:
-            return []
-        leader.in_flight = dataclasses.replace(in_flight, sent_ms=now_ms)
-        self._logger.info("partition.isr_change_resent", proposed=sorted(in_flight.proposed_isr))
-        return [SendAlterPartition(in_flight.request)]
-
-    def _maybe_shrink_isr(self, leader: Leader, now_ms: int) -> list[Effect]:
-        if not self._can_alter_isr(leader, now_ms):
-            return []
-        isr = self._isr()
-        lag = self.config.replica_lag_time_max_ms
-        out = {f.replica_id for f in leader.followers.values()
-               if f.replica_id in isr and not f.is_caught_up(self._leo, now_ms, lag)}  # fmt: skip
-        return self._send_alter_partition(leader, isr - out, now_ms) if out else []
-
-    def _send_alter_partition(
-        self, leader: Leader, new_isr: frozenset[int], now_ms: int
-    ) -> list[Effect]:
-        assert self.partition is not None
-        members = tuple(
-            BrokerState(b, self.broker_epoch if b == self.node_id else leader.followers[b].broker_epoch)
-            for b in sorted(new_isr))  # fmt: skip
-        req = AlterPartitionRequest(self.node_id, self.broker_epoch, self.topic_id, self.partition_id,
-                                    leader.leader_epoch, members, self.partition.partition_epoch,
-                                    LeaderRecoveryState.RECOVERED)  # fmt: skip
-        leader.in_flight = InFlightAlterPartition(req, frozenset(new_isr), now_ms)
-        self._logger.info("partition.isr_change_proposed", isr=sorted(self._isr()), proposed=sorted(new_isr),
-                          partition_epoch=self.partition.partition_epoch)  # fmt: skip
-        return [SendAlterPartition(req)]
-
-    def _on_alter_partition_response(
-        self, resp: AlterPartitionResponse, now_ms: int
-    ) -> list[Effect]:
-        leader = self.role
-        if not isinstance(leader, Leader) or leader.in_flight is None or self.partition is None:
-            return []
-        if resp.error is Errors.NONE and (resp.topic_id, resp.partition) != (
-            self.topic_id,
-            self.partition_id,
-        ):
-            return []
-        if resp.error is not Errors.NONE:
-            self._logger.info("partition.isr_change_failed", error=resp.error.name)
-            if resp.error in _WAIT_FOR_METADATA:
-                # The outcome is unknown to us (an earlier copy of this request may have been
-                # committed): keep counting the proposal in the maximal ISR, which only holds the
-                # HW back, until the metadata tells what the controller committed.
-                leader.awaiting_metadata = True
-                return []
-            leader.in_flight = (
-                None  # INELIGIBLE_REPLICA, NOT_CONTROLLER, INVALID_REQUEST...: not applied
+def _parse_produce(
+    r: LocalReplica, req: ProduceRequest
+) -> tuple[list[rb.BatchHeader], Errors, str]:
+    """The batches' headers, or the error to answer with (nothing is written then)."""
+    if req.acks not in (ACKS_NONE, ACKS_LEADER, ACKS_ALL):
+        return [], Errors.INVALID_REQUEST, f"acks={req.acks} (INVALID_REQUIRED_ACKS)"
+    try:
+        headers = list(rb.iter_headers(req.records))
+    except CorruptRecordError as exc:
+        return [], Errors.CORRUPT_MESSAGE, str(exc)
+    except InvalidRecordError as exc:
+        return [], Errors.INVALID_REQUEST, f"INVALID_RECORD: {exc}"
+    if not headers:
+        return [], Errors.INVALID_REQUEST, "INVALID_RECORD: no batch"
+    if len(headers) > 1 and any(h.has_producer_id for h in headers):
+        return [], Errors.INVALID_REQUEST, "INVALID_RECORD: one idempotent batch per partition"
+    limit = r.config.max_message_bytes
+    for h in headers:  # Kafka LogValidator: per batch, RecordTooLargeException
+        if h.batch_length + rb.LOG_OVERHEAD > limit:
+            return (
+                [],
+                Errors.MESSAGE_TOO_LARGE,
+                (f"batch of {h.batch_length + rb.LOG_OVERHEAD} bytes > max.message.bytes {limit}"),
             )
-            leader.alter_retry_ms = now_ms + self.config.alter_partition_backoff_ms
-            return self._maybe_advance_hw(leader, now_ms)  # the maximal ISR shrank back
-        leader.in_flight = None
-        if resp.leader != self.node_id or resp.leader_epoch != leader.leader_epoch:
+    if req.acks == ACKS_ALL and r.is_under_min_isr():
+        # Checked before the append: nothing is written (Partition.appendRecordsToLeader).
+        isr = sorted(r.isr())
+        return [], Errors.NOT_ENOUGH_REPLICAS, f"ISR {isr} < {r.effective_min_isr()}"
+    return headers, Errors.NONE, ""
+
+
+def on_produce(r: LocalReplica, leader: Leader, req: ProduceRequest, now_ms: int) -> list[Effect]:
+    headers, error, message = _parse_produce(r, req)
+    if error is not Errors.NONE:
+        return produce_error(r, req, error, message)
+    first = headers[0]
+    if first.has_producer_id:
+        check = r.log.check_producer(first.producer_id, first.producer_epoch,
+                                     first.base_sequence, first.last_sequence)  # fmt: skip
+        match check.outcome:
+            case SequenceCheck.DUPLICATE:
+                assert check.duplicate_of is not None
+                dup = check.duplicate_of  # KIP-98: the original offsets; nothing written
+                return _acknowledge(r, leader, req, dup.first_offset, dup.last_offset, now_ms)
+            case SequenceCheck.OUT_OF_ORDER:
+                return produce_error(r, req, Errors.OUT_OF_ORDER_SEQUENCE_NUMBER)
+            case SequenceCheck.FENCED:
+                return produce_error(r, req, Errors.INVALID_PRODUCER_EPOCH, "PRODUCER_FENCED")
+            case SequenceCheck.OK:
+                pass
+    base = offset = r.leo
+    patched = bytearray(req.records)
+    for h in headers:
+        rb.patch(patched, h.position, offset, leader.leader_epoch)
+        offset += h.last_offset_delta + 1
+    effects: list[Effect] = [
+        AppendAsLeader(
+            bytes(patched), base, offset - 1, leader.leader_epoch, flush=r.config.is_quorum_mode
+        )
+    ]
+    r.leo = offset
+    r.latest_epoch = leader.leader_epoch
+    leader.wake_fetches = True  # parked follower fetches get the new batches on the next tick
+    effects += maybe_advance_hw(r, leader, now_ms)
+    effects += _acknowledge(r, leader, req, base, offset - 1, now_ms)
+    return effects
+
+
+def _acknowledge(
+    r: LocalReplica, leader: Leader, req: ProduceRequest, base: int, last: int, now_ms: int
+) -> list[Effect]:
+    match req.acks:
+        case 0:
+            return []
+        case 1:
+            return [_produce_done(r, req.request_id, base, last, Errors.NONE)]
+        case _:
+            pending = PendingProduce(req.request_id, base, last, now_ms + req.timeout_ms)
+            if r.hw >= pending.required_offset:
+                return [_produce_done(r, req.request_id, base, last, _acks_all_outcome(r))]
+            leader.pending_produces.append(pending)
+            return []
+
+
+def _acks_all_outcome(r: LocalReplica) -> Errors:
+    # Kafka checkEnoughReplicasReachOffset: replicated, but the ISR is below min ISR now.
+    return Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND if r.is_under_min_isr() else Errors.NONE
+
+
+def _produce_done(
+    r: LocalReplica, request_id: int, base: int, last: int, error: Errors
+) -> CompleteProduce:
+    leader_id, leader_epoch = r.leader_hint()
+    return CompleteProduce(ProduceResponse(request_id, error, base, last, r.log_start,
+                                           leader_id, leader_epoch))  # fmt: skip
+
+
+def _complete_produces(r: LocalReplica, leader: Leader) -> list[Effect]:
+    done = [p for p in leader.pending_produces if r.hw >= p.required_offset]
+    if not done:
+        return []
+    leader.pending_produces = [p for p in leader.pending_produces if r.hw < p.required_offset]
+    outcome = _acks_all_outcome(r)
+    return [_produce_done(r, p.request_id, p.base_offset, p.last_offset, outcome) for p in done]
+
+
+def fail_produces(r: LocalReplica, leader: Leader, error: Errors) -> list[Effect]:
+    failed, leader.pending_produces = leader.pending_produces, []
+    return [_produce_done(r, p.request_id, p.base_offset, p.last_offset, error) for p in failed]
+
+
+def expire_produces(r: LocalReplica, leader: Leader, now_ms: int) -> list[Effect]:
+    expired = [p for p in leader.pending_produces if p.deadline_ms <= now_ms]
+    if not expired:
+        return []
+    leader.pending_produces = [p for p in leader.pending_produces if p.deadline_ms > now_ms]
+    return [_produce_done(r, p.request_id, p.base_offset, p.last_offset, Errors.REQUEST_TIMED_OUT)
+            for p in expired]  # fmt: skip
+
+
+# ------------------------------------------------------------------------ high watermark
+
+
+def _hw_candidate(r: LocalReplica, leader: Leader, now_ms: int) -> int | None:
+    if r.config.is_quorum_mode:
+        replicas = r.partition.replicas if r.partition is not None else (r.node_id,)
+        leos = sorted((r.leo if b == r.node_id else leader.followers[b].log_end_offset
+                       for b in replicas), reverse=True)  # fmt: skip
+        return leos[len(replicas) // 2]  # the LEO a majority holds (Raft; KRaft LeaderState)
+    if r.is_under_min_isr():
+        return None  # strict min ISR (KAFKA-15583, KIP-966): the HW freezes
+    hw = r.leo
+    maximal = r.maximal_isr(leader)
+    lag = r.config.replica_lag_time_max_ms
+    for f in leader.followers.values():
+        joining = (f.log_end_offset != UNKNOWN_OFFSET and r.is_eligible(f)
+                   and f.is_caught_up(r.leo, now_ms, lag))  # fmt: skip
+        if f.replica_id in maximal or joining:
+            hw = min(hw, f.log_end_offset)
+    return hw
+
+
+def maybe_advance_hw(r: LocalReplica, leader: Leader, now_ms: int) -> list[Effect]:
+    candidate = _hw_candidate(r, leader, now_ms)
+    if candidate is None or candidate <= r.hw:
+        return []  # never backwards
+    if (r.config.is_quorum_mode and r.hw < leader.epoch_start_offset
+            and candidate <= leader.epoch_start_offset):  # fmt: skip
+        # Raft figure 8 (quorum mode only): an earlier epoch's tail is exposed only together
+        # with an entry of our own epoch (the epoch marker, core._append_epoch_marker). ISR
+        # mode needs no such rule (Kafka has none): the HW waits until every ISR member has
+        # fetched at this epoch (follower LEOs start unknown), so the whole ISR, the only
+        # possible future leaders, holds whatever the HW passes.
+        return []
+    r.logger.debug("partition.hw_advanced", high_watermark=candidate, previous=r.hw)
+    r.hw = candidate
+    leader.wake_fetches = True  # parked consumers may now read more
+    return [UpdateHighWatermark(candidate), *_complete_produces(r, leader)]
+
+
+# --------------------------------------------------------------------------------- fetch
+
+
+def fetch_error(r: LocalReplica, req: FetchRequest, error: Errors, **fields: Any) -> list[Effect]:
+    leader_id, leader_epoch = r.leader_hint()
+    resp = FetchResponse(req.topic_id, req.partition, error, req.fetch_offset, req.request_id,
+                         high_watermark=r.hw, log_start_offset=r.log_start,
+                         log_end_offset=r.leo, leader_id=leader_id, leader_epoch=leader_epoch,
+                         **fields)  # fmt: skip
+    return [SendFetchResponse(req.replica_id, resp)]
+
+
+def _fetch_answer(
+    r: LocalReplica, req: FetchRequest, records: bytes, high_watermark: int
+) -> SendFetchResponse:
+    leader_id, leader_epoch = r.leader_hint()
+    resp = FetchResponse(req.topic_id, req.partition, Errors.NONE, req.fetch_offset, req.request_id,
+                         high_watermark, r.log_start, r.leo, records, None,
+                         leader_id, leader_epoch)  # fmt: skip
+    return SendFetchResponse(req.replica_id, resp)
+
+
+def _diverging_epoch(r: LocalReplica, req: FetchRequest) -> EpochEndOffset | None:
+    """KIP-320 (Kafka ReplicatedLog.validateOffsetAndEpoch): the follower's last fetched epoch
+    ends earlier here, or is unknown here, so its log has diverged from ours."""
+    if not r.config.leader_epoch_enable or req.last_fetched_epoch < 0:
+        return None
+    if req.fetch_offset <= r.log_start:
+        return None  # nothing of ours below the fetch offset to diverge from
+    epoch, end = r.log.end_offset_for(req.last_fetched_epoch)
+    if epoch < 0:
+        return EpochEndOffset(-1, -1)
+    if epoch < req.last_fetched_epoch or end < req.fetch_offset:
+        return EpochEndOffset(epoch, end)
+    return None
+
+
+def _check_fetch_epoch(r: LocalReplica, leader: Leader, req: FetchRequest) -> Errors:
+    if req.current_leader_epoch < 0 or req.current_leader_epoch == leader.leader_epoch:
+        return Errors.NONE
+    if req.current_leader_epoch < leader.leader_epoch:
+        return Errors.FENCED_LEADER_EPOCH  # the fetcher is behind (KIP-320)
+    return Errors.UNKNOWN_LEADER_EPOCH  # we are behind
+
+
+def on_fetch_request(
+    r: LocalReplica, leader: Leader, req: FetchRequest, now_ms: int
+) -> list[Effect]:
+    error = _check_fetch_epoch(r, leader, req)
+    if error is not Errors.NONE:
+        return fetch_error(r, req, error)
+    if req.replica_id == CONSUMER_REPLICA_ID:
+        return _on_consumer_fetch(r, leader, req, now_ms)
+    follower = leader.followers.get(req.replica_id)
+    if follower is None:
+        return fetch_error(r, req, Errors.NOT_LEADER_OR_FOLLOWER)  # not a replica of ours
+    diverging = _diverging_epoch(r, req)
+    if diverging is not None:
+        # Answered before any read and without updating the follower's fetch state (Kafka).
+        return fetch_error(r, req, Errors.NONE, diverging_epoch=diverging)
+    if not r.log_start <= req.fetch_offset <= r.leo:
+        return fetch_error(r, req, Errors.OFFSET_OUT_OF_RANGE)
+    high_watermark = r.hw  # before this fetch's effect on it, as Kafka's LogReadInfo
+    records = r.log.read(req.fetch_offset, req.max_bytes) if req.fetch_offset < r.leo else b""
+    follower.update_fetch_state(req.fetch_offset, req.last_fetched_epoch, r.leo, now_ms,
+                                req.broker_epoch)  # fmt: skip
+    effects = maybe_expand_isr(r, leader, now_ms)
+    effects += maybe_advance_hw(r, leader, now_ms)
+    if not records and req.max_wait_ms > 0:
+        leader.parked_fetches.append(ParkedFetch(req, now_ms + req.max_wait_ms))
+    else:
+        effects.append(_fetch_answer(r, req, records, high_watermark))
+    return effects
+
+
+def _on_consumer_fetch(
+    r: LocalReplica, leader: Leader, req: FetchRequest, now_ms: int
+) -> list[Effect]:
+    # Consumers read below the HW only, but the range check is Kafka's LocalLog.read one,
+    # [log start, LEO]: a position in (HW, LEO] is not out of range, it gets no records (a
+    # new leader's HW may lag what consumers already read from the old one; an error there
+    # would reset them to the start: a non-monotonic poll).
+    if not r.log_start <= req.fetch_offset <= r.leo:
+        return fetch_error(r, req, Errors.OFFSET_OUT_OF_RANGE)
+    records = _read_committed(r, req)
+    if not records and req.max_wait_ms > 0:
+        leader.parked_fetches.append(ParkedFetch(req, now_ms + req.max_wait_ms))
+        return []
+    return [_fetch_answer(r, req, records, r.hw)]
+
+
+def _read_committed(r: LocalReplica, req: FetchRequest) -> bytes:
+    if req.fetch_offset >= r.hw:
+        return b""
+    return r.log.read(req.fetch_offset, req.max_bytes, max_offset=r.hw)
+
+
+def answer_parked_fetches(r: LocalReplica, leader: Leader, now_ms: int) -> list[Effect]:
+    """Long polls (DelayedFetch): answer those with data now, or whose wait is over."""
+    woken, leader.wake_fetches = leader.wake_fetches, False
+    effects: list[Effect] = []
+    kept: list[ParkedFetch] = []
+    for parked in leader.parked_fetches:
+        req = parked.request
+        if req.replica_id == CONSUMER_REPLICA_ID:
+            if not r.log_start <= req.fetch_offset <= r.leo:
+                effects += fetch_error(r, req, Errors.OFFSET_OUT_OF_RANGE)
+                continue
+            records = _read_committed(r, req) if woken else b""
+        elif not r.log_start <= req.fetch_offset <= r.leo:
+            effects += fetch_error(r, req, Errors.OFFSET_OUT_OF_RANGE)
+            continue
+        else:
+            records = (
+                r.log.read(req.fetch_offset, req.max_bytes)
+                if woken and req.fetch_offset < r.leo
+                else b""
+            )
+        if records or parked.deadline_ms <= now_ms:
+            effects.append(_fetch_answer(r, req, records, r.hw))
+        else:
+            kept.append(parked)
+    leader.parked_fetches = kept
+    return effects
+
+
+def fail_parked_fetches(r: LocalReplica, leader: Leader) -> list[Effect]:
+    parked, leader.parked_fetches = leader.parked_fetches, []
+    return [e for p in parked for e in fetch_error(r, p.request, Errors.NOT_LEADER_OR_FOLLOWER)]
+
+
+# ----------------------------------------------------------------------------------- ISR
+
+
+def _can_alter_isr(leader: Leader, now_ms: int) -> bool:
+    return leader.in_flight is None and now_ms >= leader.alter_retry_ms
+
+
+def maybe_expand_isr(r: LocalReplica, leader: Leader, now_ms: int) -> list[Effect]:
+    if not _can_alter_isr(leader, now_ms) or r.partition is None:
+        return []
+    if r.partition.leader_recovery_state == LeaderRecoveryState.RECOVERING:
+        # KIP-704: the ISR cannot grow until the leader reports itself RECOVERED.
+        return _send_alter_partition(r, leader, r.isr(), now_ms)
+    isr = r.isr()
+    floor = max(r.hw, leader.epoch_start_offset)
+    lag = r.config.replica_lag_time_max_ms
+    # Kafka expands only on a follower's fetch (Partition.updateFollowerFetchState): a
+    # follower that has not fetched within the lag time is not rejoined on stale state
+    # (found by the data-plane simulation: cut followers re-added right after a shrink).
+    joining = {f.replica_id for f in leader.followers.values()
+               if f.replica_id not in isr and f.log_end_offset >= floor and r.is_eligible(f)
+               and now_ms - f.last_fetch_time_ms <= lag}  # fmt: skip
+    return _send_alter_partition(r, leader, isr | joining, now_ms) if joining else []
+
+
+def maybe_resend_alter_partition(r: LocalReplica, leader: Leader, now_ms: int) -> list[Effect]:
+    """No answer within the timeout: send the same request again. The proposal is never
+    dropped on a timeout (Kafka's AlterPartitionManager retries too): the first copy may
+    still commit, and the HW must keep counting the member it adds until we know."""
+    in_flight = leader.in_flight
+    if in_flight is None or leader.awaiting_metadata:
+        return []
+    if now_ms - in_flight.sent_ms < r.config.alter_partition_timeout_ms:
+        return []
+    leader.in_flight = dataclasses.replace(in_flight, sent_ms=now_ms)
+    r.logger.info("partition.isr_change_resent", proposed=sorted(in_flight.proposed_isr))
+    return [SendAlterPartition(in_flight.request)]
+
+
+def maybe_shrink_isr(r: LocalReplica, leader: Leader, now_ms: int) -> list[Effect]:
+    if not _can_alter_isr(leader, now_ms):
+        return []
+    isr = r.isr()
+    lag = r.config.replica_lag_time_max_ms
+    out = {f.replica_id for f in leader.followers.values()
+           if f.replica_id in isr and not f.is_caught_up(r.leo, now_ms, lag)}  # fmt: skip
+    return _send_alter_partition(r, leader, isr - out, now_ms) if out else []
+
+
+def _send_alter_partition(
+    r: LocalReplica, leader: Leader, new_isr: frozenset[int], now_ms: int
+) -> list[Effect]:
+    assert r.partition is not None
+    members = tuple(
+        BrokerState(b, r.broker_epoch if b == r.node_id else leader.followers[b].broker_epoch)
+        for b in sorted(new_isr))  # fmt: skip
+    req = AlterPartitionRequest(r.node_id, r.broker_epoch, r.topic_id, r.partition_id,
+                                leader.leader_epoch, members, r.partition.partition_epoch,
+                                LeaderRecoveryState.RECOVERED)  # fmt: skip
+    leader.in_flight = InFlightAlterPartition(req, frozenset(new_isr), now_ms)
+    r.logger.info("partition.isr_change_proposed", isr=sorted(r.isr()), proposed=sorted(new_isr),
+                  partition_epoch=r.partition.partition_epoch)  # fmt: skip
+    return [SendAlterPartition(req)]
+
+
+def on_alter_partition_response(
+    r: LocalReplica, leader: Leader, resp: AlterPartitionResponse, now_ms: int
+) -> list[Effect]:
+    if leader.in_flight is None or r.partition is None:
+        return []
+    if resp.error is Errors.NONE and (resp.topic_id, resp.partition) != (
+        r.topic_id,
+        r.partition_id,
+    ):
+        return []
+    if resp.error is not Errors.NONE:
+        r.logger.info("partition.isr_change_failed", error=resp.error.name)
+        if resp.error in _WAIT_FOR_METADATA:
+            # The outcome is unknown to us (an earlier copy of this request may have been
+            # committed): keep counting the proposal in the maximal ISR, which only holds the
+            # HW back, until the metadata tells what the controller committed.
             leader.awaiting_metadata = True
             return []
-        if resp.partition_epoch <= self.partition.partition_epoch:
-            return self._maybe_advance_hw(leader, now_ms)  # the records got here first
-        old = self.partition
-        self.partition = dataclasses.replace(old, isr=resp.isr, partition_epoch=resp.partition_epoch,
-                                             leader_recovery_state=resp.leader_recovery_state)  # fmt: skip
-        return self._after_isr_change(leader, frozenset(old.isr), now_ms)
+        leader.in_flight = (
+            None  # INELIGIBLE_REPLICA, NOT_CONTROLLER, INVALID_REQUEST...: not applied
+        )
+        leader.alter_retry_ms = now_ms + r.config.alter_partition_backoff_ms
+        return maybe_advance_hw(r, leader, now_ms)  # the maximal ISR shrank back
+    leader.in_flight = None
+    if resp.leader != r.node_id or resp.leader_epoch != leader.leader_epoch:
+        leader.awaiting_metadata = True
+        return []
+    if resp.partition_epoch <= r.partition.partition_epoch:
+        return maybe_advance_hw(r, leader, now_ms)  # the records got here first
+    old = r.partition
+    r.partition = dataclasses.replace(old, isr=resp.isr, partition_epoch=resp.partition_epoch,
+                                      leader_recovery_state=resp.leader_recovery_state)  # fmt: skip
+    return after_isr_change(r, leader, frozenset(old.isr), now_ms)
 
-    def _after_isr_change(
-        self, leader: Leader, old_isr: frozenset[int], now_ms: int
-    ) -> list[Effect]:
-        isr = self._isr()
-        if isr != old_isr:
-            event = "partition.isr_shrunk" if isr < old_isr else "partition.isr_expanded"
-            self._logger.info(event, isr=sorted(isr), previous=sorted(old_isr),
-                              partition_epoch=self.partition.partition_epoch if self.partition else -1)  # fmt: skip
-        effects: list[Effect] = []
-        if self._is_under_min_isr():
-            effects += self._fail_produces(leader, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
-        effects += self._maybe_advance_hw(leader, now_ms)
-        effects += self._maybe_expand_isr(leader, now_ms)
-        return effects
+
+def after_isr_change(
+    r: LocalReplica, leader: Leader, old_isr: frozenset[int], now_ms: int
+) -> list[Effect]:
+    isr = r.isr()
+    if isr != old_isr:
+        event = "partition.isr_shrunk" if isr < old_isr else "partition.isr_expanded"
+        r.logger.info(event, isr=sorted(isr), previous=sorted(old_isr),
+                      partition_epoch=r.partition.partition_epoch if r.partition else -1)  # fmt: skip
+    effects: list[Effect] = []
+    if r.is_under_min_isr():
+        effects += fail_produces(r, leader, Errors.NOT_ENOUGH_REPLICAS_AFTER_APPEND)
+    effects += maybe_advance_hw(r, leader, now_ms)
+    effects += maybe_expand_isr(r, leader, now_ms)
+    return effects

@@ -1,6 +1,9 @@
-"""Bookkeeping of a leader for one epoch (after Kafka's LeaderState): what each voter holds, parked
+"""The leader role of one epoch (after Kafka's LeaderState): what each replica holds, parked
 long-poll fetches, the proposal batch under linger, BeginQuorumEpoch acks, read barriers and
-check-quorum. Pure data + arithmetic; quorum.raft.core turns decisions into effects.
+check-quorum, and the leader's side of the protocol over the local log view: serving Fetch
+(Kafka's validateOffsetAndEpoch: divergence, snapshots) and FetchSnapshot, appends, the high
+watermark, no-ops. It changes no role: the caller resigns when `has_quorum_contact` fails, and
+QuorumState calls `close()` when it swaps the role out.
 
 Invariants:
 - the high watermark only moves forward, and only to an offset held by a majority of voters
@@ -13,10 +16,30 @@ Invariants:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from quorum.raft.log import Entry
-from quorum.raft.messages import FetchRequest
+from quorum import codec
+from quorum.raft.config import RaftConfig
+from quorum.raft.effects import (
+    Effect,
+    FlushLog,
+    ReadBarrierCompleted,
+    ReadBarrierFailed,
+    Send,
+)
+from quorum.raft.log import Entry, OffsetAndEpoch
+from quorum.raft.log_view import LogView
+from quorum.raft.messages import (
+    BeginQuorumEpochRequest,
+    ErrorCode,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    LeaderChangeRecord,
+    NoOpRecord,
+)
 
 
 @dataclass(slots=True)
@@ -46,11 +69,17 @@ class ReadBarrier:
 
 @dataclass(slots=True)
 class LeaderState:
+    """The leader role of one epoch (Kafka's LeaderState): what each replica holds, and the
+    leader's side of the protocol over the local log view. Created by QuorumState.to_leader,
+    held by state.LeaderRole, closed when QuorumState swaps the role out."""
+
     epoch: int
     node_id: int
     voters: tuple[int, ...]
     epoch_start_offset: int  # offset of this epoch's LeaderChange record
     now_ms: int
+    config: RaftConfig
+    view: LogView
     granting_voters: tuple[int, ...] = ()
     voter_progress: dict[int, ReplicaProgress] = field(default_factory=dict)
     observer_progress: dict[int, ReplicaProgress] = field(default_factory=dict)
@@ -71,6 +100,8 @@ class LeaderState:
         self.unacked_begin = {v for v in self.voters if v != self.node_id}
         self.last_append_ms = self.now_ms
         self.check_quorum_start_ms = self.now_ms
+
+    # --------------------------------------------------------------------------- arithmetic
 
     @property
     def majority(self) -> int:
@@ -101,8 +132,9 @@ class LeaderState:
         ends.reverse()
         return ends[self.majority - 1]
 
-    def has_quorum_contact(self, now_ms: int, timeout_ms: int) -> bool:
-        """Check-quorum (KAFKA-15489): a majority (counting us) fetched within timeout_ms."""
+    def has_quorum_contact(self, now_ms: int) -> bool:
+        """Check-quorum (KAFKA-15489): a majority (counting us) fetched within the timeout."""
+        timeout_ms = self.config.check_quorum_timeout_ms
         live = 1
         for v, p in self.voter_progress.items():
             last = p.last_fetch_ms
@@ -110,7 +142,7 @@ class LeaderState:
                 live += 1
         return live >= self.majority
 
-    def check_quorum_deadline_ms(self, timeout_ms: int) -> int:
+    def check_quorum_deadline_ms(self) -> int:
         """When has_quorum_contact may next turn false."""
         fetch_times = sorted(
             (p.last_fetch_ms or 0 for v, p in self.voter_progress.items() if v != self.node_id),
@@ -119,7 +151,7 @@ class LeaderState:
         needed = self.majority - 1  # others needed besides us
         if needed <= 0 or len(fetch_times) < needed:
             return 1 << 62
-        return fetch_times[needed - 1] + timeout_ms + 1
+        return fetch_times[needed - 1] + self.config.check_quorum_timeout_ms + 1
 
     def confirmed_round(self) -> int:
         """The newest read round a majority (counting us, always current) has echoed."""
@@ -136,14 +168,269 @@ class LeaderState:
         others.sort(key=lambda p: (-p.end_offset, p.node_id))
         return tuple(p.node_id for p in others)
 
-    def next_deadline_ms(self, check_quorum_timeout_ms: int, idle_interval_ms: int) -> int:
-        deadlines = [self.check_quorum_deadline_ms(check_quorum_timeout_ms)]
+    def next_deadline_ms(self) -> int:
+        deadlines = [self.check_quorum_deadline_ms()]
         if self.unacked_begin:
             deadlines.append(self.begin_resend_ms)
         if self.parked:
             deadlines.append(min(p.deadline_ms for p in self.parked))
         if self.batch_deadline_ms is not None:
             deadlines.append(self.batch_deadline_ms)
+        idle_interval_ms = self.config.max_idle_interval_ms
         if idle_interval_ms > 0 and not self.batch:  # a lingering batch is the next append
             deadlines.append(self.last_append_ms + idle_interval_ms)
         return min(deadlines)
+
+    # ---------------------------------------------------------------- the epoch's life
+
+    def begin_epoch(self, now_ms: int) -> list[Effect]:
+        """Right after the transition: the LeaderChange control record opens the epoch
+        (KIP-595; committing it lets the HW move), and BeginQuorumEpoch tells the voters."""
+        record = LeaderChangeRecord(self.node_id, self.epoch, self.voters, self.granting_voters)
+        entry = Entry(self.view.end, self.epoch, codec.encode(record), control=True)
+        effects = self.append([entry], now_ms)
+        begin = BeginQuorumEpochRequest(self.epoch, self.node_id)
+        effects += [Send(v, begin) for v in sorted(self.unacked_begin)]
+        self.begin_resend_ms = now_ms + self.config.begin_quorum_resend_ms
+        return effects
+
+    def tick(self, now_ms: int) -> list[Effect]:
+        """Timers of a leader that still has quorum contact (the caller resigns otherwise)."""
+        cfg = self.config
+        effects: list[Effect] = []
+        if self.batch_deadline_ms is not None and now_ms >= self.batch_deadline_ms:
+            effects += self.flush_batch(now_ms)
+        idle = cfg.max_idle_interval_ms
+        if idle > 0 and now_ms >= self.last_append_ms + idle and not self.batch:
+            noop = Entry(self.view.end, self.epoch, codec.encode(NoOpRecord()), control=True)
+            effects += self.append([noop], now_ms)
+        if any(now_ms >= p.deadline_ms for p in self.parked):
+            effects += self.complete_parked(now_ms, only_with_data=True)
+        if self.unacked_begin and now_ms >= self.begin_resend_ms:
+            begin = BeginQuorumEpochRequest(self.epoch, self.node_id)
+            effects += [Send(v, begin) for v in sorted(self.unacked_begin)]
+            self.begin_resend_ms = now_ms + cfg.begin_quorum_resend_ms
+        return effects
+
+    def close(self) -> list[Effect]:
+        """Leaving the leader role: fail waiting barriers (the batch never reached the log), and
+        answer parked long polls NOT_LEADER_OR_FOLLOWER so fetchers move on at once."""
+        failed: list[Effect] = [
+            ReadBarrierFailed(b.request_id, None, self.epoch) for b in self.barriers
+        ]
+        for p in self.parked:
+            error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            answer = FetchResponse(
+                error,
+                None,
+                self.epoch,
+                p.request.fetch_offset,
+                last_fetched_epoch=p.request.last_fetched_epoch,
+            )
+            failed.append(Send(p.src, answer))
+        self.barriers.clear()
+        self.batch.clear()
+        self.parked.clear()
+        return failed
+
+    # ------------------------------------------------------------- appends and the HW
+
+    def propose(self, records: Sequence[bytes], now_ms: int) -> tuple[int, list[Effect]]:
+        """Batch `records` (group commit under linger); returns the first offset they get."""
+        first = self.view.end + len(self.batch)
+        for i, data in enumerate(records):
+            self.batch.append(Entry(first + i, self.epoch, bytes(data)))
+        effects: list[Effect] = []
+        linger = self.config.append_linger_ms
+        if linger == 0 or len(self.batch) >= self.config.max_batch_entries:
+            effects = self.flush_batch(now_ms)
+        elif self.batch_deadline_ms is None:
+            self.batch_deadline_ms = now_ms + linger
+        return first, effects
+
+    def append(self, entries: list[Entry], now_ms: int) -> list[Effect]:
+        # Append, hand the records to parked followers, THEN fsync (FlushLog): replication
+        # overlaps our own fsync (Raft thesis 10.2.1; Kafka's leader also serves unflushed
+        # data). Our own LEO counts for the HW only after the FlushLog, so any CommitAdvanced
+        # comes after it in the effect order.
+        effects: list[Effect] = [self.view.append_as_leader(entries, self.epoch)]
+        self.last_append_ms = now_ms
+        effects += self.complete_parked(now_ms, only_with_data=True)
+        effects.append(FlushLog())
+        effects += self.maybe_advance_hw(now_ms)
+        return effects
+
+    def flush_batch(self, now_ms: int) -> list[Effect]:
+        batch, self.batch, self.batch_deadline_ms = self.batch, [], None
+        return self.append(batch, now_ms) if batch else []
+
+    def maybe_advance_hw(self, now_ms: int) -> list[Effect]:
+        candidate = self.majority_end_offset(self.view.end)
+        # Figure 8 (Raft thesis 3.6.2): only once this epoch's own first entry is committed.
+        if candidate <= self.epoch_start_offset or candidate <= self.view.hw:
+            return []
+        effects = self.view.set_hw(candidate)
+        effects += self.complete_parked(now_ms, only_with_data=False)
+        effects += self.maybe_complete_barriers()
+        return effects
+
+    def read_barrier(self, request_id: int, now_ms: int) -> list[Effect]:
+        self.read_round += 1
+        self.barriers.append(ReadBarrier(request_id, self.read_round))
+        effects = self.maybe_complete_barriers()
+        if self.barriers:
+            # Answer parked long polls now so followers echo the new round at once.
+            effects += self.complete_parked(now_ms, only_with_data=False)
+        return effects
+
+    def maybe_complete_barriers(self) -> list[Effect]:
+        if not self.barriers or self.view.hw <= self.epoch_start_offset:
+            return []  # not before this leader committed an entry of its own epoch
+        confirmed = self.confirmed_round()
+        done = [b for b in self.barriers if b.read_round <= confirmed]
+        if not done:
+            return []
+        self.barriers = [b for b in self.barriers if b.read_round > confirmed]
+        return [ReadBarrierCompleted(b.request_id, self.view.hw) for b in done]
+
+    # ------------------------------------------------------------------ serving fetches
+
+    def on_fetch(self, src: int, req: FetchRequest, now_ms: int) -> list[Effect]:
+        if req.leader_epoch != self.epoch:
+            error = _epoch_error(req.leader_epoch, self.epoch)
+            return [Send(src, fetch_error(req, error, self.node_id, self.epoch))]
+        progress = self.progress_for(src)
+        progress.last_fetch_ms = now_ms  # contact, for check-quorum
+        self.unacked_begin.discard(src)
+        invalid = self._validate_fetch(req)
+        if invalid is not None:
+            return [Send(src, invalid)]
+        self.record_fetch(src, req, self.view.end, now_ms)
+        effects = self.maybe_advance_hw(now_ms)
+        effects += self.maybe_complete_barriers()
+        self.parked = [p for p in self.parked if p.src != src]  # superseded by this fetch
+        wait_ms = min(req.max_wait_ms, self.config.fetch_max_wait_ms)
+        # Answer at once when there is data, when the fetcher has not seen the current HW, or
+        # when a read barrier waits for it to echo the current round.
+        behind_round = bool(self.barriers) and req.read_round < self.read_round
+        stale_hw = progress.hw_sent < self.view.hw
+        if req.fetch_offset < self.view.end or stale_hw or behind_round or wait_ms <= 0:
+            effects.append(Send(src, self._fetch_response(src, req)))
+        else:
+            self.parked.append(ParkedFetch(src, req, now_ms + wait_ms))  # long poll
+        return effects
+
+    def complete_parked(self, now_ms: int, only_with_data: bool) -> list[Effect]:
+        if not self.parked:
+            return []
+        keep: list[ParkedFetch] = []
+        effects: list[Effect] = []
+        for p in self.parked:
+            if (
+                only_with_data
+                and p.request.fetch_offset >= self.view.end
+                and now_ms < p.deadline_ms
+            ):
+                keep.append(p)
+            else:
+                effects.append(Send(p.src, self._fetch_response(p.src, p.request)))
+        self.parked = keep
+        return effects
+
+    def _fetch_response(self, src: int, req: FetchRequest) -> FetchResponse:
+        self.progress_for(src).hw_sent = self.view.hw
+        max_bytes = min(req.max_bytes, self.config.fetch_max_bytes)
+        records = self.view.read(req.fetch_offset, max_bytes)
+        return FetchResponse(
+            ErrorCode.NONE,
+            self.node_id,
+            self.epoch,
+            req.fetch_offset,
+            self.view.hw,
+            self.view.log.start_offset,
+            tuple(records),
+            read_round=self.read_round,
+            last_fetched_epoch=req.last_fetched_epoch,
+        )
+
+    def _validate_fetch(self, req: FetchRequest) -> FetchResponse | None:
+        """Kafka's validateOffsetAndEpoch: None if the fetch position is on our log, else the
+        answer that sends the fetcher to a snapshot (KIP-630) or back to a diverging epoch."""
+        snapshot = self.view.log.latest_snapshot()
+        start = self.view.log.start_offset
+        if req.fetch_offset < start and snapshot is not None:
+            return self._answer(req, snapshot_id=snapshot)
+        if req.fetch_offset == 0 and req.last_fetched_epoch == 0:
+            return None
+        if req.last_fetched_epoch == self.epoch:
+            known = OffsetAndEpoch(self.view.end, self.epoch)  # the common case; this call's too
+        else:
+            known = self.view.log.end_offset_for_epoch(req.last_fetched_epoch)
+        if known.offset < 0 and snapshot is not None:
+            return self._answer(req, snapshot_id=snapshot)
+        if known.epoch != req.last_fetched_epoch or known.offset < req.fetch_offset:
+            diverging = known if known.offset >= 0 else OffsetAndEpoch(start, 0)
+            return self._answer(req, diverging_epoch=diverging)
+        return None
+
+    def _answer(
+        self,
+        req: FetchRequest,
+        snapshot_id: OffsetAndEpoch | None = None,
+        diverging_epoch: OffsetAndEpoch | None = None,
+    ) -> FetchResponse:
+        return FetchResponse(
+            ErrorCode.NONE,
+            self.node_id,
+            self.epoch,
+            req.fetch_offset,
+            self.view.hw,
+            self.view.log.start_offset,
+            diverging_epoch=diverging_epoch,
+            snapshot_id=snapshot_id,
+            read_round=self.read_round,
+            last_fetched_epoch=req.last_fetched_epoch,
+        )
+
+    def on_fetch_snapshot(self, src: int, req: FetchSnapshotRequest, now_ms: int) -> list[Effect]:
+        def reply(error: ErrorCode, size: int = 0, data: bytes = b"") -> list[Effect]:
+            return [Send(src, snapshot_response(req, error, self.node_id, self.epoch, size, data))]
+
+        if req.leader_epoch != self.epoch:
+            return reply(_epoch_error(req.leader_epoch, self.epoch))
+        self.progress_for(src).last_fetch_ms = now_ms  # FetchSnapshot counts for check-quorum
+        log = self.view.log
+        if log.latest_snapshot() != req.snapshot_id:
+            return reply(ErrorCode.SNAPSHOT_NOT_FOUND)
+        size = log.snapshot_size(req.snapshot_id)
+        if req.position < 0 or req.position > size:
+            return reply(ErrorCode.POSITION_OUT_OF_RANGE)
+        chunk = min(req.max_bytes, self.config.snapshot_chunk_bytes)
+        return reply(ErrorCode.NONE, size, log.read_snapshot(req.snapshot_id, req.position, chunk))
+
+
+def _epoch_error(request_epoch: int, leader_epoch: int) -> ErrorCode:
+    """KIP-320 fencing: the requester is behind us, or we are behind it."""
+    if request_epoch < leader_epoch:
+        return ErrorCode.FENCED_LEADER_EPOCH
+    return ErrorCode.UNKNOWN_LEADER_EPOCH
+
+
+def fetch_error(
+    req: FetchRequest, error: ErrorCode, leader_id: int | None, epoch: int
+) -> FetchResponse:
+    """A Fetch answered with `error`, naming the leader we believe in and our epoch."""
+    return FetchResponse(
+        error, leader_id, epoch, req.fetch_offset, last_fetched_epoch=req.last_fetched_epoch
+    )
+
+
+def snapshot_response(
+    req: FetchSnapshotRequest,
+    error: ErrorCode,
+    leader_id: int | None,
+    epoch: int,
+    size: int = 0,
+    data: bytes = b"",
+) -> FetchSnapshotResponse:
+    return FetchSnapshotResponse(error, leader_id, epoch, req.snapshot_id, req.position, size, data)

@@ -1,5 +1,7 @@
 """Roles of a quorum member (one dataclass each) and `QuorumState`, the ONLY place where the role
 and the durable ElectionState change (after apache/kafka's QuorumState; h11's _state.py).
+The roles with behaviour of their own live beside it: Follower in quorum.raft.follower, the
+leader's state (held by LeaderRole) in quorum.raft.leader; the election roles are data here.
 
 Transition graph (voters; observers only use Unattached <-> Follower):
 
@@ -10,9 +12,12 @@ Transition graph (voters; observers only use Unattached <-> Follower):
     higher epoch, no leader     +--leader hint--> Follower <--BeginQuorumEpoch--   v
        +--------------------------------------------------------------------- Resigned
 
-- Every transition that changes (epoch, voted_id, leader_id) returns PersistElectionState FIRST,
-  so a driver fsyncs it before any Send that depends on it (a vote, a candidacy, a fetch from a
-  new leader: KIP-595, Raft thesis 3.8).
+- Every transition that changes (epoch, voted_id, leader_id) returns PersistElectionState before
+  any effect of the new role, so a driver fsyncs it before any Send that depends on it (a vote,
+  a candidacy, a fetch from a new leader: KIP-595, Raft thesis 3.8).
+- Leaving the leader role closes it first (Kafka's EpochState.close): its waiting read
+  barriers fail and its parked fetches are answered NOT_LEADER_OR_FOLLOWER. Those effects lead
+  the list; they depend on nothing the transition persists.
 - Epochs never decrease; at most one vote per epoch (voted_id is only set while it is None); a
   leader is recognised at most once per epoch (a second leader in one epoch: InvariantViolation).
 - Prospective (KIP-996) changes nothing durable: a pre-vote round is invisible after a crash.
@@ -28,7 +33,21 @@ import structlog
 from quorum.raft.config import RaftConfig
 from quorum.raft.effects import Effect, ElectionState, LeaderChanged, PersistElectionState
 from quorum.raft.errors import InvariantViolation
-from quorum.raft.log import OffsetAndEpoch
+from quorum.raft.follower import Follower
+from quorum.raft.leader import LeaderState
+from quorum.raft.log_view import LogView
+
+__all__ = [
+    "Candidate",
+    "Follower",
+    "LeaderRole",
+    "Prospective",
+    "QuorumState",
+    "Resigned",
+    "Role",
+    "Unattached",
+    "Voted",
+]
 
 _log = structlog.get_logger("quorum")
 
@@ -72,19 +91,6 @@ class Candidate:
 
 
 @dataclass(slots=True)
-class Follower:
-    epoch: int
-    leader_id: int
-    fetch_deadline_ms: int  # controller.quorum.fetch.timeout.ms without a successful fetch
-    fetch_sent_ms: int | None = None  # a Fetch/FetchSnapshot is in flight since then
-    last_fetch_ok_ms: int | None = None  # for pre-vote rejections (KIP-996)
-    leader_lost: bool = False  # EndQuorumEpoch / NOT_LEADER / refused: grant pre-votes
-    snapshot_id: OffsetAndEpoch | None = None  # being fetched with FetchSnapshot
-    snapshot_position: int = 0
-    read_round: int = 0  # newest read-barrier round heard from the leader, echoed in Fetch
-
-
-@dataclass(slots=True)
 class Resigned:
     """A leader that stepped down (resign() or check-quorum) and waits for a successor."""
 
@@ -95,11 +101,11 @@ class Resigned:
 
 @dataclass(slots=True)
 class LeaderRole:
-    """Leadership in `epoch`. The replication bookkeeping lives in quorum.raft.leader.LeaderState,
-    held here so it dies with the role."""
+    """Leadership in `epoch`. The leader's bookkeeping and its side of the protocol live in
+    quorum.raft.leader.LeaderState, held here so it dies (is closed) with the role."""
 
     epoch: int
-    state: object  # quorum.raft.leader.LeaderState (kept untyped to avoid an import cycle)
+    state: LeaderState
 
 
 Role = Unattached | Voted | Prospective | Candidate | Follower | Resigned | LeaderRole
@@ -139,6 +145,28 @@ class QuorumState:
     def majority(self) -> int:
         return len(self.voters) // 2 + 1
 
+    @property
+    def leader(self) -> LeaderState | None:
+        """The leader role's state while we lead this epoch."""
+        role = self.role
+        return role.state if isinstance(role, LeaderRole) else None
+
+    def has_live_leader(self, now_ms: int) -> bool:
+        """KIP-996: we lead, or our leader answered within the fetch timeout and is not known
+        to be gone. A pre-vote is refused while this holds."""
+        role = self.role
+        if isinstance(role, LeaderRole):
+            return True
+        if isinstance(role, Follower):
+            return role.has_live_leader(now_ms, self.config.fetch_timeout_ms)
+        return False
+
+    def can_grant_vote(self, candidate_id: int, log_is_up_to_date: bool) -> bool:
+        """A (non-pre-)vote in our current epoch: no leader known, no vote for anyone else yet,
+        and the candidate's log at least as up to date as ours (Raft 5.2, 5.4.1)."""
+        e = self.election
+        return e.leader_id is None and e.voted_id in (None, candidate_id) and log_is_up_to_date
+
     def election_timeout_ms(self) -> int:
         """Uniform in [T, 2T) (Kafka's QuorumState.randomElectionTimeoutMs)."""
         t = self.config.election_timeout_ms
@@ -170,6 +198,11 @@ class QuorumState:
         self.election = new
         return [PersistElectionState(new)]
 
+    def _close(self) -> list[Effect]:
+        """The role being left says its last words: only a leader has any (LeaderState.close)."""
+        role = self.role
+        return role.state.close() if isinstance(role, LeaderRole) else []
+
     def _leader_changed(self) -> list[Effect]:
         leader = self.election.leader_id
         return [LeaderChanged(self.epoch, leader, leader == self.node_id)]
@@ -177,7 +210,8 @@ class QuorumState:
     def to_unattached(self, epoch: int, now_ms: int) -> list[Effect]:
         """A higher epoch with no known leader (or the initial state)."""
         changed = epoch > self.epoch
-        effects = self._persist(ElectionState(epoch)) if changed else []
+        effects = self._close()
+        effects += self._persist(ElectionState(epoch)) if changed else []
         deadline = now_ms + self.election_timeout_ms()
         old = self.role
         if isinstance(old, Unattached | Voted | Prospective | Candidate | Resigned):
@@ -192,60 +226,77 @@ class QuorumState:
 
     def to_voted(self, candidate_id: int, now_ms: int) -> list[Effect]:
         """Grant our one vote of this epoch; persisted before the response is sent."""
-        effects = self._persist(ElectionState(self.epoch, voted_id=candidate_id))
+        effects = self._close()
+        effects += self._persist(ElectionState(self.epoch, voted_id=candidate_id))
         self.role = Voted(self.epoch, candidate_id, now_ms + self.election_timeout_ms())
         self.log.info("quorum.voted", epoch=self.epoch, candidate_id=candidate_id, now_ms=now_ms)
         return effects
 
     def to_prospective(self, now_ms: int, leader_lost: bool = False) -> list[Effect]:
         """Start a pre-vote round: nothing durable changes (KIP-996)."""
+        effects = self._close()
         leader = self.election.leader_id if self.election.leader_id != self.node_id else None
         self.role = Prospective(
             self.epoch, leader, now_ms + self.election_timeout_ms(), leader_lost=leader_lost
         )
         self.role.granted.add(self.node_id)
         self.log.info("quorum.became_prospective", epoch=self.epoch, now_ms=now_ms)
-        return []
+        return effects
 
     def to_candidate(self, now_ms: int, retries: int = 0) -> list[Effect]:
         """Bump the epoch and vote for ourselves, durably, before asking anyone (KIP-595)."""
         epoch = self.epoch + 1
-        effects = self._persist(ElectionState(epoch, voted_id=self.node_id))
+        effects = self._close()
+        effects += self._persist(ElectionState(epoch, voted_id=self.node_id))
         self.role = Candidate(epoch, now_ms + self.election_timeout_ms(), retries)
         self.role.granted.add(self.node_id)
         effects += self._leader_changed()
         self.log.info("quorum.became_candidate", epoch=epoch, retries=retries, now_ms=now_ms)
         return effects
 
-    def to_leader(self, leader_state: object, now_ms: int) -> list[Effect]:
+    def to_leader(self, view: LogView, now_ms: int) -> tuple[LeaderState, list[Effect]]:
+        """A candidate with a majority leads; its epoch starts at our log end offset."""
         role = self.role
         if not isinstance(role, Candidate) or len(role.granted) < self.majority:
             raise InvariantViolation(f"to_leader from {type(role).__name__} without a majority")
+        state = LeaderState(
+            role.epoch,
+            self.node_id,
+            self.voters,
+            view.end,
+            now_ms,
+            self.config,
+            view,
+            granting_voters=tuple(sorted(role.granted)),
+        )
         effects = self._persist(ElectionState(self.epoch, self.node_id, self.node_id))
-        self.role = LeaderRole(self.epoch, leader_state)
+        self.role = LeaderRole(self.epoch, state)
         effects += self._leader_changed()
         self.log.info("quorum.became_leader", epoch=self.epoch, now_ms=now_ms)
-        return effects
+        return state, effects
 
-    def to_follower(self, epoch: int, leader_id: int, now_ms: int) -> list[Effect]:
+    def to_follower(self, epoch: int, leader_id: int, now_ms: int) -> tuple[Follower, list[Effect]]:
         """Recognise `leader_id` as the leader of `epoch` (>= ours)."""
         if leader_id == self.node_id:
             raise InvariantViolation(f"told to follow ourselves in epoch {epoch}")
         voted = self.election.voted_id if epoch == self.epoch else None
-        effects = self._persist(ElectionState(epoch, voted_id=voted, leader_id=leader_id))
-        self.role = Follower(epoch, leader_id, now_ms + self.config.fetch_timeout_ms)
-        if effects:  # a new leader or epoch (not a prospective going back to its leader)
+        effects = self._close()
+        persisted = self._persist(ElectionState(epoch, voted_id=voted, leader_id=leader_id))
+        effects += persisted
+        follower = self.role = Follower(epoch, leader_id, now_ms + self.config.fetch_timeout_ms)
+        if persisted:  # a new leader or epoch (not a prospective going back to its leader)
             effects += self._leader_changed()
             self.log.info("quorum.became_follower", epoch=epoch, leader_id=leader_id, now_ms=now_ms)
-        return effects
+        return follower, effects
 
     def to_resigned(self, now_ms: int, successors: tuple[int, ...], reason: str) -> list[Effect]:
         if not isinstance(self.role, LeaderRole):
             raise InvariantViolation(f"resign from {type(self.role).__name__}")
+        effects = self._close()
         self.role = Resigned(self.epoch, now_ms + self.election_timeout_ms(), successors)
         self.log.info("quorum.resigned", epoch=self.epoch, reason=reason, now_ms=now_ms)
         # Stop acting as leader; the epoch stays ours until a successor is elected.
-        return [LeaderChanged(self.epoch, None, False)]
+        return effects + [LeaderChanged(self.epoch, None, False)]
 
     def restore(self, now_ms: int) -> list[Effect]:
         """Initial role after a (re)start, from the persisted ElectionState."""

@@ -322,7 +322,7 @@ def test_stale_response_judged_on_another_prefix_is_dropped() -> None:
     stale = FetchResponse(ErrorCode.NONE, 1, 3, 3, 0, 0, (Entry(3, 3, b"x"),), last_fetched_epoch=1)
     effects = follower.handle(1, stale, 1)
     assert not [e for e in effects if isinstance(e, AppendToLog | TruncateLog)]
-    assert follower._end == 3
+    assert follower.status().log_end_offset == 3
     fresh = FetchResponse(ErrorCode.NONE, 1, 3, 3, 0, 0, (Entry(3, 3, b"x"),), last_fetched_epoch=2)
     assert AppendToLog((Entry(3, 3, b"x"),), flush=True) in follower.handle(1, fresh, 2)
 

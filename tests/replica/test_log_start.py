@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from partition.log.config import LogConfig
 from partition.replica import IncrementLogStartOffset, ReplicaConfig
+from partition.replica import follower as follower_rules
 from quorum.metadata.errors import Errors
 from tests.replica.router import Cluster, batch
 
@@ -52,8 +53,8 @@ def test_a_follower_never_moves_its_log_start_above_its_own_high_watermark() -> 
     assert c.nodes[1].log.log_start_offset == 3
     f3 = c.nodes[3]
     f3.log.update_high_watermark(1)  # as if it had not learnt the HW yet
-    f3.core._hw = 1
-    assert f3.core._follow_log_start(3) == [IncrementLogStartOffset(1)]
+    f3.core._local.hw = 1
+    assert follower_rules.follow_log_start(f3.core._local, 3) == [IncrementLogStartOffset(1)]
 
 
 def test_a_follower_behind_the_leaders_log_start_restarts_its_log_there() -> None:

@@ -3,12 +3,14 @@ and breaks one rule, so a test can show the simulator's checker catches it."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from harness.drive.raftlog import RaftLogStore
 from harness.sim.actors.client import Operation
 from harness.sim.actors.node import SimNode
 from quorum.raft.core import RaftCore
 from quorum.raft.effects import Effect, ElectionState
-from quorum.raft.messages import VoteRequest
+from quorum.raft.messages import RaftMessage, VoteRequest
 from quorum.raft.state import Voted
 
 
@@ -17,25 +19,35 @@ class DoubleVoteCore(RaftCore):
     in the same epoch, so it grants two votes per epoch (breaks Raft's election safety).
     Candidates still refuse each other (they voted for themselves), so both can win."""
 
-    def _on_vote_request(self, src: int, req: VoteRequest, now_ms: int) -> list[Effect]:
-        e = self._qs.election
+    def handle(self, src: int, message: RaftMessage, now_ms: int) -> list[Effect]:
+        qs = self._member.qs
+        e = qs.election
         if (
-            isinstance(self._qs.role, Voted)
-            and not req.pre_vote
-            and req.candidate_epoch == e.epoch
+            isinstance(message, VoteRequest)
+            and isinstance(qs.role, Voted)
+            and not message.pre_vote
+            and message.candidate_epoch == e.epoch
             and e.leader_id is None
-            and e.voted_id not in (None, req.candidate_id)
+            and e.voted_id not in (None, message.candidate_id)
         ):
-            self._qs.election = ElectionState(e.epoch)
-        return super()._on_vote_request(src, req, now_ms)
+            qs.election = ElectionState(e.epoch)
+        return super().handle(src, message, now_ms)
 
 
 class StaleLogVoteCore(RaftCore):
     """PLANTED BUG: grants (pre-)votes without comparing logs (Raft 5.4.1's up-to-date check),
-    so a voter missing committed entries can be elected (breaks leader completeness)."""
+    so a voter missing committed entries can be elected (breaks leader completeness). Every
+    VoteRequest is judged as if the candidate's log ended beyond any log."""
 
-    def _log_is_ok(self, last_epoch: int, end_offset: int) -> bool:
-        return True
+    def handle(self, src: int, message: RaftMessage, now_ms: int) -> list[Effect]:
+        if isinstance(message, VoteRequest):
+            message = replace(
+                message, last_offset_epoch=_BEYOND_ANY_LOG, last_offset=_BEYOND_ANY_LOG
+            )
+        return super().handle(src, message, now_ms)
+
+
+_BEYOND_ANY_LOG = 1 << 62
 
 
 class UnsyncedLogStore(RaftLogStore):

@@ -1,0 +1,173 @@
+"""Member: this node as a member of the quorum, the explicit state every handler of RaftCore
+works on (quorum.raft.elections, quorum.raft.replication), and the role changes together with
+the first messages of the new role (Kafka's KafkaRaftClient.onBecomeLeader / transitionTo*).
+
+It holds who we are (node id, voters, config), QuorumState (the durable ElectionState and the
+role: every transition goes through it), the local log view (LogView: log end, HW), the time
+of the current call and an observer's bootstrap cursor. Handlers are free functions over a
+Member; Member imports none of them, so there is no cycle and no reach back.
+
+Rules kept here:
+- a higher epoch always wins (KIP-595): `observe` follows the leader it names, or goes
+  Unattached (an observer then asks the voters in turn, `maybe_bootstrap`);
+- a candidacy is durable before any VoteRequest leaves (QuorumState persists first), and a
+  pre-vote (KIP-996) changes nothing durable;
+- a node names itself leader only while it leads, and names no leader it has lost
+  (`leader_id`, `leader_hint`; tests/raft/test_no_storms.py): no self-named-leader storms.
+"""
+
+from __future__ import annotations
+
+import random
+
+from quorum.raft.config import RaftConfig
+from quorum.raft.effects import Effect, ElectionState, Send
+from quorum.raft.follower import Follower, fetch_request
+from quorum.raft.leader import LeaderState
+from quorum.raft.log import RaftLog
+from quorum.raft.log_view import LogView
+from quorum.raft.messages import EndQuorumEpochRequest, VoteRequest
+from quorum.raft.state import LeaderRole, Prospective, QuorumState, Resigned, Unattached
+
+
+class Member:
+    def __init__(
+        self,
+        config: RaftConfig,
+        node_id: int,
+        voters: tuple[int, ...],
+        log: RaftLog,
+        election: ElectionState,
+        seed: int,
+        now_ms: int,
+    ) -> None:
+        self.config = config
+        self.node_id = node_id
+        self.voters = voters
+        self.qs = QuorumState(config, node_id, voters, election, random.Random(seed))
+        self.log = LogView(log, self.qs.log)
+        self.now_ms = now_ms
+        # Observer bootstrap: which voter to ask next, and not before when.
+        self.bootstrap_index = 0
+        self.bootstrap_next_ms = now_ms
+
+    def begin(self, now_ms: int) -> None:
+        """Start of a call: time never goes back; the log view catches up with the driver."""
+        self.now_ms = max(self.now_ms, now_ms)
+        self.log.begin()
+
+    # ------------------------------------------------------------------------------ queries
+
+    @property
+    def is_voter(self) -> bool:
+        return self.qs.is_voter
+
+    @property
+    def epoch(self) -> int:
+        return self.qs.epoch
+
+    @property
+    def leader_id(self) -> int | None:
+        """The leader of the current epoch, if known. Never this node unless it leads now
+        (KIP-595: a replica only names a leader it knows for the epoch): a former leader that
+        resigned, restarted or fell back to a pre-vote keeps leader_id = itself in its persisted
+        ElectionState, but naming itself would send every fetcher and client straight back here
+        (the self-named-leader fetch storm the simulator found)."""
+        role = self.qs.role
+        if isinstance(role, LeaderRole):
+            return self.node_id
+        leader = self.qs.leader_id
+        if isinstance(role, Resigned | Unattached) or leader == self.node_id:
+            return None  # Unattached: an observer that lost its leader and bootstraps again
+        return leader
+
+    def leader_hint(self) -> int | None:
+        """Who we believe leads our epoch, for NOT_LEADER answers: never ourselves (we do not
+        lead, or the answer would not be an error; see `leader_id`), and None while our
+        leader seems gone (it resigned, refused our connection or timed out), so the fetcher
+        backs off and asks another voter instead of being sent to a dead leader."""
+        role = self.qs.role
+        if isinstance(role, Follower | Prospective) and role.leader_lost:
+            return None
+        return self.leader_id
+
+    def current_leader_reply(self, src: int, epoch: int) -> Follower | None:
+        """Our Follower role, if `src` is the leader we follow in `epoch`."""
+        role = self.qs.role
+        if isinstance(role, Follower) and role.leader_id == src and role.epoch == epoch:
+            return role
+        return None
+
+    # ----------------------------------------------------- role changes with their first acts
+
+    def observe(self, leader_id: int | None, epoch: int, now_ms: int) -> list[Effect]:
+        """Learn from any epoch/leader hint: a higher epoch always wins (KIP-595)."""
+        if epoch > self.epoch:
+            if leader_id is not None and leader_id != self.node_id:
+                return self.become_follower(epoch, leader_id, now_ms)
+            effects = self.qs.to_unattached(epoch, now_ms)
+            if not self.is_voter:
+                effects += self.maybe_bootstrap(now_ms)
+            return effects
+        if epoch == self.epoch and leader_id is not None and leader_id != self.node_id:
+            role = self.qs.role
+            if isinstance(role, Follower) and role.leader_id == leader_id:
+                return []
+            if isinstance(role, Prospective) and role.leader_lost and role.leader_id == leader_id:
+                return []  # it resigned or refused us: others still naming it is not news
+            return self.become_follower(epoch, leader_id, now_ms)
+        return []
+
+    def become_follower(
+        self, epoch: int, leader_id: int, now_ms: int, leader_lost: bool = False
+    ) -> list[Effect]:
+        """Follow `leader_id` and fetch from it at once. `leader_lost`: a prospective trying its
+        old leader again keeps granting pre-votes until a fetch succeeds."""
+        follower, effects = self.qs.to_follower(epoch, leader_id, now_ms)
+        follower.leader_lost = leader_lost
+        return effects + follower.send_fetch(self, now_ms)
+
+    def start_prospective(self, now_ms: int, leader_lost: bool = False) -> list[Effect]:
+        if not self.is_voter:
+            return []
+        if not self.config.pre_vote:
+            return self.start_candidate(now_ms)
+        effects = self.qs.to_prospective(now_ms, leader_lost)
+        if len(self.voters) == 1:
+            return effects + self.start_candidate(now_ms)
+        log = self.log
+        request = VoteRequest(self.epoch + 1, self.node_id, log.last_epoch, log.end, True)
+        effects += [Send(v, request) for v in self.voters if v != self.node_id]
+        return effects
+
+    def start_candidate(self, now_ms: int, retries: int = 0) -> list[Effect]:
+        # PersistElectionState(epoch+1, voted=self) comes first: fsynced before any VoteRequest.
+        effects = self.qs.to_candidate(now_ms, retries)
+        if len(self.voters) == 1:
+            return effects + self.become_leader(now_ms)
+        log = self.log
+        request = VoteRequest(self.epoch, self.node_id, log.last_epoch, log.end, False)
+        effects += [Send(v, request) for v in self.voters if v != self.node_id]
+        return effects
+
+    def become_leader(self, now_ms: int) -> list[Effect]:
+        leader, effects = self.qs.to_leader(self.log, now_ms)
+        return effects + leader.begin_epoch(now_ms)
+
+    def resign(self, leader: LeaderState, now_ms: int, reason: str) -> list[Effect]:
+        """Step down (graceful, or check-quorum), naming successors by log end offset so the
+        first campaigns without waiting for a timeout (KIP-595 EndQuorumEpoch)."""
+        successors = leader.successors_by_end_offset()
+        effects = self.qs.to_resigned(now_ms, successors, reason)
+        end = EndQuorumEpochRequest(leader.epoch, self.node_id, successors)
+        effects += [Send(v, end) for v in successors]
+        return effects
+
+    def maybe_bootstrap(self, now_ms: int) -> list[Effect]:
+        """An observer without a leader asks the voters in turn; any answer names the leader."""
+        if now_ms < self.bootstrap_next_ms:
+            return []
+        voter = self.voters[self.bootstrap_index % len(self.voters)]
+        self.bootstrap_index += 1
+        self.bootstrap_next_ms = now_ms + self.config.fetch_retry_ms
+        return [Send(voter, fetch_request(self, self.epoch, 0, max_wait_ms=0))]
