@@ -78,6 +78,32 @@ _WAIT_FOR_METADATA = frozenset({
 })  # fmt: skip
 
 
+def parse_produce_batches(
+    req: ProduceRequest, max_message_bytes: int
+) -> tuple[list[rb.BatchHeader], Errors, str]:
+    """The checks every mode makes on a produced partition before writing anything (Kafka's
+    LogValidator and ReplicaManager): valid acks, whole batches with good CRCs, one batch if
+    idempotent, none over max.message.bytes. The headers, or the error to answer with."""
+    if req.acks not in (ACKS_NONE, ACKS_LEADER, ACKS_ALL):
+        return [], Errors.INVALID_REQUEST, f"acks={req.acks} (INVALID_REQUIRED_ACKS)"
+    try:
+        headers = list(rb.iter_headers(req.records))
+    except CorruptRecordError as exc:
+        return [], Errors.CORRUPT_MESSAGE, str(exc)
+    except InvalidRecordError as exc:
+        return [], Errors.INVALID_REQUEST, f"INVALID_RECORD: {exc}"
+    if not headers:
+        return [], Errors.INVALID_REQUEST, "INVALID_RECORD: no batch"
+    if len(headers) > 1 and any(h.has_producer_id for h in headers):
+        return [], Errors.INVALID_REQUEST, "INVALID_RECORD: one idempotent batch per partition"
+    for h in headers:  # Kafka LogValidator: per batch, RecordTooLargeException
+        if h.batch_length + rb.LOG_OVERHEAD > max_message_bytes:
+            return [], Errors.MESSAGE_TOO_LARGE, (
+                f"batch of {h.batch_length + rb.LOG_OVERHEAD} bytes > max.message.bytes "
+                f"{max_message_bytes}")  # fmt: skip
+    return headers, Errors.NONE, ""
+
+
 class LeaderMixin:
     node_id: int
     topic_id: str
@@ -133,23 +159,9 @@ class LeaderMixin:
 
     def _parse_produce(self, req: ProduceRequest) -> tuple[list[rb.BatchHeader], Errors, str]:
         """The batches' headers, or the error to answer with (nothing is written then)."""
-        if req.acks not in (ACKS_NONE, ACKS_LEADER, ACKS_ALL):
-            return [], Errors.INVALID_REQUEST, f"acks={req.acks} (INVALID_REQUIRED_ACKS)"
-        try:
-            headers = list(rb.iter_headers(req.records))
-        except CorruptRecordError as exc:
-            return [], Errors.CORRUPT_MESSAGE, str(exc)
-        except InvalidRecordError as exc:
-            return [], Errors.INVALID_REQUEST, f"INVALID_RECORD: {exc}"
-        if not headers:
-            return [], Errors.INVALID_REQUEST, "INVALID_RECORD: no batch"
-        if len(headers) > 1 and any(h.has_producer_id for h in headers):
-            return [], Errors.INVALID_REQUEST, "INVALID_RECORD: one idempotent batch per partition"
-        limit = self.config.max_message_bytes
-        for h in headers:  # Kafka LogValidator: per batch, RecordTooLargeException
-            if h.batch_length + rb.LOG_OVERHEAD > limit:
-                return [], Errors.MESSAGE_TOO_LARGE, (
-                    f"batch of {h.batch_length + rb.LOG_OVERHEAD} bytes > max.message.bytes {limit}")
+        headers, error, message = parse_produce_batches(req, self.config.max_message_bytes)
+        if error is not Errors.NONE:
+            return headers, error, message
         if req.acks == ACKS_ALL and self._is_under_min_isr():
             # Checked before the append: nothing is written (Partition.appendRecordsToLeader).
             isr = sorted(self._isr())
