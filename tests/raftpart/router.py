@@ -152,6 +152,9 @@ class Router:
         self.responses: dict[int, ProduceResponse] = {}
         self.requests: dict[int, tuple[PartitionKey, ProduceRequest]] = {}
         self.consumer_responses: list[FetchResponse] = []
+        self.last_effects: dict[tuple[int, PartitionKey], list[Effect]] = {}  # last call's
+        self.keep_effect_log = True
+        self.effect_log: list[tuple[int, PartitionKey, list[Effect]]] = []
         self.next_request_id = 1
         self.checker = Checker(self, enabled=check)
         self.brokers: dict[int, Broker] = {}
@@ -178,9 +181,18 @@ class Router:
             broker.replicas[key] = replica
             broker.grid.set(key, core.next_deadline_ms(), self.now_ms)
 
-    def kill(self, node_id: int) -> None:
-        """The broker process dies (kill -9): its page cache, unflushed bytes included, stays."""
+    def kill(self, node_id: int, connections_closed: bool = True) -> None:
+        """The broker process dies (kill -9): its page cache, unflushed bytes included, stays.
+        Its peers' connections to it close, and their drivers report it unreachable to every
+        partition (PeerUnreachable), unless `connections_closed` is False (a silent death: they
+        learn it only when a later send is refused, or by their timers)."""
         self.brokers[node_id].up = False
+        if connections_closed:
+            for broker in self.brokers.values():
+                if broker.up:
+                    for replica in broker.replicas.values():
+                        self._call(replica, PeerUnreachable(node_id))
+                    self._end_round(broker)
 
     def power_loss(self, node_id: int, rng: random.Random | None = None) -> None:
         """The machine loses power: everything not fsynced is gone (a random prefix of it
@@ -244,6 +256,9 @@ class Router:
         core = replica.core
         effects = core.tick(self.now_ms) if message is None else core.handle(message, self.now_ms)
         self.checker.on_effects(replica, effects)
+        self.last_effects[(replica.broker.node_id, replica.key)] = effects
+        if self.keep_effect_log:
+            self.effect_log.append((replica.broker.node_id, replica.key, effects))
         if self.drop_flush_log:
             effects = [e for e in effects if not isinstance(e, FlushLog)]  # the planted bug
         replica.stages = flush_stages(effects)
