@@ -126,3 +126,13 @@ class Checker:
             head = entries[0] if entries else None
             if head is None or head.offset != base or head.control or batch_values(head.data) != values:
                 self.fail("lost-write", f"{key} acked [{base}, {last}] {values} not in the log")
+
+    def committed_producer_batches(self, key: Any, producer_id: int) -> list[tuple[int, int]]:
+        """(producer epoch, base sequence) of every committed batch of `producer_id`."""
+        out = []
+        for _offset, (_epoch, data, control) in sorted(self.committed.get(key, {}).items()):
+            if data and not control:
+                header = rb.read_header(data)
+                if header.producer_id == producer_id:
+                    out.append((header.producer_epoch, header.base_sequence))
+        return out
