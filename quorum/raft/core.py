@@ -355,6 +355,21 @@ class RaftCore(ElectionMixin, ReplicationMixin):
             effects += self._complete_parked(now_ms, only_with_data=False)
         return effects
 
+    def answer_long_polls(self, src: int, due_by_ms: int, now_ms: int) -> list[Effect]:
+        """Answer now the parked Fetch of `src` whose long poll would end by `due_by_ms` (a
+        leader may answer a long poll at any time before its max wait). For drivers that host
+        many Raft groups: answering every group's poll of one peer together puts their next
+        fetches in one message (partition/raft/mux.py). Nothing to do unless leading."""
+        self._begin(now_ms)
+        ls = self._leader_state()
+        if ls is None:
+            return []
+        due = [p for p in ls.parked if p.src == src and p.deadline_ms <= due_by_ms]
+        if not due:
+            return []
+        ls.parked = [p for p in ls.parked if not (p.src == src and p.deadline_ms <= due_by_ms)]
+        return [Send(p.src, self._fetch_response(ls, p.src, p.request)) for p in due]
+
     def peer_unreachable(self, peer: int, now_ms: int) -> list[Effect]:
         """The driver could not connect to `peer` (refused). A voter whose leader is gone starts a
         pre-vote at once (ours, not Kafka's: pre-vote keeps it from disturbing a live leader).
