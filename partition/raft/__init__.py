@@ -29,6 +29,7 @@ from partition.raft.effects import (
 from partition.raft.log import QUORUM_STATE_FILE, RaftPartitionLog, RaftPartitionView
 from partition.raft.mux import PartitionKey, RaftEnvelope, RaftItem, RaftMux, TickGrid, unbundle
 from partition.raft.replica import (
+    AnswerLongPolls,
     PeerUnreachable,
     RaftMessageReceived,
     RaftPartitionInput,
@@ -41,6 +42,7 @@ __all__ = [
     "MIN_INSYNC_REPLICAS_NOTE",
     "QUORUM_STATE_FILE",
     "REPLICATION_MODE_RAFT",
+    "AnswerLongPolls",
     "Effect",
     "PartitionEffect",
     "PartitionEffectEnv",

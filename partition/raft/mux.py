@@ -8,17 +8,25 @@ returns one `RaftEnvelope` per destination broker holding every queued item for 
 queued. The receiving driver calls `unbundle` and hands each item to its partition's core as
 RaftMessageReceived(src, message); items for a partition the broker does not host are dropped
 (deleted or moved: the sender retries on its own timers). A connection refused by a broker is
-reported to every partition with items in the envelope (`RaftEnvelope.partition_keys`, PeerUnreachable).
+reported to every partition with items in the envelope (`RaftEnvelope.partition_keys`,
+PeerUnreachable); a connection that closes, to every partition that has that broker as a voter.
 
-Why idle partitions stay cheap with pull replication (KIP-595): a follower's Fetch is parked by
-the leader for up to fetch_max_wait_ms (long poll) and answered when data comes or the wait ends.
-With `TickGrid`, parked fetches expiring within one quantum are answered in one round, hence in
-one envelope; the follower broker handles that envelope, and its partitions' next fetches, sent
-in the same round, go back in one envelope that the leader parks with one common deadline. So
-idle partitions settle into a few cycles in phase, and a broker pair exchanges at most
-fetch_max_wait_ms / quantum_ms envelopes per direction per long-poll period, however many
-partitions it carries (tests/raftpart/test_mux.py), instead of one message per partition. What
-remains per idle partition and period is one core call on each side and one item (~40 bytes).
+Idle partitions and phase merging. With pull replication (KIP-595) an idle follower's Fetch is
+parked by the leader up to fetch_max_wait_ms (long poll), answered empty when the wait ends, and
+the follower fetches again at once. Bundling per round alone helps little: each partition's
+cycle keeps the phase its last write gave it, so a broker pair still exchanges about one message
+per partition per period (tests/raftpart/test_mux.py measures it). The driver therefore merges
+phases: after a *timer* round (ticks, not messages) whose envelope to broker F carries a Fetch
+answer (a long poll that expired), it asks every partition it leads that has F as a voter to
+answer F's parked Fetch now if that would end within fetch_max_wait_ms anyway
+(AnswerLongPolls(F, now + fetch_max_wait_ms), RaftCore.answer_long_polls): a long poll may be
+answered at any time before its max wait. Those answers leave in the same envelope, F's
+partitions fetch again in the same round, so in one envelope, which the leader parks with one
+common deadline. After one period every idle partition between L and F is in one phase: two
+envelopes per broker pair and direction per long-poll period (one for the groups L leads, one
+for those F leads), however many partitions; rounds driven by messages (data) never trigger it,
+so a busy partition does not drag idle ones along. What remains per idle partition and period
+is one core call on each side and one item of ~40 bytes.
 
 `TickGrid`: the driver's timers for many cores. A deadline in the future is rounded UP to a
 multiple of quantum_ms (never earlier: every Raft timer is a lower bound, and firing late only
@@ -29,7 +37,9 @@ follower sends its fetch again (harmless, but traffic).
 
 Not here yet: KIP-227 fetch sessions (an idle partition's unchanged Fetch sent as its key alone,
 the leader's broker expanding it from the session's previous request) would shrink the bytes,
-not the core calls.
+not the core calls; fewer core calls need a longer idle poll (fetch_max_wait_ms, bounded by
+fetch_timeout_ms and check-quorum) or quiescing idle groups (CockroachDB), which Raft's
+check-quorum and fetch timeouts would have to learn about.
 """
 
 from __future__ import annotations
@@ -40,7 +50,7 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from quorum import codec
-from quorum.raft.messages import RaftMessage
+from quorum.raft.messages import FetchResponse, RaftMessage
 
 __all__ = ["PartitionKey", "RaftEnvelope", "RaftItem", "RaftMux", "TickGrid", "unbundle"]
 
@@ -82,6 +92,11 @@ class RaftMux:
         if dst == self.node_id:
             raise ValueError(f"broker {dst} sending a Raft message to itself ({key})")
         self._outbox.setdefault(dst, []).append(RaftItem(key[0], key[1], message))
+
+    def fetch_answers_to(self) -> list[int]:
+        """Brokers with a Fetch answer queued this round (phase merging, module docstring)."""
+        return [dst for dst, items in self._outbox.items()
+                if any(isinstance(i.message, FetchResponse) for i in items)]  # fmt: skip
 
     @property
     def pending_items(self) -> int:

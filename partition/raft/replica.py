@@ -64,6 +64,7 @@ from quorum.raft.effects import Effect as RaftEffect
 from quorum.raft.messages import RaftMessage
 
 __all__ = [
+    "AnswerLongPolls",
     "PeerUnreachable",
     "RaftMessageReceived",
     "RaftPartitionInput",
@@ -91,12 +92,26 @@ class PeerUnreachable:
 
 
 @dataclass(frozen=True, slots=True)
+class AnswerLongPolls:
+    """Answer now the long-polling Fetch of broker `src` if its wait ends by `due_by_ms`: the
+    driver's phase merging of idle partitions (partition.raft.mux)."""
+
+    src: int
+    due_by_ms: int
+
+
+@dataclass(frozen=True, slots=True)
 class ResignRequested:
     """Controlled shutdown: a leader hands over (EndQuorumEpoch to the most caught-up voter)."""
 
 
 RaftPartitionInput = (
-    RaftMessageReceived | ProduceRequest | FetchRequest | PeerUnreachable | ResignRequested
+    RaftMessageReceived
+    | ProduceRequest
+    | FetchRequest
+    | PeerUnreachable
+    | AnswerLongPolls
+    | ResignRequested
 )
 
 
@@ -170,6 +185,8 @@ class RaftReplica:
                 return self._on_consumer_fetch(message, now_ms)
             case PeerUnreachable(peer):
                 return self._after(self._raft.peer_unreachable(peer, now_ms))
+            case AnswerLongPolls(src, due_by_ms):
+                return self._after(self._raft.answer_long_polls(src, due_by_ms, now_ms))
             case ResignRequested():
                 return self._after(self._raft.resign(now_ms))
             case _:

@@ -24,6 +24,7 @@ from typing import Any
 from harness.effects import execute_effects
 from partition.log import LogConfig, PartitionLog, Record, SimStorage, encode_batch
 from partition.raft import (
+    AnswerLongPolls,
     Effect,
     PartitionKey,
     PeerUnreachable,
@@ -123,6 +124,7 @@ class Broker:
     mux: RaftMux
     grid: TickGrid[PartitionKey]
     replicas: dict[PartitionKey, Replica] = field(default_factory=dict)
+    touched: dict[PartitionKey, Replica] = field(default_factory=dict)  # called this round
     up: bool = True
     incarnation: int = 0
 
@@ -130,7 +132,7 @@ class Broker:
 class Router:
     def __init__(self, brokers: tuple[int, ...] = (1, 2, 3), partitions: int = 1,
                  config: RaftPartitionConfig | None = None, seed: int = 0, latency_ms: int = 1,
-                 quantum_ms: int = 1, drop_flush_log: bool = False,
+                 quantum_ms: int = 1, drop_flush_log: bool = False, merge_phases: bool = True,
                  check: bool = True) -> None:  # fmt: skip
         self.config = config or RaftPartitionConfig()
         self.voters = brokers
@@ -139,6 +141,7 @@ class Router:
         self.latency_ms = latency_ms
         self.quantum_ms = quantum_ms
         self.drop_flush_log = drop_flush_log
+        self.merge_phases = merge_phases
         self.now_ms = T0_MS
         self.queue: list[tuple[int, int, RaftEnvelope]] = []
         self._seq = 0
@@ -263,6 +266,7 @@ class Router:
             effects = [e for e in effects if not isinstance(e, FlushLog)]  # the planted bug
         replica.stages = flush_stages(effects)
         self._advance(replica)
+        replica.broker.touched[replica.key] = replica
         return effects
 
     def _advance(self, replica: Replica) -> None:
@@ -279,10 +283,17 @@ class Router:
                 self.log_fsyncs += 1
             self._advance(replica)
 
-    def _end_round(self, broker: Broker) -> None:
-        """Grouped fsyncs: every log with a flush pending, once, then the next stages."""
+    def _end_round(self, broker: Broker, timer_round: bool = False) -> None:
+        """Phase merging after a timer round (partition/raft/mux.py), then grouped fsyncs:
+        every log with a flush pending, once, then the next stages; then the envelopes."""
+        if timer_round and self.merge_phases:
+            due_by = self.now_ms + self.config.raft.fetch_max_wait_ms
+            for peer in broker.mux.fetch_answers_to():
+                for replica in broker.replicas.values():
+                    if replica.core.is_leader and peer in replica.core.voters:
+                        self._call(replica, AnswerLongPolls(peer, due_by))
         while True:
-            pending = [r for r in broker.replicas.values() if r.needs_flush]
+            pending = [r for r in broker.touched.values() if r.needs_flush]
             if not pending:
                 break
             self.grouped_fsyncs += 1
@@ -294,9 +305,10 @@ class Router:
                 self._advance(r)
         for envelope in broker.mux.drain():
             self._ship(envelope)
-        for key, r in broker.replicas.items():
-            broker.grid.set(key, r.core.next_deadline_ms(), self.now_ms)
-        self.checker.after_round()
+        touched, broker.touched = list(broker.touched.values()), {}
+        for r in touched:
+            broker.grid.set(r.key, r.core.next_deadline_ms(), self.now_ms)
+        self.checker.after_round(touched)
 
     # ------------------------------------------------------------------------------- time
 
@@ -320,7 +332,7 @@ class Router:
             for key in due:
                 self._call(broker.replicas[key], None)
             if due:
-                self._end_round(broker)
+                self._end_round(broker, timer_round=True)
         return True
 
     def advance(self, ms: int, max_events: int = 500_000) -> None:
