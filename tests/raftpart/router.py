@@ -394,6 +394,22 @@ class Router:
             self._end_round(broker)
         return request_id
 
+    def produce_many(self, writes: list[tuple[int, str]], to: int, acks: int = 1) -> list[int]:
+        """(partition, value) writes to broker `to` handled in ONE round (one event-loop turn of
+        a broker that got many produce requests at once): their fsyncs are grouped."""
+        broker = self.brokers[to]
+        ids = []
+        for partition, value in writes:
+            key = self.keys[partition]
+            request_id = self.next_request_id
+            self.next_request_id += 1
+            req = wire(ProduceRequest(key[0], key[1], request_id, batch(value), acks, 30_000))
+            self.requests[request_id] = (key, req)
+            self._call(broker.replicas[key], req)
+            ids.append(request_id)
+        self._end_round(broker)
+        return ids
+
     def on_produce_answer(self, replica: Replica, response: ProduceResponse) -> None:
         self.responses[response.request_id] = response
         key, request = self.requests[response.request_id]

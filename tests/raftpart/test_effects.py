@@ -1,12 +1,13 @@
 """The effect list of a raft partition (partition/raft/effects.py): client answers run in order
 between the Raft runs handed to the shared executor, and flush_stages cuts a list exactly where
 harness/effects.py's execute_effects would fsync, so a driver grouping fsyncs across partitions
-does the same thing in the same order."""
+does the same thing in the same order, with one fsync round per broker per event-loop round."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import structlog
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -26,6 +27,7 @@ from quorum.raft.effects import (
 )
 from quorum.raft.log import Entry
 from quorum.raft.messages import VoteRequest
+from tests.raftpart.router import Router
 
 
 def append(offset: int, flush: bool) -> AppendToLog:
@@ -111,3 +113,19 @@ def test_running_the_stages_does_what_the_executor_does(raw: list[tuple[int, int
         if stage.flush_after:
             staged.flush()
     assert staged.trace == direct.trace
+
+
+def test_a_broker_fsyncs_once_per_round_for_all_its_partitions() -> None:
+    structlog.configure(logger_factory=structlog.ReturnLoggerFactory())
+    r = Router(partitions=12, seed=1)
+    for p in range(12):
+        r.wait_for_leader(partition=p)
+    r.advance(2000)  # idle: phases merged, every follower's fetch parked at its leader
+    leader = r.leader(0).broker.node_id
+    led = [p for p in range(12) if r.leader(p).broker.node_id == leader]
+    assert len(led) >= 3
+    rounds, fsyncs = r.grouped_fsyncs, r.log_fsyncs
+    r.produce_many([(p, f"v{p}") for p in led], to=leader)
+    assert (r.grouped_fsyncs - rounds, r.log_fsyncs - fsyncs) == (1, len(led))
+    r.advance(1)  # each follower broker gets one envelope with every partition's new batch
+    assert (r.grouped_fsyncs - rounds, r.log_fsyncs - fsyncs) == (3, 3 * len(led))
