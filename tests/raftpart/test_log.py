@@ -5,6 +5,8 @@ boundaries, producer state follows the log, and the quorum-state file survives p
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from partition.log import LogConfig, PartitionLog, SimStorage
 from partition.log import batch as rb
@@ -153,3 +155,34 @@ def test_raft_partitions_take_no_snapshots() -> None:
         store.write_snapshot(snapshot, b"")
     with pytest.raises(RaftUsageError):
         store.delete_before(1)
+
+
+@given(st.lists(st.tuples(st.integers(1, 4), st.integers(0, 2)), min_size=1, max_size=10))
+def test_any_log_reads_back_from_any_offset_as_written(shape: list[tuple[int, int]]) -> None:
+    store = open_store()
+    written: list[Entry] = []
+    offset, epoch = 0, 1
+    for records, bump in shape:  # batches of 1-4 records, epochs going up by 0-2
+        epoch += bump
+        entries = entries_of(batch(*(f"v{offset + i}" for i in range(records))), offset, epoch)
+        store.append(entries)
+        written += entries
+        offset += records
+    for start in range(offset + 1):
+        got = store.read(start, 1 << 20)
+        assert [(e.offset, e.epoch, bool(e.data)) for e in got] == [
+            (e.offset, e.epoch, bool(e.data) and e.offset >= start) for e in written[start:]
+        ]  # fmt: skip
+        for e in got:
+            if e.data:
+                header = rb.validate(e.data)  # patched, CRC intact
+                assert (header.base_offset, header.partition_leader_epoch) == (e.offset, e.epoch)
+                values = [r.value for r in rb.decode_records(e.data, header)]
+                assert values == [f"v{e.offset + i}".encode() for i in range(len(values))]
+    for e in {e.epoch for e in written} | {0, epoch + 1}:
+        known = [w for w in written if w.epoch <= e]
+        expected = OffsetAndEpoch(-1, -1)
+        if known:
+            later = [w.offset for w in written if w.epoch > known[-1].epoch]
+            expected = OffsetAndEpoch(later[0] if later else offset, known[-1].epoch)
+        assert store.end_offset_for_epoch(e) == expected
