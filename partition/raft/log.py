@@ -14,7 +14,7 @@ batches whole (one Kafka batch per produce request), so a truncation point is al
 boundary (partition.raft.entries); `truncate_to` refuses any other (InvariantViolation) instead of
 rewriting a cut batch. Raft snapshots (KIP-630) are not used by data partitions yet: there is no
 state machine to snapshot, and log retention on a raft partition needs the log start to be a
-"snapshot" boundary a lagging follower can jump to (the report lists it as future work), so the
+"snapshot" boundary a lagging follower can jump to (docs/replication.md, Status), so the
 snapshot methods raise and the driver must not apply retention to raft partitions yet.
 
 The `quorum-state` file (Kafka's FileQuorumStateStore JSON, in the partition directory) holds the

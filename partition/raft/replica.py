@@ -27,8 +27,11 @@ reads its log only through RaftPartitionView, and only between calls' effects: e
 call has been executed before the next call (so a consumer answer never reads ahead of an
 append: a HW move wakes parked fetches, which are answered on the next tick).
 
-Invariants (InvariantViolation, besides the Raft core's own): the HW a consumer is served below
-never exceeds the log end; an acks=all answer is NONE only for offsets below the HW.
+Invariants: an acks=all answer is NONE only once the Raft HW passed the batch's last offset (it
+is made in `_complete_produces` on a CommitAdvanced, or for a duplicate of a committed batch);
+an acks=1 answer follows its append (InvariantViolation if a call accepted a batch without one);
+the HW a consumer is served below never exceeds the log end (InvariantViolation). The Raft core
+keeps its own (one leader and one vote per epoch, HW monotonic, no truncation below the HW).
 """
 
 from __future__ import annotations
