@@ -37,7 +37,11 @@ def _produce(r: Router, rng: random.Random, p: int, producers: list[Producer], n
     up = [b for b, broker in r.brokers.items() if broker.up]
     if not up:
         return n
-    to = max(leaders, key=lambda x: x.core.leader_epoch).broker.node_id if leaders else rng.choice(up)
+    to = (
+        max(leaders, key=lambda x: x.core.leader_epoch).broker.node_id
+        if leaders
+        else rng.choice(up)
+    )
     if rng.random() < 0.25:  # a plain acks=0/1 write, no idempotence
         r.produce(f"w{n}", partition=p, acks=rng.choice([0, 1]), to=to, timeout_ms=2000)
         return n + 1

@@ -122,7 +122,12 @@ class Checker:
                 continue
             entries = replica.store.read(base, 1)
             head = entries[0] if entries else None
-            if head is None or head.offset != base or head.control or batch_values(head.data) != values:
+            if (
+                head is None
+                or head.offset != base
+                or head.control
+                or batch_values(head.data) != values
+            ):
                 self.fail("lost-write", f"{key} acked [{base}, {last}] {values} not in the log")
 
     def committed_producer_batches(self, key: Any, producer_id: int) -> list[tuple[int, int]]:

@@ -313,7 +313,9 @@ class Router:
     # ------------------------------------------------------------------------------- time
 
     def _next_event_ms(self) -> int:
-        ticks = [t for b in self.brokers.values() if b.up and (t := b.grid.next_tick_ms()) is not None]
+        ticks = [
+            t for b in self.brokers.values() if b.up and (t := b.grid.next_tick_ms()) is not None
+        ]
         return min([*ticks, self.queue[0][0] if self.queue else FAR])
 
     def step(self) -> bool:

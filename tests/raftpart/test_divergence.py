@@ -24,7 +24,11 @@ def log_of(replica: Replica) -> list[tuple[int, int, bool, list[bytes]]]:
     out = []
     for h in replica.plog.batch_headers(0):
         data = replica.plog.read(h.base_offset, 1)
-        values = [] if h.is_control else [r.value or b"" for r in rb.decode_records(data, rb.read_header(data))]
+        values = (
+            []
+            if h.is_control
+            else [r.value or b"" for r in rb.decode_records(data, rb.read_header(data))]
+        )
         out.append((h.base_offset, h.partition_leader_epoch, h.is_control, values))
     return out
 
@@ -57,7 +61,9 @@ def test_a_deposed_leaders_tail_is_truncated_at_the_epoch_boundary(seed: int) ->
     assert log_of(old) == log_of(new)
     assert [v for _, _, control, v in log_of(old) if not control] == [
         [b"committed"], [b"new-1"], [b"new-2"], [b"new-3"]]  # fmt: skip
-    assert [(o, e) for o, e, _, _ in log_of(old)] == [(0, 1), (1, 1)] + [(o, epoch) for o in range(2, 6)]
+    assert [(o, e) for o, e, _, _ in log_of(old)] == [(0, 1), (1, 1)] + [
+        (o, epoch) for o in range(2, 6)
+    ]
     assert old.core.high_watermark == new.core.high_watermark == 6
 
 

@@ -95,7 +95,9 @@ def test_a_leader_cut_from_its_followers_is_replaced_and_resigns(seed: int) -> N
     r.advance(300)
     r.isolate(old.broker.node_id)
     waiting = r.produce("stranded")  # acks=all on the cut-off leader
-    took = new_leader_after(r, old.broker.node_id, within_ms=FETCH_TIMEOUT_MS + 2 * ELECTION_TIMEOUT_MS)
+    took = new_leader_after(
+        r, old.broker.node_id, within_ms=FETCH_TIMEOUT_MS + 2 * ELECTION_TIMEOUT_MS
+    )
     assert took <= FETCH_TIMEOUT_MS + 2 * ELECTION_TIMEOUT_MS
     assert r.commit("majority side").error is Errors.NONE
     # Check-quorum: no fetch from a majority for fetch.timeout * 1.5, the old leader resigns

@@ -98,7 +98,9 @@ def test_with_the_leader_flush_the_same_faults_lose_nothing() -> None:
 
 
 @pytest.mark.parametrize(
-    "bug", [{"config": FOLLOWERS_ACK_UNFLUSHED}, {"drop_flush_log": True}], ids=["follower", "leader"]
+    "bug",
+    [{"config": FOLLOWERS_ACK_UNFLUSHED}, {"drop_flush_log": True}],
+    ids=["follower", "leader"],
 )
 def test_the_chaos_sweep_finds_each_planted_bug(bug: dict[str, Any]) -> None:
     for seed in range(30):
