@@ -91,10 +91,12 @@ def produce_error(
                                             message=message))]  # fmt: skip
 
 
-def _parse_produce(
-    r: LocalReplica, req: ProduceRequest
+def parse_produce_batches(
+    req: ProduceRequest, max_message_bytes: int
 ) -> tuple[list[rb.BatchHeader], Errors, str]:
-    """The batches' headers, or the error to answer with (nothing is written then)."""
+    """The checks every mode makes on a produced partition before writing anything (Kafka's
+    LogValidator and ReplicaManager): valid acks, whole batches with good CRCs, one batch if
+    idempotent, none over max.message.bytes. The headers, or the error to answer with."""
     if req.acks not in (ACKS_NONE, ACKS_LEADER, ACKS_ALL):
         return [], Errors.INVALID_REQUEST, f"acks={req.acks} (INVALID_REQUIRED_ACKS)"
     try:
@@ -107,14 +109,21 @@ def _parse_produce(
         return [], Errors.INVALID_REQUEST, "INVALID_RECORD: no batch"
     if len(headers) > 1 and any(h.has_producer_id for h in headers):
         return [], Errors.INVALID_REQUEST, "INVALID_RECORD: one idempotent batch per partition"
-    limit = r.config.max_message_bytes
     for h in headers:  # Kafka LogValidator: per batch, RecordTooLargeException
-        if h.batch_length + rb.LOG_OVERHEAD > limit:
-            return (
-                [],
-                Errors.MESSAGE_TOO_LARGE,
-                (f"batch of {h.batch_length + rb.LOG_OVERHEAD} bytes > max.message.bytes {limit}"),
-            )
+        if h.batch_length + rb.LOG_OVERHEAD > max_message_bytes:
+            return [], Errors.MESSAGE_TOO_LARGE, (
+                f"batch of {h.batch_length + rb.LOG_OVERHEAD} bytes > max.message.bytes "
+                f"{max_message_bytes}")  # fmt: skip
+    return headers, Errors.NONE, ""
+
+
+def _parse_produce(
+    r: LocalReplica, req: ProduceRequest
+) -> tuple[list[rb.BatchHeader], Errors, str]:
+    """The batches' headers, or the error to answer with (nothing is written then)."""
+    headers, error, message = parse_produce_batches(req, r.config.max_message_bytes)
+    if error is not Errors.NONE:
+        return headers, error, message
     if req.acks == ACKS_ALL and r.is_under_min_isr():
         # Checked before the append: nothing is written (Partition.appendRecordsToLeader).
         isr = sorted(r.isr())

@@ -309,6 +309,18 @@ class RaftCore:
             return [ReadBarrierFailed(request_id, m.leader_id, m.epoch)]
         return ls.read_barrier(request_id, now_ms)
 
+    def answer_long_polls(self, src: int, due_by_ms: int, now_ms: int) -> list[Effect]:
+        """Answer now the parked Fetch of `src` whose long poll would end by `due_by_ms` (a
+        leader may answer a long poll at any time before its max wait). For drivers that host
+        many Raft groups: answering every group's poll of one peer together puts their next
+        fetches in one message (partition/raft/mux.py). Nothing to do unless leading."""
+        m = self._member
+        m.begin(now_ms)
+        ls = m.qs.leader
+        if ls is None:
+            return []
+        return ls.answer_parked(src, due_by_ms)
+
     def peer_unreachable(self, peer: int, now_ms: int) -> list[Effect]:
         """The driver could not connect to `peer` (refused). A voter whose leader is gone starts a
         pre-vote at once (ours, not Kafka's: pre-vote keeps it from disturbing a live leader).

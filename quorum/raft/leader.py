@@ -337,6 +337,14 @@ class LeaderState:
         self.parked = keep
         return effects
 
+    def answer_parked(self, src: int, due_by_ms: int) -> list[Effect]:
+        """Answer now the parked fetches of `src` whose long poll would end by `due_by_ms`."""
+        due = [p for p in self.parked if p.src == src and p.deadline_ms <= due_by_ms]
+        if not due:
+            return []
+        self.parked = [p for p in self.parked if p not in due]
+        return [Send(p.src, self._fetch_response(p.src, p.request)) for p in due]
+
     def _fetch_response(self, src: int, req: FetchRequest) -> FetchResponse:
         self.progress_for(src).hw_sent = self.view.hw
         max_bytes = min(req.max_bytes, self.config.fetch_max_bytes)

@@ -1,0 +1,188 @@
+"""The data log as a Raft log (partition.raft.entries, partition.raft.log): a batch is a head entry
+plus continuations, control entries are Kafka control batches, truncation only at batch
+boundaries, producer state follows the log, and the quorum-state file survives power loss."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from partition.log import LogConfig, PartitionLog, SimStorage
+from partition.log import batch as rb
+from partition.log.errors import CheckpointError
+from partition.log.producer_state import SequenceCheck
+from partition.raft.entries import CONTROL_RECORD_KEY, entries_to_batches, proposal
+from partition.raft.log import QUORUM_STATE_FILE, RaftPartitionLog
+from partition.replica.errors import InvariantViolation
+from quorum.raft.effects import ElectionState
+from quorum.raft.errors import RaftUsageError
+from quorum.raft.log import Entry, OffsetAndEpoch
+from tests.raftpart.router import batch
+
+
+def open_store(storage: SimStorage | None = None) -> RaftPartitionLog:
+    plog = PartitionLog.open(storage or SimStorage(), "/data", "events", 0, LogConfig())
+    return RaftPartitionLog(plog)
+
+
+def entries_of(data: bytes, first: int, epoch: int) -> list[Entry]:
+    """The entries RaftCore.propose makes of produced bytes at offset `first` in `epoch`."""
+    headers = list(rb.iter_headers(data))
+    return [Entry(first + i, epoch, d) for i, d in enumerate(proposal(data, headers))]
+
+
+def test_a_batch_is_one_head_entry_and_continuations() -> None:
+    data = batch("a", "b", "c")
+    assert proposal(data, list(rb.iter_headers(data))) == [data, b"", b""]
+    store = open_store()
+    store.append([Entry(0, 1, b"leader-change-record", control=True)])
+    store.append(entries_of(data, 1, 1))
+    assert (store.end_offset, store.last_epoch()) == (4, 1)
+    got = store.read(0, 1 << 20)
+    assert [(e.offset, e.epoch, e.control, len(e.data) > 0) for e in got] == [
+        (0, 1, True, True), (1, 1, False, True), (2, 1, False, False), (3, 1, False, False),
+    ]  # fmt: skip
+    assert got[0].data == b"leader-change-record"
+    # On disk: Kafka batches, the head patched with its offset and epoch, CRC still valid.
+    raw = store.read_batches(0, 1 << 20, max_offset=4)
+    headers = [rb.validate(raw, h.position) for h in rb.iter_headers(raw)]
+    assert [(h.base_offset, h.last_offset, h.partition_leader_epoch, h.is_control)
+            for h in headers] == [(0, 0, 1, True), (1, 3, 1, False)]  # fmt: skip
+    control = rb.decode_records(raw, headers[0])
+    assert [(r.key, r.value) for r in control] == [(CONTROL_RECORD_KEY, b"leader-change-record")]
+    assert [r.value for r in rb.decode_records(raw, headers[1])] == [b"a", b"b", b"c"]
+
+
+def test_a_read_inside_a_batch_yields_its_continuations_only() -> None:
+    # RaftCore reads end-1 to learn the epoch of the last entry: the last offset of a batch.
+    store = open_store()
+    store.append(entries_of(batch("a", "b", "c"), 0, 2))
+    assert [(e.offset, e.epoch, e.data) for e in store.read(2, 1)] == [(2, 2, b"")]
+    assert store.read(3, 1) == []
+    with pytest.raises(ValueError):
+        store.read(4, 1)
+
+
+def test_reads_return_whole_batches_within_max_bytes() -> None:
+    store = open_store()
+    first, second = batch("x" * 100, "y"), batch("z" * 100)
+    store.append(entries_of(first, 0, 1))
+    store.append(entries_of(second, 2, 1))
+    one = store.read(0, 10)  # at least one whole batch, however small max_bytes is
+    assert [e.offset for e in one] == [0, 1]
+    assert [e.offset for e in store.read(0, 1 << 20)] == [0, 1, 2]
+
+
+@pytest.mark.parametrize(
+    "entries, complaint",
+    [
+        ([Entry(0, 1, b"")], "continues a batch whose head is not here"),
+        (entries_of(batch("a", "b"), 0, 1)[:1], "ends past the entries given"),
+        ([Entry(0, 1, batch("a", "b")), Entry(1, 2, b"")], "does not continue"),
+        ([Entry(0, 1, batch("a") + b"junk")], "is not one data batch"),
+    ],
+)
+def test_entries_that_split_a_batch_are_refused(entries: list[Entry], complaint: str) -> None:
+    with pytest.raises(ValueError, match=complaint):
+        entries_to_batches(entries)
+
+
+def test_truncation_only_at_a_batch_boundary() -> None:
+    store = open_store()
+    store.append(entries_of(batch("a", "b", "c"), 0, 1))
+    store.append(entries_of(batch("d"), 3, 2))
+    with pytest.raises(InvariantViolation, match="inside the batch at 0"):
+        store.truncate_to(2)
+    assert store.end_offset == 4  # refused before anything was cut
+    store.truncate_to(3)
+    assert (store.end_offset, store.last_epoch()) == (3, 1)
+    assert store.end_offset_for_epoch(2) == OffsetAndEpoch(3, 1)
+
+
+def test_epoch_lookups_follow_the_epoch_cache() -> None:
+    store = open_store()
+    assert (store.last_epoch(), store.end_offset_for_epoch(1)) == (0, OffsetAndEpoch(-1, -1))
+    store.append(entries_of(batch("a", "b"), 0, 1))
+    store.append(entries_of(batch("c"), 2, 3))
+    assert store.end_offset_for_epoch(1) == OffsetAndEpoch(2, 1)
+    assert store.end_offset_for_epoch(2) == OffsetAndEpoch(2, 1)  # no epoch 2: epoch 1 ends at 2
+    assert store.end_offset_for_epoch(3) == OffsetAndEpoch(3, 3)
+    assert store.end_offset_for_epoch(0) == OffsetAndEpoch(-1, -1)
+
+
+def test_producer_state_follows_appends_and_truncations() -> None:
+    store = open_store()
+    store.append(entries_of(batch("a", producer=(7, 0, 0)), 0, 1))
+    store.append(entries_of(batch("b", producer=(7, 0, 1)), 1, 2))
+    dup = store.check_producer(7, 0, 1, 1)
+    assert dup.outcome is SequenceCheck.DUPLICATE and dup.duplicate_of is not None
+    assert (dup.duplicate_of.first_offset, dup.duplicate_of.last_offset) == (1, 1)
+    store.truncate_to(1)  # the epoch-2 batch was never committed: a retry is new again
+    assert store.check_producer(7, 0, 1, 1).outcome is SequenceCheck.OK
+    assert store.check_producer(7, 0, 2, 2).outcome is SequenceCheck.OUT_OF_ORDER
+
+
+def test_quorum_state_survives_power_loss_and_a_torn_file_is_refused() -> None:
+    storage = SimStorage()
+    store = open_store(storage)
+    assert store.election_state() is None
+    store.persist_election_state(ElectionState(4, voted_id=2, leader_id=None))
+    storage.crash()  # no rng: every unsynced byte is lost
+    assert open_store(storage).election_state() == ElectionState(4, 2, None)
+    path = f"{store.log.directory}/{QUORUM_STATE_FILE}"
+    storage.cut(path, 10)
+    with pytest.raises(CheckpointError, match="unreadable quorum state"):
+        open_store(storage).election_state()
+
+
+def test_unflushed_appends_are_lost_on_power_loss_from_the_tail_only() -> None:
+    storage = SimStorage()
+    store = open_store(storage)
+    store.append(entries_of(batch("a", "b"), 0, 1))
+    store.flush()
+    store.append(entries_of(batch("c"), 2, 1))
+    storage.crash()
+    after = open_store(storage)
+    assert (after.end_offset, [e.offset for e in after.read(0, 1 << 20)]) == (2, [0, 1])
+
+
+def test_raft_partitions_take_no_snapshots() -> None:
+    store = open_store()
+    assert store.latest_snapshot() is None
+    snapshot = OffsetAndEpoch(1, 1)
+    with pytest.raises(RaftUsageError):
+        store.write_snapshot(snapshot, b"")
+    with pytest.raises(RaftUsageError):
+        store.delete_before(1)
+
+
+@given(st.lists(st.tuples(st.integers(1, 4), st.integers(0, 2)), min_size=1, max_size=10))
+def test_any_log_reads_back_from_any_offset_as_written(shape: list[tuple[int, int]]) -> None:
+    store = open_store()
+    written: list[Entry] = []
+    offset, epoch = 0, 1
+    for records, bump in shape:  # batches of 1-4 records, epochs going up by 0-2
+        epoch += bump
+        entries = entries_of(batch(*(f"v{offset + i}" for i in range(records))), offset, epoch)
+        store.append(entries)
+        written += entries
+        offset += records
+    for start in range(offset + 1):
+        got = store.read(start, 1 << 20)
+        assert [(e.offset, e.epoch, bool(e.data)) for e in got] == [
+            (e.offset, e.epoch, bool(e.data) and e.offset >= start) for e in written[start:]
+        ]  # fmt: skip
+        for e in got:
+            if e.data:
+                header = rb.validate(e.data)  # patched, CRC intact
+                assert (header.base_offset, header.partition_leader_epoch) == (e.offset, e.epoch)
+                values = [r.value for r in rb.decode_records(e.data, header)]
+                assert values == [f"v{e.offset + i}".encode() for i in range(len(values))]
+    for e in {e.epoch for e in written} | {0, epoch + 1}:
+        known = [w for w in written if w.epoch <= e]
+        expected = OffsetAndEpoch(-1, -1)
+        if known:
+            later = [w.offset for w in written if w.epoch > known[-1].epoch]
+            expected = OffsetAndEpoch(later[0] if later else offset, known[-1].epoch)
+        assert store.end_offset_for_epoch(e) == expected
