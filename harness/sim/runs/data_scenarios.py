@@ -20,6 +20,7 @@ B keeps m1 in (1); A learns where epoch 0 ends on B and truncates to 1 in (2).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,6 +32,9 @@ from partition.replica import ACKS_ALL, ProduceRequest, ProduceResponse
 from quorum.metadata.errors import Errors
 
 SCRIPT_CLIENT = CLIENT_BASE + 99
+# Called with the world once it is built, before anything runs (a recorder attaches there:
+# harness/sim/runs/recording.py); it must only observe.
+Observer = Callable[[World], None]
 
 
 @dataclass
@@ -74,7 +78,7 @@ class _ScriptClient:
         return rid
 
 
-def _setup(leader_epoch_enable: bool) -> tuple[World, _ScriptClient]:
+def _setup(leader_epoch_enable: bool, observer: Observer | None) -> tuple[World, _ScriptClient]:
     config = DataRunConfig(seed=1, replication_factor=2, min_insync_replicas=1,
                            leader_epoch_enable=leader_epoch_enable)
     world = build_world(config)
@@ -85,6 +89,8 @@ def _setup(leader_epoch_enable: bool) -> tuple[World, _ScriptClient]:
         world._count_change(old, new)
 
     world.controller.on_partition_change = on_change
+    if observer is not None:
+        observer(world)
     for b in world.brokers.values():
         b.start()
     world.controller.pump()
@@ -121,8 +127,9 @@ def _ok(client: _ScriptClient, rid: int) -> bool:
     return r is not None and r.error is Errors.NONE
 
 
-def truncation_to_hw_loss(leader_epoch_enable: bool) -> ScenarioOutcome:
-    world, client = _setup(leader_epoch_enable)
+def truncation_to_hw_loss(leader_epoch_enable: bool,
+                          observer: Observer | None = None) -> ScenarioOutcome:
+    world, client = _setup(leader_epoch_enable, observer)
     a = world.leader_id()
     b = next(x for x in world.brokers if x != a)
     ba, bb = world.brokers[a], world.brokers[b]
@@ -137,7 +144,7 @@ def truncation_to_hw_loss(leader_epoch_enable: bool) -> ScenarioOutcome:
     world.hooks.append(cut_when_committed)
     r1 = client.produce(a, "1")
     _run_until(world, lambda: _ok(client, r1))
-    world.hooks.clear()
+    world.hooks.remove(cut_when_committed)  # only its own hook: an observer's stays
     world.queue.run_until(world.queue.now_ms + 50)
     assert bb.core is not None and bb.core.high_watermark == 1 and bb.core.log_end_offset == 2
     bb.hw_checkpoint = 1
@@ -153,8 +160,9 @@ def truncation_to_hw_loss(leader_epoch_enable: bool) -> ScenarioOutcome:
     return _outcome(world, ["0", "1"])
 
 
-def silent_divergence(leader_epoch_enable: bool) -> ScenarioOutcome:
-    world, client = _setup(leader_epoch_enable)
+def silent_divergence(leader_epoch_enable: bool,
+                      observer: Observer | None = None) -> ScenarioOutcome:
+    world, client = _setup(leader_epoch_enable, observer)
     a = world.leader_id()
     b = next(x for x in world.brokers if x != a)
     ba, bb = world.brokers[a], world.brokers[b]
