@@ -231,7 +231,8 @@ def _document() -> dict[str, Any]:
                 "summary": "like kafka-metadata-quorum describe --status (this node's view)",
                 "responses": {"200": _json({"type": "object", "properties": {
                     "cluster_id": {"type": "string"}, "leader_id": {"type": ["integer", "null"]},
-                    "leader_epoch": int_, "high_watermark": int_, "max_follower_lag": int_,
+                    "leader_epoch": int_, "voted_id": {"type": ["integer", "null"]},
+                    "high_watermark": int_, "max_follower_lag": int_,
                     "max_follower_lag_time_ms": int_,
                     "current_voters": {"type": "array", "items": int_},
                     "current_observers": {"type": "array", "items": int_}}})}}},

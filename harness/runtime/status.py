@@ -31,6 +31,7 @@ def quorum_status(node: ControllerNode) -> dict[str, Any]:
         "role": status.role,
         "leader_id": status.leader_id,
         "leader_epoch": status.epoch,
+        "voted_id": status.voted_id,  # whom this node voted for in leader_epoch (or null)
         "high_watermark": status.high_watermark,
         "log_end_offset": status.log_end_offset,
         "applied_offset": node.image.applied_offset,
