@@ -25,9 +25,11 @@ COMMAND_MODULES: tuple[str, ...] = (
     "harness.cli.sim",
     "harness.cli.sim_cluster",  # adds `sim cluster` to the sim group (after harness.cli.sim)
     "harness.cli.sim_matrix",  # adds `sim matrix` (data-plane scenario matrix, issue 8)
+    "harness.cli.sim_replay",  # adds `sim replay` (a recorded run in the web view)
     "harness.cli.check",
     "harness.cli.jepsen",  # `kraftlab jepsen run` (real-process runs)
     "harness.cli.analyze",  # `kraftlab analyze` (Spark comparison, docs/compare.md)
+    "harness.cli.ui",  # `kraftlab ui` (web view, docs/ui.md)
 )
 
 
