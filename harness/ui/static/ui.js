@@ -165,7 +165,7 @@ function renderPartitions(partitions, anomalies) {
 
 function drawLogs(part, width, anomalies, epochsSeen) {
   const logs = part.logs;
-  const labelW = 150, infoW = 200, top = 30, rowH = 52, barH = 20;
+  const labelW = 150, infoW = 200, top = 30, rowH = 58, barH = 20;
   const barX = labelW, barW = Math.max(200, width - labelW - infoW);
   const maxLeo = Math.max(0, ...logs.map((l) => l.leo));
   const hi = Math.max(maxLeo, part.committed_end || 0, 1);
@@ -236,7 +236,7 @@ function drawLogs(part, width, anomalies, epochsSeen) {
       out.push(`<path class="leo-mark" d="M${lx - 5} ${y - 10} L${lx + 5} ${y - 10} L${lx} ${y - 2} Z"></path>`);
       out.push(`<text x="${lx + 7}" y="${y - 3}">LEO ${log.leo}</text>`);
     }
-    out.push(`<text x="${barX + barW + 12}" y="${y + 14}">${esc(replicaInfo(log, part))}</text>`);
+    out.push(`<text x="${Math.min(barX + barW, x(hi + 1)) + 16}" y="${y + 14}">${esc(replicaInfo(log, part))}</text>`);
     out.push("</g>");
   });
   const bottom = top + logs.length * rowH;
