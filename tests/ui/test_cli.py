@@ -38,3 +38,11 @@ def test_replay_with_leader_epochs_finds_no_divergence(capsys: pytest.CaptureFix
 def test_an_unknown_nemesis_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["sim", "replay", "--seed", "1", "--nemesis", "meteor"]) == 2
     assert "unknown nemesis 'meteor'" in capsys.readouterr().err
+
+
+def test_ui_refuses_a_missing_recording_or_cluster(tmp_path: Path,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["ui", "--replay", str(tmp_path / "none.json"), "--port", "0"]) == 1
+    assert "cannot read" in capsys.readouterr().err
+    assert main(["ui", "--data-dir", str(tmp_path), "--port", "0"]) == 1
+    assert "no cluster in" in capsys.readouterr().err

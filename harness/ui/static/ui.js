@@ -220,12 +220,20 @@ function drawLogs(part, width, anomalies, epochsSeen) {
       out.push(`<rect class="cell pending" x="${x(hw)}" y="${y + 1}" width="${Math.max(0, x(log.leo) - x(hw))}" height="${barH - 2}"></rect>`);
     }
     if (log === leaderLog) {
-      for (const o of lost) {
-        if (o >= log.leo && o >= lo) {
+      const gone = lost.filter((o) => o >= log.leo && o >= lo);
+      if (gone.length && asCells) {
+        for (const o of gone) {
           out.push(`<rect class="cell lost" data-offset="${o}" x="${x(o) + 1}" y="${y + 1}" width="${Math.max(1, cellW - 2)}" height="${barH - 2}"><title>offset ${o}: committed once, not in the leader's log</title></rect>`);
           out.push(`<text x="${x(o) + cellW / 2}" y="${y + 14}" text-anchor="middle" style="fill:#c62828;font-size:10px">lost</text>`);
         }
+      } else if (gone.length) {
+        const first = gone[0], last = gone[gone.length - 1];
+        out.push(`<rect class="cell lost" data-offset="${first}" x="${x(first)}" y="${y + 1}" width="${x(last + 1) - x(first)}" height="${barH - 2}"><title>offsets ${first}-${last}: committed once, not in the leader's log</title></rect>`);
+        out.push(`<text x="${(x(first) + x(last + 1)) / 2}" y="${y + 14}" text-anchor="middle" style="fill:#c62828">${gone.length} committed offsets lost</text>`);
       }
+    }
+    if (log.leo < lo) {
+      out.push(`<text x="${x(lo) + 4}" y="${y + 14}" class="muted">&#x25C0; log ends at ${log.leo}</text>`);
     }
     if (log.hw >= lo) {
       out.push(`<line class="hw-mark" x1="${x(log.hw)}" y1="${y - 3}" x2="${x(log.hw)}" y2="${y + barH + 3}"></line>`);
