@@ -473,7 +473,7 @@ function goTo(index) {
   view.state = frame.state;
   document.body.dataset.frame = String(view.frame);
   $("#scrub").value = String(view.frame);
-  $("#frame-label").textContent = `frame ${view.frame + 1} / ${view.frames.length} · ${frame.time_ms} ms`;
+  $("#frame-label").textContent = `frame ${view.frame} of ${view.frames.length} · ${frame.time_ms} ms`;
   render(frame.state);
   renderTimeline();
 }
