@@ -33,10 +33,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import structlog
+
 from harness.admin.client import AdminClient, AdminError
 from harness.launcher import cluster as cl
 from harness.ui.timeline import Event, State, changes
 
+log = structlog.get_logger()
 POLL_TIMEOUT_S = 0.5
 HISTORY_EVENTS = 2000
 
@@ -276,8 +279,10 @@ class LiveFeed:
             try:
                 state = await asyncio.to_thread(self.poller.poll)
                 self.poll_error = None
-            except (cl.ClusterError, OSError, ValueError, KeyError) as exc:
+            except Exception as exc:  # the feed's edge: say it on the page, keep polling
                 self.poll_error = f"{type(exc).__name__}: {exc}"
+                log.warning("ui.poll_failed", error=self.poll_error)
+                self._publish({"error": self.poll_error})
                 await asyncio.sleep(self.interval_s)
                 continue
             events = changes(self.state, state)
@@ -287,5 +292,6 @@ class LiveFeed:
 
     def hello(self) -> dict[str, Any]:
         """The first message of a stream: the latest state and the recent timeline."""
-        return {"state": self.state, "events": list(self.events), "reset": True}
+        return {"state": self.state, "events": list(self.events), "reset": True,
+                "error": self.poll_error}
 

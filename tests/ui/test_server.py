@@ -5,6 +5,7 @@ reads open) plus same-origin JSON writes and loopback Host names."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -116,3 +117,19 @@ def test_link_groups_leave_no_node_out_and_no_node_twice() -> None:
                             ([[1], [1, 2]], "two groups"), ([[7]], "no node 7")):
         with pytest.raises(ActionError, match=message):
             _sides(groups, nodes)
+
+
+def test_the_stream_says_when_polling_fails(tmp_path: Path) -> None:
+    async def check(client: TestClient[Any, Any]) -> None:
+        stream = await client.get("/api/stream")
+        assert stream.headers["Content-Type"] == "text/event-stream"
+        messages = []
+        while not any(m.get("error") for m in messages):
+            line = await asyncio.wait_for(stream.content.readline(), 10)
+            if line.startswith(b"data: "):
+                messages.append(json.loads(line[len(b"data: "):]))
+        assert messages[0]["reset"] is True and messages[0]["state"] is None
+        assert "no cluster in" in messages[-1]["error"]
+        stream.close()
+
+    run(live(tmp_path, token_required=False), check)

@@ -344,7 +344,9 @@ function startLive() {
     if (data.reset) view.events = [];
     if (data.events && data.events.length) view.events.push(...data.events);
     if (view.events.length > 4 * MAX_LIVE_EVENTS) view.events.splice(0, view.events.length - 2 * MAX_LIVE_EVENTS);
+    if (data.error) setStatus(`live, but the last poll failed: ${data.error}`, "bad");
     if (data.state) {
+      if (!data.error) setStatus("live", "ok");
       view.state = data.state;
       render(data.state);
     }
