@@ -1,0 +1,1 @@
+"""coordinator: the sans-IO group coordinator of Kafka's classic group protocol (being built)."""
