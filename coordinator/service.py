@@ -167,7 +167,7 @@ class GroupCoordinator:
                 effects = [SendResponse(DescribeGroupsResponse(request.request_id, tuple(
                     self._describe(g) for g in request.groups)))]  # fmt: skip
             case DeleteGroupsRequest():
-                effects = self._delete(request)
+                return self._delete(request)
             case _:
                 assert_never(request)
         return self._absorb(effects)
@@ -252,14 +252,15 @@ class GroupCoordinator:
             fanout.outstanding.add(part_id)
             self._parts[part_id] = (fanout, positions)
             names = tuple(req.groups_names[p] or "" for p in positions)
-            effects += self._shards[partition].delete_groups(part_id, names)
-        if not fanout.outstanding:
+            effects += self._absorb(self._shards[partition].delete_groups(part_id, names))
+        if not by_shard:
             effects.append(_fanout_response(fanout))
         return effects
 
     def _absorb(self, effects: list[Effect]) -> list[Effect]:
         """Replace the shards' answers to DeleteGroups parts by the whole answer, once every
-        part is in."""
+        part is in. Only for effects straight from shards: a shard's DeleteGroupsResponse is
+        always a part (its request id a part id)."""
         out: list[Effect] = []
         for effect in effects:
             response = effect.response if isinstance(effect, SendResponse) else None
