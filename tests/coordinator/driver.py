@@ -170,10 +170,11 @@ class Broker:
         group = self.group(group_id)
         return None if group is None else group.state
 
-    def reloaded(self, **kwargs: Any) -> Broker:
-        """A new leader of every offsets partition, loading the committed records."""
+    def reloaded(self, *, after_ms: int = 0, **kwargs: Any) -> Broker:
+        """A new leader of every offsets partition, loading the committed records `after_ms`
+        after this broker's last moment (this one is left as it was: dead)."""
         return Broker(self.config, logs=dict(self.logs), epoch=self.epoch + 1,
-                      now_ms=self.now_ms, **kwargs)  # fmt: skip
+                      now_ms=self.now_ms + after_ms, **kwargs)  # fmt: skip
 
 
 def stable_group(b: Broker, group: str, n: int, *, version: int = 5,
