@@ -16,10 +16,11 @@ Who may commit (ClassicGroup.validateOffsetCommit), in order:
   commit what they processed before giving partitions up.
 A commit by a member of a Stable or PreparingRebalance group also counts as its heartbeat.
 
-Visibility: an offset is visible to OffsetFetch once its record is committed in
-`__consumer_offsets` (what a new coordinator would load), not when the request arrives. Between
-the two, OffsetFetch with require_stable (KIP-447) answers UNSTABLE_OFFSET_COMMIT for that
-partition, so a consumer taking over a partition cannot start from an offset about to change.
+Visibility: OffsetFetch answers what the log says, i.e. what a new coordinator would load. An
+offset is visible once its record is committed in `__consumer_offsets`, not when the request
+arrives; between the two, OffsetFetch with require_stable (KIP-447) answers
+UNSTABLE_OFFSET_COMMIT for that partition, so a consumer taking over a partition cannot start
+from an offset about to change. A deleted group's offsets go when its tombstones are committed.
 """
 
 from __future__ import annotations
@@ -144,9 +145,9 @@ class OffsetStore:
     def fetch(self, request: OffsetFetchGroup, require_stable: bool) -> OffsetFetchGroupResult:
         group_id = request.group_id
         assert group_id is not None
-        group = self.groups.get(group_id)
-        known = group is not None and not group.is_in(GroupState.DEAD)
-        offsets = self.committed.get(group_id, {}) if known else {}
+        # What the log says: a group being deleted keeps its offsets until the tombstones are
+        # committed (Kafka reads at the last committed offset).
+        offsets = self.committed.get(group_id, {})
         in_flight = self._in_flight.get(group_id, Counter()) if require_stable else Counter()
         if request.topics is None:
             by_topic: dict[str, list[int]] = {}

@@ -57,11 +57,33 @@ class Broker:
         self.logs: dict[int, list[CoordinatorRecord]] = defaultdict(list)
         self.pending: list[AppendRecords] = []
         self.responses: dict[int, GroupResponse] = {}
+        self.answered: list[int] = []  # request ids in the order they were answered
         self._request_ids = itertools.count(1)
-        for partition in range(config.offsets_topic_num_partitions):
-            records = list((logs or {}).get(partition, []))
-            self.logs[partition] = records
-            self.run(self.coord.load(partition, epoch, records, now_ms))
+        for partition, records in (logs or {}).items():
+            self.logs[partition] = list(records)
+        self._load_all()
+
+    def _load_all(self) -> None:
+        for partition in range(self.config.offsets_topic_num_partitions):
+            self.run(self.coord.load(partition, self.epoch, self.logs[partition], self.now_ms))
+
+    def failover(self, *, pending_reach_the_log: bool) -> list[AppendRecords]:
+        """The coordinator broker dies; another one (with the same log, as an ISR member would)
+        becomes leader of every offsets partition and loads it. Appends in flight either made it
+        into the log or not; their requests were answered NOT_COORDINATOR. Request ids go on.
+        Returns the appends that were in flight."""
+        for partition in range(self.config.offsets_topic_num_partitions):
+            self.run(self.coord.unload(partition, self.epoch + 1))
+        in_flight, self.pending = self.pending, []
+        if pending_reach_the_log:
+            for append in in_flight:
+                self.logs[append.partition] += append.records
+        self.epoch += 1
+        self.coord = GroupCoordinator(
+            self.config, member_id_suffix=lambda: str(next(self._suffixes))
+        )
+        self._load_all()
+        return in_flight
 
     # ------------------------------------------------------------------------ effects, time
 
@@ -71,6 +93,7 @@ class Broker:
                 rid = effect.response.request_id
                 assert rid not in self.responses, f"request {rid} answered twice"
                 self.responses[rid] = effect.response
+                self.answered.append(rid)
             else:
                 assert isinstance(effect, AppendRecords)
                 assert effect.leader_epoch == self.epoch
