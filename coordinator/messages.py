@@ -17,7 +17,7 @@ Versions the listener maps:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from quorum.metadata.errors import Errors
 
@@ -373,7 +373,7 @@ class DeletableGroupResult:
 @dataclass(frozen=True, slots=True)
 class DeleteGroupsResponse:
     request_id: int
-    results: tuple[DeletableGroupResult, ...] = field(default=())
+    results: tuple[DeletableGroupResult, ...] = ()
 
 
 GroupRequest = (

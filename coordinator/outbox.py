@@ -115,7 +115,9 @@ class Outbox:
     def issued(self, append_id: int) -> bool:
         """Whether this outbox handed out `append_id` (ids only grow, across shards too: an id
         below the first is a previous incarnation's)."""
-        return self._first_id is not None and self._first_id <= append_id <= (self._last_id or 0)
+        if self._first_id is None or self._last_id is None:
+            return False
+        return self._first_id <= append_id <= self._last_id
 
     def drain(self) -> list[Effect]:
         effects, self._effects = self._effects, []
