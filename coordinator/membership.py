@@ -121,7 +121,7 @@ class GroupMembership:
                 self._add_member(group, req, new_id, now_ms)
         elif req.api_version >= _MEMBER_ID_REQUIRED_VERSION:
             # KIP-394: no member without a known id; it must come back with this one.
-            if new_id in group.members:
+            if new_id in group.members or new_id in group.pending_join_members:
                 raise InvariantViolation(f"member id {new_id} handed out twice")
             group.pending_join_members.add(new_id)
             self.rb.timers.schedule(HeartbeatExpiry(group.group_id, new_id),
