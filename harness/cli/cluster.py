@@ -26,16 +26,6 @@ def progress(message: str) -> None:
     print(f"  {message}", file=sys.stderr, flush=True)
 
 
-def parse_overrides(items: list[str] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items or []:
-        if "=" not in item:
-            raise cl.ClusterError(f"--config expects key=value, got {item!r}")
-        key, value = item.split("=", 1)
-        out[key.strip()] = value.strip()
-    return out
-
-
 def data_dir_of(args: argparse.Namespace) -> Path:
     return Path(args.data_dir) if args.data_dir else cl.default_data_dir()
 
@@ -101,7 +91,7 @@ def print_health(view: dict[str, Any] | None) -> None:
 
 def cmd_up(args: argparse.Namespace) -> int:
     data_dir = data_dir_of(args)
-    overrides = parse_overrides(args.config)
+    overrides = cl.parse_overrides(args.config)
     # Unknown keys, bad values, topic keys, unknown node ids: refused before anything starts.
     plan = plan_overrides(overrides, cl.layout_of(args.controllers or 3, args.brokers or 0))
     path = cl.ClusterFile.path_in(data_dir)

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.admin.client import AdminClient, AdminError
+from harness.admin.describe_quorum import format_replication, format_status
 from harness.bench.failover import measure_one_failover
-from harness.cli.quorum import format_replication, format_status
 from harness.launcher import cluster as cl
 
 
@@ -120,9 +120,7 @@ def write_report(out: Path, data: dict[str, Any]) -> Path:
 
 
 def leader_status(cluster: cl.ClusterFile) -> tuple[str, str]:
-    from harness.cli.quorum import leader_client
-
-    client = leader_client(cluster)
+    client = cl.leader_client(cluster)
     return (format_status(client.get_json("/quorum/status")),
             format_replication(client.get_json("/quorum/replication"), human=False))
 
