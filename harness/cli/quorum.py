@@ -9,18 +9,17 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 from harness.admin.client import AdminError
 from harness.admin.describe_quorum import format_replication, format_status
+from harness.cli.common import add_data_dir, data_dir_of
 from harness.launcher import cluster as cl
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    data_dir = Path(args.data_dir) if args.data_dir else cl.default_data_dir()
     try:
-        cluster = cl.ClusterFile.load(data_dir)
+        cluster = cl.ClusterFile.load(data_dir_of(args))
         client = cl.leader_client(cluster)
         if args.replication:
             print(format_replication(client.get_json("/quorum/replication"), args.human_readable))
@@ -42,5 +41,5 @@ def register(sub: Any) -> None:
     which.add_argument("--replication", action="store_true", help="per-replica offsets and lag")
     describe.add_argument("--human-readable", action="store_true",
                           help="timestamps as 'N ms ago'")
-    describe.add_argument("--data-dir", help="cluster directory (default ./kraftlab-data)")
+    add_data_dir(describe)
     describe.set_defaults(handler=cmd_describe)

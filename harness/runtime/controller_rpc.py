@@ -8,7 +8,7 @@ A follower controller forwards a request once to the leader it knows (with its o
 relays the answer; a forwarded request that meets another non-leader is answered NOT_CONTROLLER
 (one hop, never a loop), as the admin API does for HTTP.
 
-ActiveController drives C's ControllerService (quorum/controller/service.py) exactly as its
+ActiveController drives the ControllerService (quorum/controller/service.py) exactly as its
 contract says:
 - created only when this node leads AND its image applied this epoch's LeaderChange (then the
   image holds everything earlier leaders committed; docs/controller.md);
