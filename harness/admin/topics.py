@@ -301,11 +301,11 @@ class TopicRoutes:
         body = await request.read()
         parsed = await read_json_object(request)
         topic = parsed.get("topic")
-        partition = parsed.get("partition")
+        partition = parsed.get("partition")  # absent: every partition; null is a wrong type
         election_type = parsed.get("election_type", "preferred")
         if not isinstance(topic, str):
             raise BadRequest("'topic' must be a string")
-        if partition is not None and (
+        if "partition" in parsed and (
             not isinstance(partition, int) or isinstance(partition, bool)
             or not 0 <= partition < 2**31
         ):
