@@ -13,8 +13,8 @@ error for failed authentication, code 58) and a `WWW-Authenticate: Bearer` heade
 Invariants:
 - The token is compared in constant time (hmac.compare_digest) and never logged, echoed in an
   error, or put into a log event (a rejected request logs method, path and remote only).
-- A follower that forwards a write to the active controller adds its own token (harness/admin/server.py
-  `forward`), so a client's request is authenticated once, by the node it reached.
+- A follower that forwards a write to the active controller adds its own token
+  (harness/admin/forward.py), so a client's request is authenticated once, by the node it reached.
 """
 
 from __future__ import annotations

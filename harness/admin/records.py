@@ -25,16 +25,15 @@ from __future__ import annotations
 import asyncio
 import base64
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
+from harness.admin.http import BadRequest, error_response, read_json_object, value_field
+from harness.runtime.broker import BrokerNode
 from partition.log import batch as rb
 from partition.replica import ACKS_ALL, FetchResponse, ProduceResponse
 from quorum.metadata.errors import Errors
-
-if TYPE_CHECKING:
-    from harness.admin.server import AdminApi
 
 STATUS: dict[Errors, int] = {
     Errors.INVALID_REQUEST: 400,
@@ -57,12 +56,6 @@ MAX_WAIT_MS = 30_000
 INT32 = 2**31 - 1
 
 
-def _bad(message: str) -> Exception:
-    from harness.admin.server import BadRequest
-
-    return BadRequest(message)
-
-
 def _int_query(request: web.Request, name: str, default: int, lo: int, hi: int) -> int:
     raw = request.query.get(name)
     if raw is None:
@@ -70,9 +63,9 @@ def _int_query(request: web.Request, name: str, default: int, lo: int, hi: int) 
     try:
         value = int(raw)
     except ValueError:
-        raise _bad(f"{name} must be an integer") from None
+        raise BadRequest(f"{name} must be an integer") from None
     if not lo <= value <= hi:
-        raise _bad(f"{name} must be in [{lo}, {hi}]")
+        raise BadRequest(f"{name} must be in [{lo}, {hi}]")
     return value
 
 
@@ -80,15 +73,13 @@ def _partition_of(request: web.Request) -> tuple[str, int]:
     try:
         partition = int(request.match_info["partition"])
     except ValueError:
-        raise _bad("partition must be an integer") from None
+        raise BadRequest("partition must be an integer") from None
     if not 0 <= partition <= INT32:
-        raise _bad("partition must be a non-negative 32-bit integer")
+        raise BadRequest("partition must be a non-negative 32-bit integer")
     return request.match_info["topic"], partition
 
 
 def _bytes_field(record: dict[str, Any], name: str, *, required: bool) -> bytes | None:
-    from harness.admin.server import value_field
-
     if name not in record and f"{name}_b64" not in record and not required:
         return None
     value = value_field(record, name, nullable=not required)
@@ -98,21 +89,21 @@ def _bytes_field(record: dict[str, Any], name: str, *, required: bool) -> bytes 
 def parse_records(body: dict[str, Any]) -> list[rb.Record]:
     records = body.get("records")
     if not isinstance(records, list) or not records:
-        raise _bad("'records' must be a non-empty list")
+        raise BadRequest("'records' must be a non-empty list")
     if len(records) > MAX_RECORDS_PER_REQUEST:
-        raise _bad(f"at most {MAX_RECORDS_PER_REQUEST} records per request")
+        raise BadRequest(f"at most {MAX_RECORDS_PER_REQUEST} records per request")
     now_ms = int(time.time() * 1000)
     out = []
     for item in records:
         if not isinstance(item, dict):
-            raise _bad("each record must be an object")
+            raise BadRequest("each record must be an object")
         value = _bytes_field(item, "value", required=True)
         key = _bytes_field(item, "key", required=False)
         headers_in = item.get("headers", {})  # absent: none; an explicit null is a wrong type
         if not isinstance(headers_in, dict) or not all(
             isinstance(k, str) and isinstance(v, str | None) for k, v in headers_in.items()
         ):
-            raise _bad("'headers' must be an object of string values")
+            raise BadRequest("'headers' must be an object of string values")
         headers = tuple((k, None if v is None else v.encode()) for k, v in headers_in.items())
         out.append(rb.Record(value, key, headers, now_ms))
     return out
@@ -127,7 +118,7 @@ def _producer_fields(body: dict[str, Any]) -> tuple[int, int, int]:
     for name, value, (lo, hi) in zip(("producer_id", "producer_epoch", "base_sequence"), fields,
                                      limits, strict=True):  # fmt: skip
         if not isinstance(value, int) or isinstance(value, bool) or not lo <= value <= hi:
-            raise _bad(f"'{name}' must be an integer in [{lo}, {hi}] (all three or none)")
+            raise BadRequest(f"'{name}' must be an integer in [{lo}, {hi}] (all three or none)")
     return fields[0], fields[1], fields[2]  # type: ignore[return-value]
 
 
@@ -146,13 +137,10 @@ def _resolve(future: asyncio.Future[Any], value: Any) -> None:
 
 
 class RecordRoutes:
-    def __init__(self, api: AdminApi) -> None:
-        self.api = api
-        self.node = api.node
+    def __init__(self, node: BrokerNode) -> None:
+        self.node = node
 
     def _error(self, error: Errors, message: str = "", **hints: Any) -> web.Response:
-        from harness.admin.server import error_response
-
         if error is Errors.REQUEST_TIMED_OUT:
             hints["indeterminate"] = True
         return error_response(STATUS.get(error, 400), error.name, message or error.name, **hints)
@@ -169,13 +157,11 @@ class RecordRoutes:
                            leader_epoch=part.leader_epoch)  # fmt: skip
 
     async def produce(self, request: web.Request) -> web.Response:
-        from harness.admin.server import read_json_object
-
         topic, partition = _partition_of(request)
         acks_raw = request.query.get("acks", "all")
         acks = {"0": 0, "1": 1, "all": ACKS_ALL, "-1": ACKS_ALL}.get(acks_raw)
         if acks is None:
-            raise _bad("acks must be 0, 1 or all")
+            raise BadRequest("acks must be 0, 1 or all")
         timeout_ms = _int_query(request, "timeout_ms", 30_000, 0, 300_000)
         body = await read_json_object(request)
         records = parse_records(body)
@@ -238,7 +224,7 @@ class RecordRoutes:
                                   "log_start_offset": r.log_start_offset})  # fmt: skip
 
 
-def add_routes(app: web.Application, api: AdminApi) -> None:
-    routes = RecordRoutes(api)
+def add_routes(app: web.Application, node: BrokerNode) -> None:
+    routes = RecordRoutes(node)
     app.router.add_post("/topics/{topic}/partitions/{partition}/records", routes.produce)
     app.router.add_get("/topics/{topic}/partitions/{partition}/records", routes.consume)

@@ -12,10 +12,12 @@ Rules this module keeps:
   token (harness/admin/auth.py); /metrics times every route (harness/runtime/metrics.py).
 - Errors are `{"error": KAFKA_NAME, "message": ..., hints}`. Bad input (JSON, fields, query values)
   is 400 INVALID_REQUEST, never a 500; an unexpected exception is logged and answered as
-  500 UNKNOWN_SERVER_ERROR (a bug, not a contract).
+  500 UNKNOWN_SERVER_ERROR (a bug, not a contract): harness/admin/http.py, shared by every route.
 - A follower forwards writes and linearizable reads to the active controller (one hop: a forwarded
   request that meets a non-leader gets 421 NOT_CONTROLLER with the leader hint, never a loop).
   With no known leader: 503 LEADER_NOT_AVAILABLE with what this node knows (epoch, voters).
+  harness/admin/forward.py, shared with topics.py.
+- The node is an `AdminNode` (harness/admin/context.py): a protocol, never the node class.
 - A write that was proposed but whose outcome is unknown (leadership lost, timeout) is
   504 REQUEST_TIMED_OUT with `"indeterminate": true`: a client must not assume it did not happen.
 """
@@ -23,97 +25,32 @@ Rules this module keeps:
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
-from collections.abc import Awaitable, Callable
 from typing import Any
 
 import aiohttp
-import structlog
 from aiohttp import web
 
-from harness.admin.auth import auth_middleware, bearer
+from harness.admin.auth import auth_middleware
+from harness.admin.context import AdminNode
+from harness.admin.forward import FORWARDED_HEADER, LeaderForwarding
+from harness.admin.http import (
+    BadRequest,
+    Handler,
+    encode_value,
+    error_middleware,
+    error_response,
+    read_json_object,
+    value_field,
+)
 from harness.admin.openapi import openapi_document
 from harness.admin.records import add_routes as add_record_routes
 from harness.admin.topics import add_routes as add_topic_routes
 from harness.net.transport import LinkFilter
+from harness.runtime.context import NotLeaderError, OutcomeUnknownError
 from harness.runtime.metrics import CONTENT_TYPE
-from harness.runtime.node import ControllerNode, NotLeaderError, OutcomeUnknownError
 from quorum.metadata import Errors, KvCas, KvDelete, KvPut
 
-log = structlog.get_logger()
-FORWARDED_HEADER = "X-Kraftlab-Forwarded-By"
-NODE_KEY: web.AppKey[ControllerNode] = web.AppKey("node", ControllerNode)
-SESSION_KEY: web.AppKey[aiohttp.ClientSession] = web.AppKey("session", aiohttp.ClientSession)
-
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-class BadRequest(Exception):
-    """400 INVALID_REQUEST with this message."""
-
-
-def error_response(status: int, error: str, message: str, **hints: Any) -> web.Response:
-    return web.json_response({"error": error, "message": message, **hints}, status=status)
-
-
-@web.middleware
-async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
-    try:
-        return await handler(request)
-    except BadRequest as exc:
-        return error_response(400, "INVALID_REQUEST", str(exc))
-    except web.HTTPException as exc:
-        if exc.status >= 400 and exc.content_type != "application/json":
-            name = "UNKNOWN_ROUTE" if exc.status in (404, 405) else "INVALID_REQUEST"
-            if exc.status == 413:  # a body over client_max_size: named as an oversized batch is
-                name = "MESSAGE_TOO_LARGE"
-            return error_response(exc.status, name, exc.reason)
-        raise
-    except Exception as exc:  # the HTTP edge: a bug becomes a 500 with a log line, not a hang
-        log.exception("admin.unhandled_error", path=request.path, method=request.method)
-        return error_response(500, "UNKNOWN_SERVER_ERROR", f"{type(exc).__name__}: {exc}")
-
-
-async def read_json_object(request: web.Request) -> dict[str, Any]:
-    try:
-        body = await request.json(loads=json.loads)
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise BadRequest("body is not valid JSON") from None
-    if not isinstance(body, dict):
-        raise BadRequest("body must be a JSON object")
-    return body
-
-
-def value_field(body: dict[str, Any], name: str, *, nullable: bool = False) -> str | bytes | None:
-    """`name` as a UTF-8 string, or `name_b64` as bytes (API.md): one of them, never both
-    (the OpenAPI document says `oneOf`; which one would win is not the client's guess to make)."""
-    if name in body and f"{name}_b64" in body:
-        raise BadRequest(f"give '{name}' or '{name}_b64', not both")
-    if name in body:
-        value = body[name]
-        if value is None and nullable:
-            return None
-        if not isinstance(value, str):
-            raise BadRequest(f"'{name}' must be a string" + (" or null" if nullable else ""))
-        return value
-    b64 = body.get(f"{name}_b64")
-    if b64 is not None:
-        if not isinstance(b64, str):
-            raise BadRequest(f"'{name}_b64' must be a base64 string")
-        try:
-            return base64.b64decode(b64, validate=True)
-        except ValueError:
-            raise BadRequest(f"'{name}_b64' is not valid base64") from None
-    if nullable:
-        raise BadRequest(f"missing field '{name}' (use null for 'absent')")
-    raise BadRequest(f"missing field '{name}'")
-
-
-def encode_value(value: str | bytes) -> dict[str, Any]:
-    if isinstance(value, bytes):
-        return {"value_b64": base64.b64encode(value).decode()}
-    return {"value": value}
+NODE_KEY: web.AppKey[AdminNode] = web.AppKey("node", AdminNode)
 
 
 def check_key(request: web.Request) -> str:
@@ -124,79 +61,11 @@ def check_key(request: web.Request) -> str:
 
 
 class AdminApi:
-    """Handlers bound to one node."""
+    """The routes of this module, bound to one node."""
 
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: AdminNode, leader: LeaderForwarding) -> None:
         self.node = node
-        self.session: aiohttp.ClientSession | None = None
-
-    # --- leader handling ---------------------------------------------------------------------
-
-    def no_leader(self) -> web.Response:
-        node = self.node
-        return error_response(
-            503,
-            "LEADER_NOT_AVAILABLE",
-            "no active controller is known; retry after an election",
-            leader_id=None,
-            leader_epoch=node.epoch,
-            role=node.role,
-            current_voters=sorted(node.config.voters),
-        )
-
-    async def forward(self, request: web.Request, body: bytes | None = None) -> web.StreamResponse:
-        """Send this request to the leader's admin API and relay its answer verbatim."""
-        node = self.node
-        leader = node.leader_id
-        if leader is None or leader == node.node_id:
-            return self.no_leader()
-        if FORWARDED_HEADER in request.headers:
-            return error_response(
-                421, "NOT_CONTROLLER", f"node {node.node_id} is not the active controller",
-                leader=leader, leader_epoch=node.epoch,
-            )
-        target = node.config.admin_listeners[leader]
-        url = f"http://{target.host}:{target.port}{request.rel_url}"
-        if body is None and request.can_read_body:
-            body = await request.read()
-        assert self.session is not None
-        timeout = aiohttp.ClientTimeout(total=node.config.request_timeout_ms / 1000 + 1)
-        headers = {FORWARDED_HEADER: str(node.node_id), "Content-Type": "application/json"}
-        if node.admin_token is not None:
-            headers.update(bearer(node.admin_token))  # the leader may require it (admin_auth.py)
-        try:
-            async with self.session.request(
-                request.method, url, data=body, timeout=timeout, headers=headers,
-            ) as resp:
-                payload = await resp.read()
-                return web.Response(
-                    body=payload, status=resp.status, content_type=resp.content_type
-                )
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            if request.method in ("GET", "HEAD") or isinstance(exc, aiohttp.ClientConnectorError):
-                return error_response(
-                    503, "LEADER_NOT_AVAILABLE", f"forwarding to leader {leader} failed: {exc!r}",
-                    leader_id=leader, leader_epoch=node.epoch,
-                )
-            # Not a read and the connection was made: the write may have reached the leader
-            # before the failure, so its outcome is unknown, never "did not happen" (found by
-            # the Jepsen kv workload under kill-leader).
-            return error_response(
-                504, "REQUEST_TIMED_OUT",
-                f"forwarding to leader {leader} failed, outcome unknown: {exc!r}",
-                indeterminate=True, leader_id=leader, leader_epoch=node.epoch,
-            )
-
-    def leader_error(self, exc: NotLeaderError) -> web.Response:
-        if exc.leader_id is None:
-            return self.no_leader()
-        return error_response(
-            421, "NOT_CONTROLLER", str(exc), leader=exc.leader_id, leader_epoch=exc.epoch
-        )
-
-    @staticmethod
-    def unknown_outcome(exc: OutcomeUnknownError) -> web.Response:
-        return error_response(504, "REQUEST_TIMED_OUT", str(exc), indeterminate=True)
+        self.leader = leader
 
     # --- basic ------------------------------------------------------------------------------
 
@@ -222,7 +91,7 @@ class AdminApi:
     async def quorum_replication(self, request: web.Request) -> web.StreamResponse:
         node = self.node
         if not node.is_leader:
-            return await self.forward(request)
+            return await self.leader.forward(request)
         return web.json_response(node.quorum_replication())
 
     # --- kv ---------------------------------------------------------------------------------
@@ -235,13 +104,13 @@ class AdminApi:
         node = self.node
         if consistency == "linearizable":
             if not node.is_leader:
-                return await self.forward(request)
+                return await self.leader.forward(request)
             try:
                 await node.read_barrier()
             except NotLeaderError as exc:
-                return self.leader_error(exc)
+                return self.leader.leader_error(exc)
             except OutcomeUnknownError as exc:
-                return self.unknown_outcome(exc)
+                return self.leader.unknown_outcome(exc)
         found = node.image.get(key)
         if found is None:
             return error_response(404, "KEY_NOT_FOUND", f"key {key!r} not found",
@@ -256,15 +125,15 @@ class AdminApi:
     async def _write(self, request: web.Request, record: Any, body: bytes | None) -> web.StreamResponse:
         node = self.node
         if not node.is_leader:
-            return await self.forward(request, body)
+            return await self.leader.forward(request, body)
         try:
             result = await node.propose(record)
         except NotLeaderError as exc:
             if exc.leader_id is not None and exc.leader_id != node.node_id:
-                return await self.forward(request, body)
-            return self.leader_error(exc)
+                return await self.leader.forward(request, body)
+            return self.leader.leader_error(exc)
         except OutcomeUnknownError as exc:
-            return self.unknown_outcome(exc)
+            return self.leader.unknown_outcome(exc)
         key = record.key
         match result.error:
             case Errors.NONE:
@@ -374,19 +243,20 @@ class AdminApi:
         return web.json_response(LinkFilter().to_json())
 
 
-def build_app(node: ControllerNode) -> web.Application:
-    api = AdminApi(node)
+def build_app(node: AdminNode) -> web.Application:
+    leader = LeaderForwarding(node)
+    api = AdminApi(node, leader)
     middlewares: list[Any] = [error_middleware]
     if node is not None:  # None: only the router is wanted (the OpenAPI completeness test)
         middlewares.insert(0, node.metrics.middleware())  # outermost: times every answer
         if node.config.admin_token_required:
-            assert node.admin_token is not None  # ControllerNode refuses to start without it
+            assert node.admin_token is not None  # the node refuses to start without it
             middlewares.append(auth_middleware(node.admin_token))
     app = web.Application(middlewares=middlewares, client_max_size=4 * 1024 * 1024)
     app[NODE_KEY] = node
 
     async def on_startup(app: web.Application) -> None:
-        api.session = aiohttp.ClientSession(
+        leader.session = aiohttp.ClientSession(
             # A fresh connection per forwarded request: aiohttp resends an idempotent request
             # once when a reused keep-alive connection turns out broken, which would turn "the
             # first send may have committed" into a clean "connection refused" (forward()).
@@ -394,8 +264,8 @@ def build_app(node: ControllerNode) -> web.Application:
         )
 
     async def on_cleanup(app: web.Application) -> None:
-        if api.session is not None:
-            await api.session.close()
+        if leader.session is not None:
+            await leader.session.close()
 
     app.on_startup.append(on_startup)
     app.on_cleanup.append(on_cleanup)
@@ -414,6 +284,6 @@ def build_app(node: ControllerNode) -> web.Application:
     r.add_post("/nemesis/links", api.links_post)
     r.add_delete("/nemesis/links", api.links_delete)
     app.middlewares.insert(0, api.links_middleware)  # outermost: a cut-off request runs nothing
-    add_topic_routes(app, api)
-    add_record_routes(app, api)
+    add_topic_routes(app, node, leader)
+    add_record_routes(app, node)
     return app

@@ -4,8 +4,8 @@ brokers alike.
 
 Rules (on top of harness/admin/server.py's):
 - Writes (create, delete, elect) run on the active controller: a follower controller or a broker
-  forwards them once (admin.py `forward`). The answer is given after the records are committed and
-  applied (ActiveController, harness/runtime/controller_rpc.py).
+  forwards them once (harness/admin/forward.py). The answer is given after the records are
+  committed and applied (ActiveController, harness/runtime/controller_rpc.py).
 - Reads default to `consistency=linearizable`: served by the active controller after a read
   barrier, so a describe right after a create sees the topic on any node. `consistency=local`
   answers from this node's own image (may be stale; says which offset it has applied).
@@ -24,11 +24,14 @@ Rules (on top of harness/admin/server.py's):
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
-from harness.runtime.node import NotLeaderError, OutcomeUnknownError
+from harness.admin.context import AdminNode
+from harness.admin.forward import LeaderForwarding
+from harness.admin.http import BadRequest, error_response, read_json_object
+from harness.runtime.context import NotLeaderError, OutcomeUnknownError
 from harness.runtime.status import partition_health
 from quorum.controller import (
     AlterConfigsRequest,
@@ -43,9 +46,6 @@ from quorum.metadata.configs import TOPIC_CONFIG_DEFAULTS, validate_topic_config
 from quorum.metadata.describe import describe_topic, describe_topics
 from quorum.metadata.errors import Errors
 from quorum.metadata.records import NO_LEADER
-
-if TYPE_CHECKING:
-    from harness.admin.server import AdminApi
 
 HTTP_STATUS: dict[Errors, int] = {
     Errors.TOPIC_ALREADY_EXISTS: 409,
@@ -72,8 +72,6 @@ SOURCE_DEFAULT = "DEFAULT_CONFIG"
 
 
 def _text_format(request: web.Request) -> bool:
-    from harness.admin.server import BadRequest
-
     fmt = request.query.get("format", "json")
     if fmt not in ("json", "text"):
         raise BadRequest("format must be 'json' or 'text'")
@@ -85,16 +83,14 @@ def _leader(value: int) -> int | None:
 
 
 class TopicRoutes:
-    def __init__(self, api: AdminApi) -> None:
-        self.api = api
-        self.node = api.node
+    def __init__(self, node: AdminNode, leader: LeaderForwarding) -> None:
+        self.node = node
+        self.leader = leader
 
     # --- helpers ------------------------------------------------------------------------------
 
     async def _read_here(self, request: web.Request) -> web.StreamResponse | None:
         """None: serve the read from this node's image. Else the response to return."""
-        from harness.admin.server import BadRequest
-
         consistency = request.query.get("consistency", "linearizable")
         if consistency not in ("linearizable", "local"):
             raise BadRequest("consistency must be 'linearizable' or 'local'")
@@ -102,13 +98,13 @@ class TopicRoutes:
         if consistency == "local":
             return None
         if not node.is_leader:
-            return await self.api.forward(request)
+            return await self.leader.forward(request)
         try:
             await node.read_barrier()
         except NotLeaderError as exc:
-            return self.api.leader_error(exc)
+            return self.leader.leader_error(exc)
         except OutcomeUnknownError as exc:
-            return self.api.unknown_outcome(exc)
+            return self.leader.unknown_outcome(exc)
         return None
 
     async def _call(
@@ -117,22 +113,20 @@ class TopicRoutes:
         """Run `call` on the active controller (here, or forwarded)."""
         node = self.node
         if not node.is_leader or node.active is None:
-            return await self.api.forward(request, body)
+            return await self.leader.forward(request, body)
         future = node.active.call(call)
         try:
             response = await asyncio.wait_for(future, node.config.request_timeout_ms / 1000)
         except TimeoutError:
-            return self.api.unknown_outcome(
+            return self.leader.unknown_outcome(
                 OutcomeUnknownError(f"not answered within {node.config.request_timeout_ms} ms")
             )
         if response.error is Errors.NOT_CONTROLLER:
-            return self.api.leader_error(NotLeaderError(node.leader_id, node.epoch))
+            return self.leader.leader_error(NotLeaderError(node.leader_id, node.epoch))
         return response
 
     @staticmethod
     def _error(error: Errors, message: str, **hints: Any) -> web.Response:
-        from harness.admin.server import error_response
-
         return error_response(HTTP_STATUS.get(error, 400), error.name, message or error.name,
                               **hints)
 
@@ -204,8 +198,6 @@ class TopicRoutes:
         })
 
     async def create(self, request: web.Request) -> web.StreamResponse:
-        from harness.admin.server import BadRequest, read_json_object
-
         body = await request.read()
         parsed = await read_json_object(request)
         name = parsed.get("name")
@@ -274,8 +266,6 @@ class TopicRoutes:
 
     async def alter_configs(self, request: web.Request) -> web.StreamResponse:
         """IncrementalAlterConfigs for one topic: {"set": {k: v}, "delete": [k]}."""
-        from harness.admin.server import BadRequest, read_json_object
-
         name = request.match_info["topic"]
         body = await request.read()
         parsed = await read_json_object(request)
@@ -308,16 +298,14 @@ class TopicRoutes:
                                   "configs": self.node.image.topic_config_overrides(name)})
 
     async def elect_leaders(self, request: web.Request) -> web.StreamResponse:
-        from harness.admin.server import BadRequest, read_json_object
-
         body = await request.read()
         parsed = await read_json_object(request)
         topic = parsed.get("topic")
-        partition = parsed.get("partition")
+        partition = parsed.get("partition")  # absent: every partition; null is a wrong type
         election_type = parsed.get("election_type", "preferred")
         if not isinstance(topic, str):
             raise BadRequest("'topic' must be a string")
-        if partition is not None and (
+        if "partition" in parsed and (
             not isinstance(partition, int) or isinstance(partition, bool)
             or not 0 <= partition < 2**31
         ):
@@ -341,10 +329,8 @@ class TopicRoutes:
 
     async def alter_isr(self, request: web.Request) -> web.StreamResponse:
         """kraftlab-only: the partition leader asks the controller for a new ISR (AlterPartition),
-        as the replica cores now do by themselves (issue 5): a manual override for demos and tests,
+        as the replica cores do by themselves: a manual override for demos and tests,
         which may race with the leader's own AlterPartition (the controller rejects the stale one)."""
-        from harness.admin.server import BadRequest, error_response, read_json_object
-
         broker = self.node.broker
         if broker is None:
             return error_response(400, "INVALID_REQUEST", "only a broker (the leader) alters an ISR")
@@ -391,8 +377,8 @@ def _first_bad_config(pairs: list[tuple[str, str | None]]) -> str | None:
     return None
 
 
-def add_routes(app: web.Application, api: AdminApi) -> None:
-    routes = TopicRoutes(api)
+def add_routes(app: web.Application, node: AdminNode, leader: LeaderForwarding) -> None:
+    routes = TopicRoutes(node, leader)
     r = app.router
     r.add_get("/cluster", routes.cluster)
     r.add_get("/topics", routes.list_topics)

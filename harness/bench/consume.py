@@ -1,7 +1,7 @@
 """Consume throughput and latency: 3 brokers, RF 3, one consumer, 100-byte records.
 
-Method: the same fresh cluster as `bench produce` (harness/bench/produce.py). `--records` records
-of `--record-size` bytes are produced first (acks=all, so all are below the HW), then:
+Method: the same fresh cluster as `bench produce` (harness/bench/data_cluster.py). `--records`
+records of `--record-size` bytes are produced first (acks=all, so all are below the HW), then:
 - catch-up: one harness.client Consumer reads them from offset 0 with `poll_raw` (whole batches
   as bytes, no per-record decoding: what a copy tool or a broker does) and, separately, with
   `poll` (every record decoded into a ConsumerRecord, what an application does); records/s and
@@ -24,7 +24,8 @@ import os
 import time
 from typing import Any
 
-from harness.bench.produce import add_common, client_cpu, data_cluster, produce_run
+from harness.bench.data_cluster import add_common, client_cpu, data_cluster
+from harness.bench.produce import produce_run
 from harness.bench.quorum import cluster_cpu, percentile
 from harness.client import run as client_run
 from harness.launcher import cluster as cl

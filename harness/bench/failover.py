@@ -107,10 +107,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.cluster import parse_overrides
-
     base = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="kraftlab-failover-"))
-    cluster = cl.create_cluster(base, args.controllers, parse_overrides(args.config))
+    cluster = cl.create_cluster(base, args.controllers, cl.parse_overrides(args.config))
     base = base.resolve()
     samples: list[FailoverSample] = []
     try:

@@ -1,8 +1,8 @@
 """Produce throughput through the Kafka listener with a real Kafka client (kafka-python or
 confluent-kafka), beside `kraftlab bench produce` (native client).
 
-Method: the same fresh cluster and RF-3 topic as `bench produce` (harness.bench.produce
-.data_cluster: `--controllers` 1, `--brokers` 3, `--partitions` 1 by default). One idempotent
+Method: the same fresh cluster and RF-3 topic as `bench produce` (harness/bench/data_cluster.py:
+`--controllers` 1, `--brokers` 3, `--partitions` 1 by default). One idempotent
 producer of `--client` in this process sends `--records` records of `--record-size` random bytes
 round-robin over the partitions as fast as it can, for each `--acks` value (linger.ms 5). A
 warm-up of 10% of the records is sent and flushed first and not counted.
@@ -20,7 +20,7 @@ import os
 import time
 from typing import Any
 
-from harness.bench.produce import ACKS, add_common, client_cpu, data_cluster
+from harness.bench.data_cluster import ACKS, add_common, client_cpu, data_cluster
 from harness.bench.quorum import cluster_cpu
 from harness.launcher import cluster as cl
 

@@ -23,57 +23,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import tempfile
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from pathlib import Path
 from typing import Any
 
-from harness.admin.client import AdminClient
+from harness.bench import kafka_produce
+from harness.bench.data_cluster import ACKS, add_common, client_cpu, data_cluster
 from harness.bench.quorum import cluster_cpu, percentile
 from harness.client import run as client_run
 from harness.launcher import cluster as cl
-
-ACKS = {"1": 1, "all": -1, "0": 0}
-
-
-@contextmanager
-def data_cluster(args: argparse.Namespace, topic: str) -> Iterator[cl.ClusterFile]:
-    """A fresh cluster with `topic` (RF = min(3, brokers)) created and its leaders elected."""
-    from harness.cli.cluster import parse_overrides
-
-    base = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="kraftlab-bench-"))
-    cluster = cl.create_cluster(base, args.controllers, parse_overrides(args.config),
-                                brokers=args.brokers)  # fmt: skip
-    base = base.resolve()
-    try:
-        for node in cluster.nodes:
-            cl.start_node(cluster, base, node)
-        cl.wait_for_leader(cluster, [n.id for n in cluster.nodes], 30)
-        cl.wait_for_brokers(cluster, [n.id for n in cluster.brokers], 30)
-        admin = AdminClient(cluster.controllers[0].host, cluster.controllers[0].admin_port, 10)
-        admin.request("POST", "/topics", {"name": topic, "partitions": args.partitions,
-                                          "replication_factor": min(3, args.brokers)})
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:  # every partition led and its ISR full
-            parts = admin.get_json(f"/topics/{topic}")["partitions"]
-            if all(p["leader"] is not None and len(p["isr"]) == len(p["replicas"]) for p in parts):
-                break
-            time.sleep(0.05)
-        admin.close()
-        yield cluster
-    finally:
-        for node in cluster.nodes:
-            cl.stop_node(node, force=True, timeout_s=5)
-            node.pid = None
-        cluster.save(base)
-
-
-def client_cpu() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 async def produce_run(cluster: cl.ClusterFile, topic: str, acks: int, records: int,
@@ -130,21 +87,6 @@ async def produce_run(cluster: cl.ClusterFile, topic: str, acks: int, records: i
     }
 
 
-def add_common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--controllers", type=int, default=1)
-    parser.add_argument("--brokers", type=int, default=3)
-    parser.add_argument("--partitions", type=int, default=1)
-    parser.add_argument("--records", type=int, default=200_000)
-    parser.add_argument("--record-size", type=int, default=100)
-    parser.add_argument("--linger-ms", type=int, default=5)
-    parser.add_argument("--batch-size", type=int, default=65_536)
-    parser.add_argument("--buffer-batches", type=int, default=8,
-                        help="batches queued per partition before send() waits (latency vs depth)")
-    parser.add_argument("--data-dir", help="fresh cluster directory (default: a temp dir)")
-    parser.add_argument("--config", action="append", metavar="KEY=VALUE",
-                        help="node config override (e.g. replica.fetch.wait.max.ms=100)")
-
-
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common(parser)
     parser.add_argument("--acks", default="1,all", help="comma-separated: 0, 1, all")
@@ -163,8 +105,6 @@ def print_row(r: dict[str, Any], what: str) -> None:
 
 def run(args: argparse.Namespace) -> int:
     if getattr(args, "client", "native") != "native":
-        from harness.bench import kafka_produce
-
         return kafka_produce.run(args)
     acks_list = [ACKS[a.strip()] for a in args.acks.split(",")]
     topic = "bench"

@@ -224,10 +224,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from harness.cli.cluster import parse_overrides
-
     base = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="kraftlab-bench-"))
-    overrides = parse_overrides(args.config)
+    overrides = cl.parse_overrides(args.config)
     cluster = cl.create_cluster(base, args.controllers, overrides)
     base = base.resolve()
     try:

@@ -6,22 +6,15 @@ Only argument parsing lives here; pyspark is imported when the command runs, so 
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
+
+from harness.spark.compare import build_parser, run
 
 
 def register(sub: Any) -> None:
-    from harness.spark.compare import build_parser
-
     parser = sub.add_parser(
         "analyze", help="quorum-vs-ISR report (Spark) from run-summary Parquet",
         description="Aggregate run-summary rows (kraftlab sim matrix / jepsen run) on Spark and "
                     "write compare.md, CSV/Parquet aggregates and PNG plots (docs/compare.md).")
     build_parser(parser)
-    parser.set_defaults(handler=_handle)
-
-
-def _handle(args: argparse.Namespace) -> int:
-    from harness.spark.compare import run
-
-    return run(args)
+    parser.set_defaults(handler=run)

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from pathlib import Path
 from typing import Any
 
+from harness.cli.common import add_data_dir, data_dir_of
 from harness.client import (
     Bootstrap,
     ClientError,
@@ -35,10 +35,7 @@ ACKS = {"0": 0, "1": 1, "all": -1, "-1": -1}
 
 
 def _bootstrap(args: Any) -> Bootstrap:
-    from harness.launcher import cluster as cl
-
-    data_dir = Path(args.data_dir) if args.data_dir else cl.default_data_dir()
-    return Bootstrap.from_cluster_file(data_dir)
+    return Bootstrap.from_cluster_file(data_dir_of(args))
 
 
 async def _produce(args: Any) -> int:
@@ -139,7 +136,7 @@ def register(sub: Any) -> None:
     p.add_argument("--batch-size", type=int, default=16_384)
     p.add_argument("--no-idempotence", action="store_true",
                    help="plain producer (retries may then duplicate)")
-    p.add_argument("--data-dir", help="cluster directory (default ./kraftlab-data)")
+    add_data_dir(p)
     p.set_defaults(handler=_run_produce)
 
     c = sub.add_parser("consume", help="print the records of a topic (below the high watermark)")
@@ -149,5 +146,5 @@ def register(sub: Any) -> None:
     c.add_argument("--max-messages", type=int)
     c.add_argument("--timeout-ms", type=int, help="stop after this long without a new record")
     c.add_argument("--print-offsets", action="store_true")
-    c.add_argument("--data-dir", help="cluster directory (default ./kraftlab-data)")
+    add_data_dir(c)
     c.set_defaults(handler=_run_consume)

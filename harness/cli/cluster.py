@@ -14,30 +14,12 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from pathlib import Path
 from typing import Any
 
+from harness.cli.common import add_data_dir, data_dir_of, guarded, progress
 from harness.cli.config import plan_overrides
+from harness.cli.logs import cmd_logs as show_logs
 from harness.launcher import cluster as cl
-from harness.runtime.config import ConfigError
-
-
-def progress(message: str) -> None:
-    print(f"  {message}", file=sys.stderr, flush=True)
-
-
-def parse_overrides(items: list[str] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items or []:
-        if "=" not in item:
-            raise cl.ClusterError(f"--config expects key=value, got {item!r}")
-        key, value = item.split("=", 1)
-        out[key.strip()] = value.strip()
-    return out
-
-
-def data_dir_of(args: argparse.Namespace) -> Path:
-    return Path(args.data_dir) if args.data_dir else cl.default_data_dir()
 
 
 def print_status(cluster: cl.ClusterFile) -> None:
@@ -101,7 +83,7 @@ def print_health(view: dict[str, Any] | None) -> None:
 
 def cmd_up(args: argparse.Namespace) -> int:
     data_dir = data_dir_of(args)
-    overrides = parse_overrides(args.config)
+    overrides = cl.parse_overrides(args.config)
     # Unknown keys, bad values, topic keys, unknown node ids: refused before anything starts.
     plan = plan_overrides(overrides, cl.layout_of(args.controllers or 3, args.brokers or 0))
     path = cl.ClusterFile.path_in(data_dir)
@@ -217,20 +199,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
 
 
 def cmd_logs(args: argparse.Namespace) -> int:
-    from harness.cli.logs import cmd_logs as show_logs
-
     return show_logs(args, data_dir_of(args).resolve())
-
-
-def guarded(fn: Any) -> Any:
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return int(fn(args))
-        except (cl.ClusterError, ConfigError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-
-    return run
 
 
 def register(sub: Any) -> None:
@@ -240,8 +209,7 @@ def register(sub: Any) -> None:
 
     def verb(name: str, fn: Any, help_text: str) -> argparse.ArgumentParser:
         p: argparse.ArgumentParser = verbs.add_parser(name, help=help_text)
-        p.add_argument("--data-dir", help="cluster directory (default ./kraftlab-data or "
-                       "$KRAFTLAB_DATA_DIR)")
+        add_data_dir(p)
         p.add_argument("--timeout", type=float, default=30.0, help="seconds to wait (default 30)")
         p.set_defaults(handler=guarded(fn))
         return p

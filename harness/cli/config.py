@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.cli.common import add_data_dir, admin_request, data_dir_of, guarded
 from harness.launcher import cluster as cl
 from harness.runtime.config import (
     BOOLEAN_KEYS,
@@ -245,8 +246,7 @@ def show_node(cluster: cl.ClusterFile, node_id: int) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     explicit = args.data_dir or os.environ.get("KRAFTLAB_DATA_DIR")
     if args.node is not None or explicit:
-        data_dir = Path(args.data_dir) if args.data_dir else cl.default_data_dir()
-        cluster = cl.ClusterFile.load(data_dir)
+        cluster = cl.ClusterFile.load(data_dir_of(args))
         if args.node is not None:
             return show_node(cluster, args.node)
     else:
@@ -324,8 +324,6 @@ def _error_text(status: int, data: Any) -> str:
 def cmd_alter(args: argparse.Namespace) -> int:
     """kafka-configs.sh --alter --entity-type topics --entity-name T --add-config k=v
     --delete-config k: one IncrementalAlterConfigs, applied all or nothing."""
-    from harness.cli.topic import request
-
     to_set = parse_add_config(args.add_config)
     to_delete = [k for v in args.delete_config or [] for k in split_config_list(v)]
     if not to_set and not to_delete:
@@ -338,7 +336,7 @@ def cmd_alter(args: argparse.Namespace) -> int:
         body["set"] = to_set
     if to_delete:
         body["delete"] = to_delete
-    status, data = request(args, "PATCH", _topic_configs_path(args.topic), body)
+    status, data = admin_request(args, "PATCH", _topic_configs_path(args.topic), body)
     if status != 200:
         print(f"error: {_error_text(status, data)}", file=sys.stderr)
         return 1
@@ -348,9 +346,7 @@ def cmd_alter(args: argparse.Namespace) -> int:
 
 def cmd_describe(args: argparse.Namespace) -> int:
     """kafka-configs.sh --describe --entity-type topics --entity-name T [--all]."""
-    from harness.cli.topic import request
-
-    status, data = request(args, "GET", _topic_configs_path(args.topic))
+    status, data = admin_request(args, "GET", _topic_configs_path(args.topic))
     if status != 200:
         print(f"error: {_error_text(status, data)}", file=sys.stderr)
         return 1
@@ -369,7 +365,7 @@ def _register_topic_configs(verbs: Any) -> None:
     common.add_argument("--entity-type", choices=["topics"], default="topics",
                         help="kafka-configs.sh's entity type; only topics are served here "
                              "(broker settings: `cluster up --config`, `config show`)")
-    common.add_argument("--data-dir", help="cluster directory (default ./kraftlab-data)")
+    add_data_dir(common)
     common.add_argument("--node", type=int, help="node to ask (default: any, retried over all)")
     common.add_argument("--timeout", type=float, default=15.0,
                         help="seconds to keep retrying while no controller answers (default 15)")
@@ -402,13 +398,3 @@ def register(sub: Any) -> None:
     show.set_defaults(handler=guarded(cmd_show))
     _register_topic_configs(verbs)
 
-
-def guarded(fn: Any) -> Any:
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return int(fn(args))
-        except (cl.ClusterError, ConfigError) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-
-    return run

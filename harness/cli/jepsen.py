@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from harness.cli.common import progress
 from harness.jepsen.nemesis import FAULTS, GROUPS, NemesisError
 from harness.jepsen.runner import (
     DEFAULT_OVERRIDES,
@@ -41,10 +42,6 @@ def _range(text: str) -> tuple[float, float]:
     if not 0 <= lo <= hi:
         raise argparse.ArgumentTypeError(f"need 0 <= MIN <= MAX, got {text!r}")
     return lo, hi
-
-
-def _progress(message: str) -> None:
-    print(f"  {message}", file=sys.stderr, flush=True)
 
 
 def register(sub: Any) -> None:
@@ -139,13 +136,13 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
                       time_limit_s=args.time_limit, seed=seed, data_dir=args.data_dir, kv=kv,
                       queue=queue_options, brokers=args.brokers,
                       fault_s=args.fault_s, quiet_s=args.quiet_s, lead_in_s=args.lead_in,
-                      overrides=overrides, progress=_progress)
+                      overrides=overrides, progress=progress)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         options = options_from_args(args)
-        _progress(f"jepsen run: workload {options.workload}, nemesis {options.nemesis}, "
+        progress(f"jepsen run: workload {options.workload}, nemesis {options.nemesis}, "
                   f"seed {options.seed}, {options.time_limit_s} s -> {options.out_dir}")
         result = run(options)
     except (RunError, NemesisError, ValueError) as exc:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 from harness.admin.client import AdminClient, AdminError
+from harness.cli.common import add_data_dir, data_dir_of
 from harness.launcher import cluster as cl
 
 
@@ -32,9 +32,8 @@ def pick_client(cluster: cl.ClusterFile, node_id: int | None) -> AdminClient:
 
 
 def cmd_kv(args: argparse.Namespace) -> int:
-    data_dir = Path(args.data_dir) if args.data_dir else cl.default_data_dir()
     try:
-        client = pick_client(cl.ClusterFile.load(data_dir), args.node)
+        client = pick_client(cl.ClusterFile.load(data_dir_of(args)), args.node)
         match args.kv_command:
             case "get":
                 out = client.kv_get(args.key, args.consistency)
@@ -68,7 +67,7 @@ def register(sub: Any) -> None:
         p: argparse.ArgumentParser = verbs.add_parser(name, help=help_text)
         p.add_argument("key")
         p.add_argument("--node", type=int, help="controller to ask (default: first answering)")
-        p.add_argument("--data-dir", help="cluster directory (default ./kraftlab-data)")
+        add_data_dir(p)
         p.set_defaults(handler=cmd_kv)
         return p
 

@@ -36,13 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from harness.admin.client import AdminClient
-from harness.cli.cluster import guarded  # one error wrapper for the cluster's verbs
+from harness.cli.common import add_data_dir, data_dir_of, guarded
 from harness.jepsen.nemesis import Grudge, grudge_components, grudge_from_sides
 from harness.launcher import cluster as cl
-
-
-def data_dir_of(args: argparse.Namespace) -> Path:
-    return Path(args.data_dir) if args.data_dir else cl.default_data_dir()
 
 
 def parse_groups(specs: Sequence[str], known: Sequence[int]) -> list[list[int]]:
@@ -228,8 +224,7 @@ def register(sub: Any) -> None:
 
     def verb(name: str, fn: Any, help_text: str) -> argparse.ArgumentParser:
         p: argparse.ArgumentParser = verbs.add_parser(name, help=help_text)
-        p.add_argument("--data-dir", help="cluster directory (default ./kraftlab-data or "
-                       "$KRAFTLAB_DATA_DIR)")
+        add_data_dir(p)
         p.set_defaults(handler=guarded(fn))
         return p
 

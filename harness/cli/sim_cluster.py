@@ -1,5 +1,5 @@
 """`kraftlab sim cluster`: seeded simulations of a whole cluster: the metadata quorum (Raft
-controllers), brokers, and (issue 5) the data plane with producers and consumers.
+controllers), brokers, and the data plane with producers and consumers.
 
     kraftlab sim cluster --seeds N [--seed S] [--plane both|data|metadata] [--brokers B]
         [--voters V] [--replication-factor R] [--acks 1|all] [--min-insync-replicas M]
@@ -36,21 +36,8 @@ from typing import Any
 PLANES = ("both", "data", "metadata")
 
 
-def _sim_kinds(sub: Any) -> Any:
-    """The `sim` parser's sub-command action (created by harness.cli.sim.register)."""
-    sim = sub.choices.get("sim")
-    if sim is None:
-        return None
-    for action in sim._actions:  # argparse keeps sub-parsers as a private action
-        if isinstance(action, argparse._SubParsersAction):
-            return action
-    return None
-
-
-def register(sub: Any) -> None:
-    kinds = _sim_kinds(sub)
-    if kinds is None:
-        return
+def add_kind(kinds: Any) -> None:
+    """Add `cluster` to the `sim` group's kinds (harness/cli/sim.py)."""
     c = kinds.add_parser(
         "cluster",
         help="simulate controllers, brokers, producers and consumers with faults and check "

@@ -23,19 +23,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from harness.cli.sim_cluster import _sim_kinds
 from harness.cli.ui import add_server_options, serve_view
 
 _BOOLS = {"true": True, "false": False}
 # harness/sim/runs/recording.py SCENARIOS, named here so that building the parser does not
 # import the simulator (tests/ui/test_cli.py checks the two agree).
 SCENARIO_NAMES = ("kip101-divergence", "kip101-loss")
-
-
-def register(sub: Any) -> None:
-    kinds = _sim_kinds(sub)
-    if kinds is not None:
-        add_kind(kinds)
 
 
 def add_kind(kinds: Any) -> None:

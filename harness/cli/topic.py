@@ -12,51 +12,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from harness.admin.client import AdminClient
+from harness.cli.common import add_data_dir, admin_request, guarded
 from harness.launcher import cluster as cl
-
-# Answers that mean "ask again (maybe elsewhere)": no active controller yet, or a stale hint.
-RETRIABLE = {"LEADER_NOT_AVAILABLE", "NOT_CONTROLLER"}
-
-
-def progress(message: str) -> None:
-    print(f"  {message}", file=sys.stderr, flush=True)
-
-
-def request(args: argparse.Namespace, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-    """One admin request, retried over the nodes while no controller can answer."""
-    data_dir = Path(args.data_dir) if args.data_dir else cl.default_data_dir()
-    cluster = cl.ClusterFile.load(data_dir)
-    nodes = [cluster.node(args.node)] if args.node is not None else cluster.nodes
-    deadline = time.monotonic() + args.timeout
-    last: str = ""
-    attempt = 0
-    while True:
-        node = nodes[attempt % len(nodes)]
-        attempt += 1
-        client = AdminClient(node.host, node.admin_port, timeout_s=5.0)
-        try:
-            status, data = client.request(method, path, body)
-            if not (status >= 400 and isinstance(data, dict) and data.get("error") in RETRIABLE):
-                return status, data
-            reason = f"node {node.id}: {data.get('error')}"
-        except OSError as exc:
-            reason = f"node {node.id}: {type(exc).__name__}"
-        finally:
-            client.close()
-        if time.monotonic() > deadline:
-            raise cl.ClusterError(f"no active controller answered within {args.timeout:.0f} s "
-                                  f"({reason})")
-        if reason != last:
-            progress(f"retrying ({reason})")
-            last = reason
-        if attempt % len(nodes) == 0:
-            time.sleep(0.1)  # a full round without an answer: back off before the next one
 
 
 def fail(status: int, data: Any) -> int:
@@ -64,20 +24,10 @@ def fail(status: int, data: Any) -> int:
     return 1
 
 
-def parse_configs(items: list[str] | None) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for item in items or []:
-        if "=" not in item:
-            raise cl.ClusterError(f"--config expects key=value, got {item!r}")
-        key, value = item.split("=", 1)
-        out[key.strip()] = value.strip()
-    return out
-
-
 def cmd_create(args: argparse.Namespace) -> int:
     body = {"name": args.name, "partitions": args.partitions,
-            "replication_factor": args.replication_factor, "configs": parse_configs(args.config)}
-    status, data = request(args, "POST", "/topics", body)
+            "replication_factor": args.replication_factor, "configs": cl.parse_overrides(args.config)}
+    status, data = admin_request(args, "POST", "/topics", body)
     if status != 201:
         return fail(status, data)
     print(f"Created topic {args.name}.")
@@ -86,7 +36,7 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 def cmd_describe(args: argparse.Namespace) -> int:
     path = f"/topics/{quote(args.name, safe='')}" if args.name else "/topics"
-    status, data = request(args, "GET", f"{path}?format=text")
+    status, data = admin_request(args, "GET", f"{path}?format=text")
     if status != 200:
         return fail(status, data)
     sys.stdout.write(data)
@@ -94,7 +44,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    status, data = request(args, "GET", "/topics")
+    status, data = admin_request(args, "GET", "/topics")
     if status != 200:
         return fail(status, data)
     for name in data:
@@ -103,7 +53,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    status, data = request(args, "DELETE", f"/topics/{quote(args.name, safe='')}")
+    status, data = admin_request(args, "DELETE", f"/topics/{quote(args.name, safe='')}")
     if status != 200:
         return fail(status, data)
     print(f"Deleted topic {args.name}.")
@@ -114,7 +64,7 @@ def cmd_elect(args: argparse.Namespace) -> int:
     body: dict[str, Any] = {"topic": args.topic, "election_type": args.election_type}
     if args.partition is not None:
         body["partition"] = args.partition
-    status, data = request(args, "POST", "/elect-leaders", body)
+    status, data = admin_request(args, "POST", "/elect-leaders", body)
     if status != 200:
         return fail(status, data)
     failed = 0
@@ -132,19 +82,8 @@ def cmd_elect(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def guarded(fn: Any) -> Any:
-    def run(args: argparse.Namespace) -> int:
-        try:
-            return int(fn(args))
-        except cl.ClusterError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
-
-    return run
-
-
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--data-dir", help="cluster directory (default ./kraftlab-data)")
+    add_data_dir(p)
     p.add_argument("--node", type=int, help="node to ask (default: any, retried over all)")
     p.add_argument("--timeout", type=float, default=15.0,
                    help="seconds to keep retrying while no controller answers (default 15)")

@@ -20,6 +20,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from harness.cli.common import add_data_dir, data_dir_of
 from harness.launcher import cluster as cl
 from harness.ui.live import ClusterPoller, LiveFeed
 from harness.ui.server import UiApp, build_app, is_loopback, serve
@@ -39,8 +40,7 @@ def register(sub: Any) -> None:
     p = sub.add_parser("ui", help="web view of a running cluster: quorum, brokers, partitions' "
                        "LEO and HW, a timeline, buttons to break it",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--data-dir", help="cluster directory (default ./kraftlab-data or "
-                   "$KRAFTLAB_DATA_DIR)")
+    add_data_dir(p)
     p.add_argument("--interval-ms", type=int, default=250, help="poll interval (250)")
     p.add_argument("--replay", metavar="FILE", help="show a recording of `kraftlab sim replay "
                    "--out FILE` instead of a live cluster")
@@ -80,7 +80,7 @@ def cmd_ui(args: argparse.Namespace) -> int:
     if not 50 <= args.interval_ms <= 10_000:
         print("error: --interval-ms must be in [50, 10000]", file=sys.stderr)
         return 2
-    data_dir = (Path(args.data_dir) if args.data_dir else cl.default_data_dir()).resolve()
+    data_dir = data_dir_of(args).resolve()
     try:
         cluster = cl.ClusterFile.load(data_dir)
     except cl.ClusterError as exc:

@@ -1,3 +1,5 @@
 """The Kafka wire protocol on kraftlab brokers: a PLAINTEXT listener (server.py) answering
-ApiVersions, Metadata, Produce, Fetch, ListOffsets and InitProducerId (handlers.py) through the
-broker's ReplicaManager. See docs/kafka-protocol.md."""
+ApiVersions, Metadata, Produce, Fetch, ListOffsets and InitProducerId (handlers.py), the admin
+and config APIs (admin_handlers.py, config_handlers.py), through the broker's ReplicaManager.
+It sees the node as a `BrokerNode` (harness/runtime/broker.py); harness.node starts it.
+See docs/kafka-protocol.md."""

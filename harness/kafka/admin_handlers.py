@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafka.protocol.admin import (  # type: ignore[import-untyped]
     CreateTopicsResponse,
@@ -23,6 +23,8 @@ from kafka.protocol.admin import (  # type: ignore[import-untyped]
     DescribeClusterResponse,
 )
 
+from harness.kafka.answer import Reply, topic_uuid
+from harness.runtime.broker import BrokerNode
 from quorum.controller.messages import (
     CreateTopicRequest,
     CreateTopicResponse,
@@ -30,10 +32,6 @@ from quorum.controller.messages import (
     DeleteTopicResponse,
 )
 from quorum.metadata.errors import Errors
-
-if TYPE_CHECKING:
-    from harness.kafka.handlers import Reply
-    from harness.runtime.node import ControllerNode
 
 # Kafka's num.partitions and default.replication.factor, for NumPartitions/ReplicationFactor -1.
 DEFAULT_PARTITIONS = 1
@@ -45,12 +43,10 @@ MAX_PARTITIONS = 10_000
 
 
 def _topic_uuid(topic_id: str) -> uuid.UUID:
-    from harness.kafka.handlers import topic_uuid
-
     return topic_uuid(topic_id) if topic_id else uuid.UUID(int=0)
 
 
-def create_topics(node: ControllerNode, version: int, request: Any, reply: Reply) -> None:
+def create_topics(node: BrokerNode, version: int, request: Any, reply: Reply) -> None:
     cls = CreateTopicsResponse[version]
     rcls = cls.CreatableTopicResult
     assert node.broker is not None
@@ -94,7 +90,7 @@ def create_topics(node: ControllerNode, version: int, request: Any, reply: Reply
     node.loop.create_task(run())
 
 
-def delete_topics(node: ControllerNode, version: int, request: Any, reply: Reply) -> None:
+def delete_topics(node: BrokerNode, version: int, request: Any, reply: Reply) -> None:
     cls = DeleteTopicsResponse[version]
     rcls = cls.DeletableTopicResult
     assert node.broker is not None
@@ -120,7 +116,7 @@ def delete_topics(node: ControllerNode, version: int, request: Any, reply: Reply
     node.loop.create_task(run())
 
 
-def describe_cluster(node: ControllerNode, version: int, request: Any) -> Any:
+def describe_cluster(node: BrokerNode, version: int, request: Any) -> Any:
     cls = DescribeClusterResponse[version]
     image = node.image
     if version >= 1 and request.endpoint_type != BROKER_ENDPOINT_TYPE:

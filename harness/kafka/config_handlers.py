@@ -30,7 +30,7 @@ reads null as DELETE).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafka.protocol.admin import (  # type: ignore[import-untyped]
     AlterConfigsResponse,
@@ -38,6 +38,8 @@ from kafka.protocol.admin import (  # type: ignore[import-untyped]
     IncrementalAlterConfigsResponse,
 )
 
+from harness.kafka.answer import Reply
+from harness.runtime.broker import BrokerNode
 from harness.runtime.log_configs import broker_topic_defaults
 from quorum.controller.messages import AlterConfigsRequest
 from quorum.controller.messages import AlterConfigsResponse as CoreAlter
@@ -57,10 +59,6 @@ from quorum.metadata.configs import (
 )
 from quorum.metadata.errors import Errors
 
-if TYPE_CHECKING:
-    from harness.kafka.handlers import Reply
-    from harness.runtime.node import ControllerNode
-
 TOPIC_RESOURCE = 2  # Kafka's ConfigResource.Type.TOPIC
 # Kafka's DescribeConfigsResponse ConfigSource values.
 DYNAMIC_TOPIC_CONFIG = 1
@@ -77,7 +75,7 @@ CONFIG_TYPES = {
 OP_SET, OP_DELETE = 0, 1
 
 
-def describe_configs(node: ControllerNode, version: int, request: Any) -> Any:
+def describe_configs(node: BrokerNode, version: int, request: Any) -> Any:
     cls = DescribeConfigsResponse[version]
     rcls = cls.DescribeConfigsResult
     ccls = rcls.DescribeConfigsResourceResult
@@ -166,7 +164,7 @@ def refusals(resources: list[Any], null_ok: Any) -> dict[int, tuple[Errors, str]
     return out
 
 
-def alter_configs(node: ControllerNode, version: int, request: Any, reply: Reply) -> None:
+def alter_configs(node: BrokerNode, version: int, request: Any, reply: Reply) -> None:
     """Legacy AlterConfigs: the given configs become the topic's whole override set (but for
     the immutable replication.mode, kept when not named: `legacy_pairs`)."""
 
@@ -179,7 +177,7 @@ def alter_configs(node: ControllerNode, version: int, request: Any, reply: Reply
 
 
 def incremental_alter_configs(
-    node: ControllerNode, version: int, request: Any, reply: Reply
+    node: BrokerNode, version: int, request: Any, reply: Reply
 ) -> None:
     def pairs(res: Any) -> tuple[tuple[str, str | None], ...] | tuple[Errors, str]:
         out: list[tuple[str, str | None]] = []
@@ -197,7 +195,7 @@ def incremental_alter_configs(
     _alter(node, IncrementalAlterConfigsResponse[version], request, reply, pairs, refused)
 
 
-def _alter(node: ControllerNode, cls: Any, request: Any, reply: Reply, pairs: Any,
+def _alter(node: BrokerNode, cls: Any, request: Any, reply: Reply, pairs: Any,
            refused: dict[int, tuple[Errors, str]]) -> None:
     rcls = cls.AlterConfigsResourceResponse
     assert node.broker is not None

@@ -15,18 +15,15 @@ Invariants:
 - Error codes are Kafka's (quorum.metadata.errors.Errors values are Kafka's numbers); a
   NOT_LEADER_OR_FOLLOWER / FENCED_LEADER_EPOCH answer carries the leader hint where the version
   has the field (KIP-951: Produce v10+, Fetch v12+ CurrentLeader).
-- A request answers exactly once (`Reply` ignores later calls), whatever mix of partition
-  callbacks complete it.
+- A request answers exactly once (answer.py `Reply`), whatever mix of partition callbacks
+  complete it.
 """
 
 from __future__ import annotations
 
-import base64
 import functools
 import uuid
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 from kafka.protocol.admin import (  # type: ignore[import-untyped]
@@ -63,14 +60,13 @@ from kafka.protocol.producer import (  # type: ignore[import-untyped]
 )
 
 from harness.kafka import admin_handlers, config_handlers
+from harness.kafka.answer import Reply, topic_uuid
+from harness.runtime.broker import BrokerNode
 from partition.log import batch as rb
 from partition.replica import FetchResponse as CoreFetch
 from partition.replica import ProduceResponse as CoreProduce
 from quorum.metadata.errors import Errors
 from quorum.metadata.records import NO_LEADER
-
-if TYPE_CHECKING:
-    from harness.runtime.node import ControllerNode
 
 log = structlog.get_logger()
 
@@ -107,24 +103,11 @@ SUPPORTED: dict[int, tuple[Any, Any, int, int]] = {
 }
 
 
-@dataclass(slots=True)
-class Reply:
-    """Answer a request once; later calls are ignored."""
-
-    send: Callable[[Any], None]
-    done: bool = field(default=False)
-
-    def __call__(self, body: Any) -> None:
-        if not self.done:
-            self.done = True
-            self.send(body)
-
-
 def no_response(api_key: int, request: Any) -> bool:
     return bool(api_key == ProduceRequest.API_KEY and request.acks == 0)
 
 
-def handle(node: ControllerNode, api_key: int, version: int, request: Any, reply: Reply) -> None:
+def handle(node: BrokerNode, api_key: int, version: int, request: Any, reply: Reply) -> None:
     if api_key == ApiVersionsRequest.API_KEY:
         reply(api_versions_body(version, 0))
     elif api_key == MetadataRequest.API_KEY:
@@ -166,12 +149,7 @@ def api_versions_body(version: int, error_code: int) -> Any:
 # --- Metadata -----------------------------------------------------------------------------------
 
 
-def topic_uuid(topic_id: str) -> uuid.UUID:
-    """kraftlab's 22-character topic id (urlsafe base64 of 16 bytes, as Kafka prints Uuids)."""
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(topic_id + "=="))
-
-
-def metadata_body(node: ControllerNode, version: int, request: Any) -> Any:
+def metadata_body(node: BrokerNode, version: int, request: Any) -> Any:
     """Brokers (unfenced, with a Kafka listener) and topics from this broker's image.
     Auto-creation is off: an unknown topic is UNKNOWN_TOPIC_OR_PARTITION."""
     cls = MetadataResponse[version]
@@ -213,7 +191,7 @@ def metadata_body(node: ControllerNode, version: int, request: Any) -> Any:
 # --- Produce ------------------------------------------------------------------------------------
 
 
-def produce(node: ControllerNode, version: int, request: Any, reply: Reply) -> None:
+def produce(node: BrokerNode, version: int, request: Any, reply: Reply) -> None:
     """Every partition through ReplicaManager.produce; answer when the last one completes
     (acks=all: when the HW passes it, or the core's timeout / ISR errors)."""
     cls = ProduceResponse[version]
@@ -276,7 +254,7 @@ def produce(node: ControllerNode, version: int, request: Any, reply: Reply) -> N
         )
 
 
-def node_endpoints(node: ControllerNode, endpoint_cls: Any, broker_ids: set[int]) -> list[Any]:
+def node_endpoints(node: BrokerNode, endpoint_cls: Any, broker_ids: set[int]) -> list[Any]:
     """KIP-951 NodeEndpoints: the Kafka listener of every broker a leader hint names."""
     out = []
     for broker_id in sorted(broker_ids):
@@ -291,7 +269,7 @@ def node_endpoints(node: ControllerNode, endpoint_cls: Any, broker_ids: set[int]
 # --- Fetch --------------------------------------------------------------------------------------
 
 
-def fetch(node: ControllerNode, version: int, request: Any, reply: Reply) -> None:
+def fetch(node: BrokerNode, version: int, request: Any, reply: Reply) -> None:
     """Consumer fetch below the HW. First every partition without waiting; if that returns no
     bytes and the client allows a wait, again with a long poll, answering as soon as one
     partition has data or an error (Kafka's DelayedFetch on min_bytes = 1), or all time out."""
@@ -371,7 +349,7 @@ def fetch_body(version: int, wanted: list[tuple[str, int, int, int, int]],
 # --- ListOffsets --------------------------------------------------------------------------------
 
 
-def list_offsets_body(node: ControllerNode, version: int, request: Any) -> Any:
+def list_offsets_body(node: BrokerNode, version: int, request: Any) -> Any:
     """Earliest (-2: the log start offset), latest (-1: the HW, which is also the last stable
     offset: there are no transactions), max timestamp (-3, v7+) and by timestamp (>= 0)."""
     cls = ListOffsetsResponse[version]
@@ -400,7 +378,7 @@ def _list_offset(replicas: Any, topic: str, partition: int, timestamp: int,
                  current_leader_epoch: int) -> tuple[Errors, int, int, int]:  # fmt: skip
     r = replicas.by_name.get((topic, partition))
     if r is None:
-        _, error, _, _ = replicas._lookup(topic, partition)
+        _, error, _, _ = replicas.lookup(topic, partition)
         return error, -1, -1, -1
     core = r.core
     if not core.is_leader:
@@ -458,7 +436,7 @@ def offset_for_timestamp(log: Any, start: int, high_watermark: int,
 # --- InitProducerId -----------------------------------------------------------------------------
 
 
-def init_producer_id(node: ControllerNode, version: int, request: Any, reply: Reply) -> None:
+def init_producer_id(node: BrokerNode, version: int, request: Any, reply: Reply) -> None:
     """A fresh producer id (epoch 0) from the broker's block (KIP-730), for idempotence.
     Transactional ids are not supported (no transaction coordinator)."""
     cls = InitProducerIdResponse[version]

@@ -12,7 +12,7 @@ Invariants:
 - A request Kafka's broker would not parse closes the connection: an oversized or negative frame
   size, an unknown api key, an unsupported version (except ApiVersions, which gets the
   UNSUPPORTED_VERSION answer at v0 as KIP-511 asks), or a header/body that does not decode.
-  Nothing a client sends reaches `node._crash`: a handler exception is logged and closes only that
+  Nothing a client sends reaches `node.crash`: a handler exception is logged and closes only that
   connection.
 - acks=0 Produce gets no response at all (Kafka), so it takes no slot.
 - A client that stops reading its responses stops being read once 32 MiB wait unsent.
@@ -26,16 +26,15 @@ import asyncio
 import io
 import struct
 from collections import Counter, deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 from kafka.protocol.api_header import RequestHeader  # type: ignore[import-untyped]
 
 from harness.kafka import handlers
-from harness.kafka.handlers import SUPPORTED, UNSUPPORTED_VERSION, Reply
-
-if TYPE_CHECKING:
-    from harness.runtime.node import ControllerNode
+from harness.kafka.answer import Reply
+from harness.kafka.handlers import SUPPORTED, UNSUPPORTED_VERSION
+from harness.runtime.broker import BrokerNode
 
 log = structlog.get_logger()
 
@@ -53,7 +52,7 @@ class BadRequest(Exception):
 class KafkaListener:
     """The asyncio server; one `_Connection` per client socket."""
 
-    def __init__(self, node: ControllerNode, host: str, port: int) -> None:
+    def __init__(self, node: BrokerNode, host: str, port: int) -> None:
         self.node = node
         self.host = host
         self.port = port

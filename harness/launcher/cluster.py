@@ -1,6 +1,6 @@
 """Minimal local launcher: controller and broker processes on 127.0.0.1 and the `cluster.json`
 state file. Controllers are ids 1..C (the Raft voters); brokers are ids 101.. (Raft observers that
-register with the active controller, issue 4).
+register with the active controller, KIP-631).
 
 `cluster.json` (API.md) is the single source of truth about a local cluster: its id, and per node
 the ports, PID, data dir and log file. It is rewritten atomically whenever a PID changes, so a
@@ -317,6 +317,30 @@ def create_cluster(
     for node in cluster.nodes:
         register_token(node.host, node.admin_port, token)
     return cluster
+
+
+def parse_overrides(items: list[str] | None) -> dict[str, str]:
+    """`--config KEY=VALUE` arguments as a dict (whitespace around key and value stripped)."""
+    out: dict[str, str] = {}
+    for item in items or []:
+        if "=" not in item:
+            raise ClusterError(f"--config expects key=value, got {item!r}")
+        key, value = item.split("=", 1)
+        out[key.strip()] = value.strip()
+    return out
+
+
+def leader_client(cluster: ClusterFile) -> AdminClient:
+    """An admin client of the active controller some answering controller names."""
+    views = quorum_view(cluster)
+    for view in views.values():
+        if view and view.get("leader_id") is not None:
+            node = cluster.node(view["leader_id"])
+            return AdminClient(node.host, node.admin_port)
+    answering = [i for i, v in views.items() if v is not None]
+    raise ClusterError(
+        f"LEADER_NOT_AVAILABLE: no controller knows a leader (answering: {answering})"
+    )
 
 
 def running_nodes(cluster: ClusterFile) -> list[NodeEntry]:

@@ -1,10 +1,14 @@
 """Node process entry point: `python -m harness.node --config FILE` (a controller or, with
 `process.roles=broker`, a broker: see harness/runtime/node.py and broker.py).
 
-Runs the node on an asyncio loop (uvloop when installed), serves the admin API on the node's admin
-listener (127.0.0.1), and on SIGTERM/SIGINT shuts down gracefully: a controller resigns
-(EndQuorumEpoch, so a successor is elected without waiting for a timeout), a broker does a
-controlled shutdown first (KIP-631), and the process exits 0. Logs are structlog JSON lines
+This module composes the process: it runs the node (harness/runtime) on an asyncio loop (uvloop
+when installed), then, on a broker with a Kafka listener (`listeners=...,PLAINTEXT://host:port`),
+the Kafka wire protocol (harness/kafka), then the admin API on the node's admin listener
+(127.0.0.1, harness/admin). Both listeners see the node through its context protocols
+(harness/runtime/context.py), and the runtime imports neither. On SIGTERM/SIGINT it shuts down
+gracefully, the Kafka listener first: a controller resigns (EndQuorumEpoch, so a successor is
+elected without waiting for a timeout), a broker does a controlled shutdown first (KIP-631), and
+the process exits 0. Logs are structlog JSON lines
 on stderr, which the launcher points at the node's log file.
 """
 
@@ -16,23 +20,34 @@ import os
 import signal
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 from aiohttp import web
 
+from harness.admin.server import build_app
 from harness.runtime.config import ConfigError, load
 from harness.runtime.logs import configure_logging
+from harness.runtime.node import ControllerNode
+
+if TYPE_CHECKING:
+    from harness.kafka.server import KafkaListener
 
 log = structlog.get_logger()
 
 
 async def serve(config_path: Path) -> int:
-    from harness.admin.server import build_app
-    from harness.runtime.node import ControllerNode
-
     config = load(config_path)
     node = ControllerNode(config)
     await node.start()
+    kafka: KafkaListener | None = None
+    if node.broker is not None and config.kafka_listener is not None:
+        # Imported here: kafka-python's protocol classes take a few hundred ms to load, which
+        # only a broker with a Kafka listener pays.
+        from harness.kafka.server import KafkaListener
+
+        kafka = KafkaListener(node, config.kafka_listener.host, config.kafka_listener.port)
+        await kafka.start()
     runner = web.AppRunner(build_app(node), access_log=None, handle_signals=False)
     await runner.setup()
     admin = config.admin_endpoint
@@ -45,6 +60,8 @@ async def serve(config_path: Path) -> int:
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
     log.info("node.stopping", reason="signal")
+    if kafka is not None:
+        await kafka.close()  # no new Kafka requests during the controlled shutdown
     await node.stop(resign=True)
     await runner.cleanup()
     log.info("node.stopped")

@@ -20,12 +20,14 @@ import asyncio
 import base64
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import structlog
 
 from harness.drive.broker_session import BrokerSession, BrokerTiming, Transition
+from harness.runtime.context import NodeContext
 from harness.runtime.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
+from harness.runtime.replica_manager import ReplicaManager
 from quorum.controller import (
     AlterPartitionRequest,
     AlterPartitionResponse,
@@ -34,16 +36,21 @@ from quorum.controller import (
 from quorum.metadata.errors import Errors
 from quorum.metadata.records import NO_LEADER, Endpoint
 
-if TYPE_CHECKING:
-    from harness.runtime.node import ControllerNode
-
 log = structlog.get_logger()
+
+
+class BrokerNode(NodeContext, Protocol):
+    """A node as the broker's data paths see it (data_requests.py, metrics.py, harness/kafka,
+    harness/admin): its context plus the broker lifecycle it hosts (None on a controller)."""
+
+    @property
+    def broker(self) -> BrokerLifecycle | None: ...
 
 
 class BrokerLifecycle:
     """The BrokerSession of one broker process, plus AlterPartition and assignment tracking."""
 
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: NodeContext) -> None:
         self.node = node
         self.loop = node.loop
         self.broker_id = node.node_id
@@ -67,8 +74,6 @@ class BrokerLifecycle:
         self._calls: dict[int, asyncio.Future[Any]] = {}
         self._next_call_id = 1 << 40  # disjoint from the session's request ids
         self._assignments: dict[tuple[str, int], tuple[int, int, tuple[int, ...]]] = {}
-        from harness.runtime.replica_manager import ReplicaManager
-
         self.replicas = ReplicaManager(node, self)
 
     @property
@@ -203,7 +208,7 @@ class BrokerLifecycle:
         """As the partition's leader, ask the controller to set the ISR (KIP-497). The controller
         validates epochs and eligibility (FENCED_LEADER_EPOCH, INVALID_UPDATE_VERSION,
         INELIGIBLE_REPLICA, ...); NOT_LEADER_OR_FOLLOWER if this broker does not lead it.
-        (Issue 4's manual demo route; the replica cores now do this by themselves.)"""
+        (A manual route for demonstrations; the replica cores do this by themselves.)"""
         image = self.node.image
         t = image.topic(topic)
         part = None if t is None else image.partition(t.topic_id, partition)

@@ -12,20 +12,17 @@ or timeout is REQUEST_TIMED_OUT (indeterminate).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from harness.net.client import KvRequest, KvResponse
 from harness.net.data_protocol import DataCall
+from harness.runtime.broker import BrokerNode
+from harness.runtime.context import NotLeaderError
 from harness.runtime.data_requests import answer_data_call
 from quorum.metadata import KvCas, KvDelete, KvPut
 
-if TYPE_CHECKING:
-    from harness.runtime.node import ControllerNode
 
-
-def answer_client_request(node: ControllerNode, conn: Any, request: Any) -> None:
-    from harness.runtime.node import NotLeaderError
-
+def answer_client_request(node: BrokerNode, conn: Any, request: Any) -> None:
     if isinstance(request, DataCall):
         answer_data_call(node, conn, request)
         return
@@ -52,9 +49,7 @@ def answer_client_request(node: ControllerNode, conn: Any, request: Any) -> None
     future.add_done_callback(lambda f: conn.reply(_answer(node, request, f)))
 
 
-def _answer(node: ControllerNode, request: KvRequest, future: asyncio.Future[Any]) -> KvResponse:
-    from harness.runtime.node import NotLeaderError
-
+def _answer(node: BrokerNode, request: KvRequest, future: asyncio.Future[Any]) -> KvResponse:
     rid = request.request_id
     exc: BaseException | None = (
         asyncio.CancelledError() if future.cancelled() else future.exception()

@@ -8,7 +8,7 @@ A follower controller forwards a request once to the leader it knows (with its o
 relays the answer; a forwarded request that meets another non-leader is answered NOT_CONTROLLER
 (one hop, never a loop), as the admin API does for HTTP.
 
-ActiveController drives C's ControllerService (quorum/controller/service.py) exactly as its
+ActiveController drives the ControllerService (quorum/controller/service.py) exactly as its
 contract says:
 - created only when this node leads AND its image applied this epoch's LeaderChange (then the
   image holds everything earlier leaders committed; docs/controller.md);
@@ -24,10 +24,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Hashable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
+from harness.runtime.context import NodeContext
 from quorum import codec
 from quorum.controller import (
     ControllerConfig,
@@ -41,9 +42,6 @@ from quorum.controller import (
 from quorum.controller.service import error_response
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import ApplyResult
-
-if TYPE_CHECKING:
-    from harness.runtime.node import ControllerNode
 
 log = structlog.get_logger()
 
@@ -65,7 +63,7 @@ class ControllerRpcResponse:
     leader_id: int = -1  # hint: the active controller this node knows (-1: none)
 
 
-def controller_config(node: ControllerNode) -> ControllerConfig:
+def controller_config(node: NodeContext) -> ControllerConfig:
     c = node.config
     return ControllerConfig(
         broker_heartbeat_interval_ms=c.broker_heartbeat_interval_ms,
@@ -78,7 +76,7 @@ def controller_config(node: ControllerNode) -> ControllerConfig:
 class ActiveController:
     """The ControllerService of one leadership epoch, driven on the node's event loop."""
 
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: NodeContext) -> None:
         self.node = node
         self.loop = node.loop
         self.service: ControllerService | None = None
@@ -209,7 +207,7 @@ class ActiveController:
 class ControllerRpcServer:
     """Answers ControllerRpcRequests arriving on the transport (controllers only)."""
 
-    def __init__(self, node: ControllerNode, active: ActiveController) -> None:
+    def __init__(self, node: NodeContext, active: ActiveController) -> None:
         self.node = node
         self.active = active
         self._next_id = 0

@@ -9,7 +9,7 @@ call with an error naming what is wrong (NOT_LEADER_OR_FOLLOWER / BROKER_NOT_AVA
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, assert_never
+from typing import Any, assert_never
 
 from harness.net.data_protocol import (
     ACKS_VALUES,
@@ -25,11 +25,9 @@ from harness.net.data_protocol import (
     ProduceCall,
     ProduceResult,
 )
+from harness.runtime.broker import BrokerNode
 from partition.replica import FetchResponse, ProduceResponse
 from quorum.metadata.image import MetadataImage
-
-if TYPE_CHECKING:
-    from harness.runtime.node import ControllerNode
 
 MAX_FETCH_BYTES = 16 << 20
 MAX_WAIT_MS = 30_000
@@ -45,7 +43,7 @@ def fetch_result(request_id: int, r: FetchResponse) -> FetchResult:
                        r.records, r.leader_id, r.leader_epoch)  # fmt: skip
 
 
-def answer_data_call(node: ControllerNode, conn: Any, call: DataCall) -> None:
+def answer_data_call(node: BrokerNode, conn: Any, call: DataCall) -> None:
     broker = node.broker
     match call:
         case MetadataCall():

@@ -39,7 +39,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from aiohttp import web
 from prometheus_client import CollectorRegistry, Histogram, disable_created_metrics, generate_latest
@@ -50,13 +50,12 @@ from prometheus_client.core import (
     SummaryMetricFamily,
 )
 
+from harness.drive.raftlog import RaftLogStore
+from harness.runtime.broker import BrokerNode
 from harness.runtime.status import partition_health
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import ApplyResult, MetadataImage
 from quorum.metadata.records import NO_LEADER, Partition, PartitionChange
-
-if TYPE_CHECKING:
-    from harness.runtime.node import ControllerNode
 
 disable_created_metrics()  # type: ignore[no-untyped-call]  # no `_created` series: Kafka has none and they double the output
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -154,10 +153,27 @@ def _counter(name: str, help_text: str, value: float) -> CounterMetricFamily:
     return CounterMetricFamily(name, help_text, value=value)
 
 
+class ScrapedNode(BrokerNode, Protocol):
+    """What a scrape reads of the node beyond its context: the metadata log's offsets and the
+    counters the node keeps for this module."""
+
+    @property
+    def high_watermark(self) -> int: ...
+
+    @property
+    def log(self) -> RaftLogStore: ...
+
+    @property
+    def commit_latency(self) -> LatencyWindow: ...
+
+    @property
+    def metadata_counters(self) -> MetadataCounters: ...
+
+
 class _NodeCollector:
     """Everything computed at scrape time from the node's core, image and replica cores."""
 
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: ScrapedNode) -> None:
         self.node = node
 
     def collect(self) -> Iterator[Metric]:
@@ -191,7 +207,7 @@ class _NodeCollector:
                        "(nemesis link filter)", t.dropped_client_frames)
 
     @staticmethod
-    def _raft(node: ControllerNode) -> Iterator[Metric]:
+    def _raft(node: ScrapedNode) -> Iterator[Metric]:
         yield _gauge("kafka_server_raft_metrics_high_watermark", "metadata log high watermark",
                      node.high_watermark)
         yield _gauge("kafka_server_raft_metrics_log_end_offset", "metadata log end offset",
@@ -214,13 +230,13 @@ class _NodeCollector:
                                 "leader LEO minus each replica's LEO (on the Raft leader only)",
                                 labels=["replica"])
         if node.is_leader:
-            status = node.core.status()
+            status = node.raft_status()
             for r in status.replicas:
                 lag.add_metric([str(r.node_id)], max(0, status.log_end_offset - r.log_end_offset))
         yield lag
 
     @staticmethod
-    def _controller(node: ControllerNode) -> Iterator[Metric]:
+    def _controller(node: ScrapedNode) -> Iterator[Metric]:
         image = node.image
         health = partition_health(image)
         brokers = image.brokers()
@@ -236,7 +252,7 @@ class _NodeCollector:
                      sum(1 for b in brokers if not b.fenced))
 
     @staticmethod
-    def _broker(node: ControllerNode) -> Iterator[Metric]:
+    def _broker(node: ScrapedNode) -> Iterator[Metric]:
         assert node.broker is not None
         image = node.image
         led = partition_health(image, led_by=node.node_id)
@@ -293,7 +309,7 @@ class _NodeCollector:
 class NodeMetrics:
     """One node's registry: the scrape-time collector plus the request latency histogram."""
 
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: ScrapedNode) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(_NodeCollector(node))
         self.request_time_ms = Histogram(

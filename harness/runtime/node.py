@@ -7,14 +7,18 @@ re-arm ONE `loop.call_at` timer at `core.next_deadline_ms()`. Effects run synchr
 before the core sees its next input: that order is the durability contract (a vote or fetch is
 never sent before the fsync it depends on).
 
+The helpers around the node (broker.py, replica_manager.py, controller_rpc.py, client_requests.py,
+status.py, metrics.py) and the listeners composed beside it by the process (harness/kafka,
+harness/admin: harness/node/__main__.py) see it through the protocols of context.py, never this
+class: this module imports them, they never import it.
+
 This module is the `env` of execute_effects: sends go to the transport, log effects to the
 RaftLogStore (real fsync), the quorum-state file is replaced atomically, committed entries are
 applied to the MetadataImage and resolve proposal waiters.
 
 Invariants:
 - Proposals are batched per event-loop iteration: all `propose()` calls made before the loop
-  runs `_flush_proposals` become ONE `core.propose` (one append, one fsync) (issue 3: batch
-  proposals and fsyncs).
+  runs `_flush_proposals` become ONE `core.propose` (one append, one fsync).
 - A proposal waiter resolves only when its offset is applied, with the image's ApplyResult. If
   this node stops leading first, the waiter fails as indeterminate (OutcomeUnknownError): the
   entry may still commit under the next leader.
@@ -32,7 +36,7 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Any, assert_never
+from typing import Any, NoReturn, assert_never
 
 import structlog
 
@@ -42,6 +46,7 @@ from harness.net.transport import FrameError, Transport
 from harness.runtime.broker import BrokerLifecycle
 from harness.runtime.client_requests import answer_client_request
 from harness.runtime.config import NodeConfig
+from harness.runtime.context import NotLeaderError, OutcomeUnknownError
 from harness.runtime.controller_rpc import (
     ActiveController,
     ControllerRpcRequest,
@@ -56,6 +61,7 @@ from partition.log.storage import FileStorage
 from quorum import codec
 from quorum.metadata import DecodeError, ImageError, MetadataImage, encode_record
 from quorum.metadata.image import ApplyResult
+from quorum.raft import QuorumStatus
 from quorum.raft.config import RaftConfig
 from quorum.raft.core import Accepted, NotLeader, RaftCore
 from quorum.raft.effects import (
@@ -71,19 +77,6 @@ log = structlog.get_logger()
 
 # Entries read from the log per apply step (bytes), so catching up never builds one huge list.
 APPLY_READ_BYTES = 4 << 20
-
-
-class NotLeaderError(Exception):
-    """This node is not the active controller (leader_id: the known leader, or None)."""
-
-    def __init__(self, leader_id: int | None, epoch: int) -> None:
-        self.leader_id = leader_id
-        self.epoch = epoch
-        super().__init__(f"not the active controller (leader {leader_id}, epoch {epoch})")
-
-
-class OutcomeUnknownError(Exception):
-    """A proposal or read barrier whose outcome is unknown (leadership lost, timeout)."""
 
 
 @dataclass(slots=True)
@@ -167,7 +160,6 @@ class ControllerNode:
         self.active: ActiveController | None = None
         self.rpc_server: ControllerRpcServer | None = None
         self.broker: BrokerLifecycle | None = None
-        self.kafka_listener: Any = None  # harness.kafka.server.KafkaListener on brokers
         if config.is_broker:
             self.broker = BrokerLifecycle(self)
         else:
@@ -204,19 +196,11 @@ class ControllerNode:
         self._step(self.core.tick)
         if self.broker is not None:
             self.broker.start()
-            kafka = self.config.kafka_listener
-            if kafka is not None:  # the Kafka wire protocol (harness/kafka, issue 9)
-                from harness.kafka.server import KafkaListener
-
-                self.kafka_listener = KafkaListener(self, kafka.host, kafka.port)
-                await self.kafka_listener.start()
         log.info("node.started", voters=sorted(self.config.voters), epoch=self.epoch,
                  process_roles=self.config.process_roles)
 
     async def stop(self, *, resign: bool) -> None:
         """Graceful shutdown: resign (EndQuorumEpoch to the others, KIP-595) then close."""
-        if self.kafka_listener is not None:
-            await self.kafka_listener.close()
         if self.broker is not None:
             await self.broker.controlled_shutdown()
             await self.broker.close()
@@ -274,9 +258,10 @@ class ControllerNode:
         try:
             self._run(fn(*args, self.now_ms()))
         except Exception as exc:
-            self._crash(exc)
+            self.crash(exc)
 
-    def _crash(self, exc: BaseException) -> None:
+    def crash(self, exc: BaseException) -> NoReturn:
+        """A bug or a broken invariant (here or in a helper): log it and exit at once."""
         log.critical("node.crashed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
         sys.stderr.flush()
         os._exit(70)
@@ -321,6 +306,9 @@ class ControllerNode:
     def role(self) -> str:
         return self.core.role_name
 
+    def raft_status(self) -> QuorumStatus:
+        return self.core.status()
+
     def submit(self, record: Any) -> asyncio.Future[ApplyResult]:
         """Queue one metadata record for the next proposal batch; the future resolves with the
         image's ApplyResult once it is committed and applied. Raises NotLeaderError."""
@@ -351,7 +339,7 @@ class ControllerNode:
         try:
             result, effects = self.core.propose(tuple(data for data, _ in batch), self.now_ms())
         except Exception as exc:
-            self._crash(exc)
+            self.crash(exc)
         match result:
             case Accepted(first_offset=base, epoch=epoch):
                 started = self.loop.time()
@@ -367,7 +355,7 @@ class ControllerNode:
         try:
             self._run(effects)
         except Exception as exc:
-            self._crash(exc)
+            self.crash(exc)
 
     def begin_read(self) -> asyncio.Future[int]:
         """Start a read barrier; the future resolves (with the applied end) once a linearizable

@@ -53,11 +53,12 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import structlog
 
 from harness.drive.replica_effects import execute_replica_effects
+from harness.runtime.context import BrokerLink, NodeContext
 from harness.runtime.log_configs import TopicLogConfigs
 from partition.log.manager import LogManager
 from partition.log.storage import BufferedFileStorage, FileStorage
@@ -86,10 +87,6 @@ from quorum.controller.messages import (
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import NO_LEADER, Partition
-
-if TYPE_CHECKING:
-    from harness.runtime.broker import BrokerLifecycle
-    from harness.runtime.node import ControllerNode
 
 log = structlog.get_logger()
 
@@ -146,7 +143,7 @@ class HostedReplica:
 class ReplicaManager:
     """All data replicas of one broker process, on the running loop."""
 
-    def __init__(self, node: ControllerNode, broker: BrokerLifecycle) -> None:
+    def __init__(self, node: NodeContext, broker: BrokerLink) -> None:
         self.node = node
         self.broker = broker
         self.loop = node.loop
@@ -356,7 +353,7 @@ class ReplicaManager:
                     break
                 message = r.queued.popleft()
         except Exception as exc:  # an InvariantViolation or a bug: stop, as runtime.py does
-            self.node._crash(exc)
+            self.node.crash(exc)
         finally:
             r.busy = False
         self._arm(r)
@@ -488,7 +485,7 @@ class ReplicaManager:
 
     # --- produce and consume (admin API and native clients) ---------------------------------------
 
-    def _lookup(self, topic: str, partition: int) -> tuple[HostedReplica | None, Errors, int, int]:
+    def lookup(self, topic: str, partition: int) -> tuple[HostedReplica | None, Errors, int, int]:
         """(replica, error, leader hint, leader epoch hint) for a client request."""
         r = self.by_name.get((topic, partition))
         if r is not None:
@@ -504,7 +501,7 @@ class ReplicaManager:
                 callback: ProduceCallback) -> None:  # fmt: skip
         """Append `records` (RecordBatch v2) as leader; `callback` gets the ProduceResponse (for
         acks=0 at once, with no offsets: Kafka does not answer acks=0 at all)."""
-        r, error, leader, epoch = self._lookup(topic, partition)
+        r, error, leader, epoch = self.lookup(topic, partition)
         request_id = self._request_id()
         if r is None:
             callback(ProduceResponse(request_id, error, leader_id=leader, leader_epoch=epoch))
@@ -522,7 +519,7 @@ class ReplicaManager:
         """A consumer fetch (below the HW only, long-polling up to max_wait_ms). A
         current_leader_epoch >= 0 is checked by the core (KIP-320: FENCED_LEADER_EPOCH /
         UNKNOWN_LEADER_EPOCH)."""
-        r, error, leader, epoch = self._lookup(topic, partition)
+        r, error, leader, epoch = self.lookup(topic, partition)
         request_id = self._request_id()
         if r is None:
             callback(FetchResponse("", partition, error, offset, request_id, leader_id=leader,
@@ -595,7 +592,7 @@ class ReplicaManager:
                 plog.maybe_flush(now_ms)
             self.log_manager.checkpoint()
         except Exception as exc:
-            self.node._crash(exc)
+            self.node.crash(exc)
         self._arm_housekeeping()
 
     def _arm_retention(self) -> None:
@@ -613,7 +610,7 @@ class ReplicaManager:
             if deleted:
                 self.log_manager.checkpoint()
         except Exception as exc:
-            self.node._crash(exc)
+            self.node.crash(exc)
         self._arm_retention()
 
     def _arm_deletions(self) -> None:
@@ -628,7 +625,7 @@ class ReplicaManager:
         try:
             self.log_manager.remove_deleted_logs(self.node.now_ms())
         except Exception as exc:
-            self.node._crash(exc)
+            self.node.crash(exc)
         self._arm_deletions()
 
     def close(self) -> None:

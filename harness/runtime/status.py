@@ -12,19 +12,17 @@ image, the way Kafka defines each (`kraftlab cluster status`, GET /cluster, /met
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from harness.runtime.context import NodeContext
 from quorum.metadata.configs import MIN_INSYNC_REPLICAS, REPLICATION_MODE
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import NO_LEADER
 
-if TYPE_CHECKING:
-    from harness.runtime.node import ControllerNode
 
-
-def quorum_status(node: ControllerNode) -> dict[str, Any]:
+def quorum_status(node: NodeContext) -> dict[str, Any]:
     """This node's view; the lag fields are filled in on the leader only."""
-    status = node.core.status()
+    status = node.raft_status()
     out: dict[str, Any] = {
         "cluster_id": node.cluster_id,
         "node_id": node.node_id,
@@ -54,9 +52,9 @@ def quorum_status(node: ControllerNode) -> dict[str, Any]:
     return out
 
 
-def quorum_replication(node: ControllerNode) -> list[dict[str, Any]]:
+def quorum_replication(node: NodeContext) -> list[dict[str, Any]]:
     """One row per voter, then per observer (leader only; elsewhere the list is empty)."""
-    status = node.core.status()
+    status = node.raft_status()
     now_ms = node.now_ms()
 
     def ts(value: int | None, own: bool) -> int:

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.admin.client import AdminClient, AdminError
+from harness.admin.describe_quorum import format_replication, format_status
 from harness.bench.failover import measure_one_failover
-from harness.cli.quorum import format_replication, format_status
 from harness.launcher import cluster as cl
 
 
@@ -120,9 +120,7 @@ def write_report(out: Path, data: dict[str, Any]) -> Path:
 
 
 def leader_status(cluster: cl.ClusterFile) -> tuple[str, str]:
-    from harness.cli.quorum import leader_client
-
-    client = leader_client(cluster)
+    client = cl.leader_client(cluster)
     return (format_status(client.get_json("/quorum/status")),
             format_replication(client.get_json("/quorum/replication"), human=False))
 
@@ -176,7 +174,7 @@ def live_check(out: Path) -> tuple[Path | None, bool]:
     return path, bool(data["kv_all_ok"])
 
 
-# The live phase's real-process queue runs (issue 8: simulation and reality in one job): the
+# The live phase's real-process queue runs (simulation and reality in one job): the
 # same fault and durability for both replication modes, so the report's jepsen section pairs
 # them. acks=all, min.insync.replicas=2, RF 3 is the safe setting of docs/compare.md's matrix.
 LIVE_MODES = ("isr", "quorum")
@@ -374,24 +372,3 @@ def cmd_compare(args: argparse.Namespace) -> int:
             print(f"  - {sentence}")
     print(f"report: {index}")
     return 0 if (args.skip_live or live is not None) and live_ok else 1
-
-
-def register(sub: Any) -> None:
-    parser = sub.add_parser(
-        "compare", help="the main job: live cluster check, simulated matrix, Spark analysis")
-    parser.add_argument("--out", default="./kraftlab-report", help="report directory")
-    parser.add_argument("--seeds", type=int, default=None,
-                        help="seeds per matrix cell (default 20: the default matrix)")
-    parser.add_argument("--jobs", type=int, default=None, help="simulator processes (default: all cores)")
-    parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
-    parser.add_argument("--skip-live", "--no-live", action="store_true",
-                        help="skip the whole live phase (cluster check and queue runs)")
-    parser.add_argument("--live-runs", type=int, choices=(0, 1, 2), default=2,
-                        help="real-process queue runs in the live phase: 2 (default: isr and "
-                             "quorum), 1 (isr only) or 0 (none)")
-    parser.add_argument("--live-time-limit", type=float, default=LIVE_TIME_LIMIT_S,
-                        help=f"seconds of workload per queue run (default {LIVE_TIME_LIMIT_S:g})")
-    parser.add_argument("--metadata", choices=("raft", "abstract"), default="raft",
-                        help="the matrix's metadata side: 3 simulated Raft voters (default) or "
-                             "the abstract single controller (docs/compare.md)")
-    parser.set_defaults(handler=cmd_compare)

@@ -123,7 +123,11 @@ def from_schema(doc: dict[str, Any], schema: dict[str, Any], name: str = "",
                     options.append(st.integers(0, 3) if small or valid else INTS)
                 case "string":
                     if name in ("name", "topic"):
-                        options.append(st.sampled_from(KNOWN_TOPICS))
+                        # The known topics (so deletes, describes and produces hit something),
+                        # or a fresh name, so a valid create does not depend on a delete of a
+                        # known topic having been drawn (and completed) before it.
+                        options.append(st.sampled_from(KNOWN_TOPICS) | st.text(
+                            string.ascii_lowercase, min_size=4, max_size=8).map("fz-".__add__))
                     else:
                         options.append(st.text(string.ascii_letters, max_size=8) if valid
                                        else WEIRD_TEXT)

@@ -25,6 +25,25 @@ from quorum.metadata import Errors
         (Errors.DUPLICATE_BROKER_REGISTRATION, 101, False),
         (Errors.INELIGIBLE_REPLICA, 107, False),
         (Errors.NEW_LEADER_ELECTED, 108, False),
+        # The group coordinator's (clients/.../common/protocol/Errors.java, and whether the
+        # exception class extends RetriableException).
+        (Errors.OFFSET_METADATA_TOO_LARGE, 12, False),
+        (Errors.COORDINATOR_LOAD_IN_PROGRESS, 14, True),
+        (Errors.COORDINATOR_NOT_AVAILABLE, 15, True),
+        (Errors.NOT_COORDINATOR, 16, True),
+        (Errors.ILLEGAL_GENERATION, 22, False),
+        (Errors.INCONSISTENT_GROUP_PROTOCOL, 23, False),
+        (Errors.INVALID_GROUP_ID, 24, False),
+        (Errors.UNKNOWN_MEMBER_ID, 25, False),
+        (Errors.INVALID_SESSION_TIMEOUT, 26, False),
+        (Errors.REBALANCE_IN_PROGRESS, 27, False),
+        (Errors.INVALID_COMMIT_OFFSET_SIZE, 28, False),
+        (Errors.NON_EMPTY_GROUP, 68, False),
+        (Errors.GROUP_ID_NOT_FOUND, 69, False),
+        (Errors.MEMBER_ID_REQUIRED, 79, False),
+        (Errors.GROUP_MAX_SIZE_REACHED, 81, False),
+        (Errors.FENCED_INSTANCE_ID, 82, False),
+        (Errors.UNSTABLE_OFFSET_COMMIT, 88, True),
     ],
 )
 def test_codes_and_retriability_are_kafkas(error: Errors, code: int, retriable: bool) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -62,7 +62,7 @@ class _FakeNode:
     def send(self, to: int, message: Any) -> None:
         pass
 
-    def _crash(self, exc: BaseException) -> None:
+    def crash(self, exc: BaseException) -> NoReturn:
         raise exc
 
 

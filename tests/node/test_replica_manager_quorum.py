@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from harness.runtime.config import NodeConfig
 from harness.runtime.replica_manager import POSITION_REPORT_REFRESH_MS, ReplicaManager
@@ -75,7 +75,7 @@ class _Node:
     def send(self, to: int, message: Any) -> None:
         self.sent.append((to, message))
 
-    def _crash(self, exc: BaseException) -> None:
+    def crash(self, exc: BaseException) -> NoReturn:
         raise exc
 
 

@@ -1,0 +1,90 @@
+"""The HTTP edge every admin route module shares (server.py, topics.py, records.py): the error
+body, the 400 for bad input, the error middleware, and the readers of JSON bodies and values.
+
+Rules (API.md):
+- Errors are `{"error": KAFKA_NAME, "message": ..., hints}`.
+- Bad input (JSON, fields, query values) is 400 INVALID_REQUEST (`BadRequest`), never a 500; an
+  unexpected exception is logged and answered as 500 UNKNOWN_SERVER_ERROR (a bug, not a contract).
+- A value is given as a UTF-8 string `name` or as base64 bytes `name_b64`, never both.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import structlog
+from aiohttp import web
+
+log = structlog.get_logger()
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+class BadRequest(Exception):
+    """400 INVALID_REQUEST with this message."""
+
+
+def error_response(status: int, error: str, message: str, **hints: Any) -> web.Response:
+    return web.json_response({"error": error, "message": message, **hints}, status=status)
+
+
+@web.middleware
+async def error_middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+    try:
+        return await handler(request)
+    except BadRequest as exc:
+        return error_response(400, "INVALID_REQUEST", str(exc))
+    except web.HTTPException as exc:
+        if exc.status >= 400 and exc.content_type != "application/json":
+            name = "UNKNOWN_ROUTE" if exc.status in (404, 405) else "INVALID_REQUEST"
+            if exc.status == 413:  # a body over client_max_size: named as an oversized batch is
+                name = "MESSAGE_TOO_LARGE"
+            return error_response(exc.status, name, exc.reason)
+        raise
+    except Exception as exc:  # the HTTP edge: a bug becomes a 500 with a log line, not a hang
+        log.exception("admin.unhandled_error", path=request.path, method=request.method)
+        return error_response(500, "UNKNOWN_SERVER_ERROR", f"{type(exc).__name__}: {exc}")
+
+
+async def read_json_object(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json(loads=json.loads)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise BadRequest("body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise BadRequest("body must be a JSON object")
+    return body
+
+
+def value_field(body: dict[str, Any], name: str, *, nullable: bool = False) -> str | bytes | None:
+    """`name` as a UTF-8 string, or `name_b64` as bytes (API.md): one of them, never both
+    (the OpenAPI document says `oneOf`; which one would win is not the client's guess to make)."""
+    if name in body and f"{name}_b64" in body:
+        raise BadRequest(f"give '{name}' or '{name}_b64', not both")
+    if name in body:
+        value = body[name]
+        if value is None and nullable:
+            return None
+        if not isinstance(value, str):
+            raise BadRequest(f"'{name}' must be a string" + (" or null" if nullable else ""))
+        return value
+    b64 = body.get(f"{name}_b64")
+    if b64 is not None:
+        if not isinstance(b64, str):
+            raise BadRequest(f"'{name}_b64' must be a base64 string")
+        try:
+            return base64.b64decode(b64, validate=True)
+        except ValueError:
+            raise BadRequest(f"'{name}_b64' is not valid base64") from None
+    if nullable:
+        raise BadRequest(f"missing field '{name}' (use null for 'absent')")
+    raise BadRequest(f"missing field '{name}'")
+
+
+def encode_value(value: str | bytes) -> dict[str, Any]:
+    if isinstance(value, bytes):
+        return {"value_b64": base64.b64encode(value).decode()}
+    return {"value": value}
