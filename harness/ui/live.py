@@ -126,11 +126,15 @@ class ClusterPoller:
 
     def _controller(self, node: cl.NodeEntry, proc: tuple[bool, bool]) -> dict[str, Any]:
         up, paused = proc
-        q = self._last.get(node.id, {}).get("quorum") or {} if up else {}
-        answering = up and (paused or self._last.get(node.id, {}).get("answered", False))
-        return {"id": node.id, "up": up, "paused": paused,
-                "role": (q.get("role", "unknown") if answering else "down" if not up
-                         else "unknown"),
+        last = self._last.get(node.id, {}) if up else {}
+        q = last.get("quorum") or {}
+        if not up:
+            role = "down"
+        elif paused or last.get("answered"):
+            role = q.get("role", "unknown")  # a paused node: what it said before it stopped
+        else:
+            role = "unknown"  # running but not answering (starting, or cut off from clients)
+        return {"id": node.id, "up": up, "paused": paused, "role": role,
                 "epoch": q.get("leader_epoch"), "leader_id": q.get("leader_id"),
                 "voted_id": q.get("voted_id"), "high_watermark": q.get("high_watermark"),
                 "log_end_offset": q.get("log_end_offset")}

@@ -163,10 +163,13 @@ function renderPartitions(partitions, anomalies) {
     : "";
 }
 
-function drawLogs(part, width, anomalies, epochsSeen) {
+const ROW = { labelW: 150, infoW: 200, top: 30, height: 58, barH: 20 };
+
+// Which offsets the picture shows and where each one is drawn. A recording carries the records
+// of its last 24 offsets; live, the last 40 offsets are drawn. Up to 80 offsets are boxes.
+function geometry(part, width) {
   const logs = part.logs;
-  const labelW = 150, infoW = 200, top = 30, rowH = 58, barH = 20;
-  const barX = labelW, barW = Math.max(200, width - labelW - infoW);
+  const barX = ROW.labelW, barW = Math.max(200, width - ROW.labelW - ROW.infoW);
   const maxLeo = Math.max(0, ...logs.map((l) => l.leo));
   const hi = Math.max(maxLeo, part.committed_end || 0, 1);
   const recorded = logs.some((l) => Array.isArray(l.entries));
@@ -176,78 +179,106 @@ function drawLogs(part, width, anomalies, epochsSeen) {
   lo = Math.max(0, Math.min(lo, hi - 1));
   const span = hi - lo + 1;  // one more cell: room for the LEO mark of a full log
   const cellW = Math.min(barW / span, 56);  // a short log stays a row of boxes, not a slab
-  const x = (offset) => barX + (offset - lo) * cellW;
-  const asCells = span <= 80;
-  const diverged = new Set(anomalies.filter((a) => a.kind === "divergence").flatMap((a) => a.offsets));
-  const lost = anomalies.filter((a) => a.kind === "loss").flatMap((a) => a.offsets);
-  const leaderLog = logs.find((l) => l.id === part.leader && l.role === "leader");
+  return { lo, hi, minStart, span, cellW, barX, barW, asCells: span <= 80,
+           x: (offset) => barX + (offset - lo) * cellW };
+}
+
+function drawLogs(part, width, anomalies, epochsSeen) {
+  const g = geometry(part, width);
+  const marks = {
+    diverged: new Set(anomalies.filter((a) => a.kind === "divergence").flatMap((a) => a.offsets)),
+    lost: anomalies.filter((a) => a.kind === "loss").flatMap((a) => a.offsets),
+    leader: part.logs.find((l) => l.id === part.leader && l.role === "leader"),
+  };
   const out = [];
-  logs.forEach((log, i) => {
-    const y0 = top + i * rowH;
-    const y = y0 + 14;
-    const inIsr = part.isr.includes(log.id);
-    const inElr = (part.elr || []).includes(log.id);
-    const classes = ["replica", log.role === "down" ? "down" : "", inIsr ? "in-isr" : "out-of-isr"];
-    out.push(`<g class="${classes.join(" ")}" data-replica="${log.id}" data-role="${esc(log.role)}"
-      data-leo="${log.leo}" data-hw="${log.hw}" data-in-isr="${inIsr}">`);
-    out.push(`<rect class="row-bg" x="0" y="${y0}" width="${width}" height="${rowH - 4}"></rect>`);
-    const badge = inIsr ? ["ISR", "badge-isr"] : inElr ? ["ELR", "badge-elr"] : ["out", "badge-out"];
-    out.push(`<text x="4" y="${y + 8}"><tspan font-weight="600">broker ${log.id}</tspan></text>`);
-    out.push(`<text x="4" y="${y + 23}" class="muted">${esc(log.role)}${log.id === part.leader ? " ★" : ""}</text>`);
-    out.push(`<rect x="${labelW - 46}" y="${y + 1}" width="34" height="16" rx="8" class="${badge[1]}"></rect>`);
-    out.push(`<text x="${labelW - 29}" y="${y + 13}" text-anchor="middle" style="fill:#fff;font-size:10px">${badge[0]}</text>`);
-    out.push(`<rect class="bar-bg" x="${x(lo)}" y="${y}" width="${x(hi + 1) - x(lo)}" height="${barH}"></rect>`);
-    const entries = new Map((log.entries || []).map((e) => [e[0], e]));
-    const from = Math.max(lo, log.log_start);
-    if (asCells) {
-      for (let o = from; o < log.leo; o++) {
-        const entry = entries.get(o);
-        const committed = o < log.hw;
-        let style = "";
-        if (entry) {
-          epochsSeen.add(entry[1]);
-          style = committed ? `fill:${epochColor(entry[1])}` : `fill:${epochColor(entry[1])};fill-opacity:0.35`;
-        }
-        const cls = ["cell", committed ? "committed" : "pending", diverged.has(o) && entry ? "diverged" : ""];
-        out.push(`<rect class="${cls.join(" ")}" data-offset="${o}" x="${x(o) + 1}" y="${y + 1}" width="${Math.max(1, cellW - 2)}" height="${barH - 2}" style="${style}"><title>offset ${o}${entry ? `, leader epoch ${entry[1]}, value ${esc(entry[2])}` : ""}</title></rect>`);
-        if (entry && entry[2] !== null && cellW >= 14) {
-          out.push(`<text class="value${committed ? "" : " dark"}" x="${x(o) + cellW / 2}" y="${y + 14}">${esc(String(entry[2]).slice(0, Math.max(1, Math.floor(cellW / 7))))}</text>`);
-        }
-      }
-    } else {
-      const hw = Math.max(from, Math.min(log.hw, log.leo));
-      out.push(`<rect class="cell committed" x="${x(from)}" y="${y + 1}" width="${Math.max(0, x(hw) - x(from))}" height="${barH - 2}"></rect>`);
-      out.push(`<rect class="cell pending" x="${x(hw)}" y="${y + 1}" width="${Math.max(0, x(log.leo) - x(hw))}" height="${barH - 2}"></rect>`);
+  part.logs.forEach((log, i) => drawRow(out, g, part, log, ROW.top + i * ROW.height, width, marks, epochsSeen));
+  const bottom = ROW.top + part.logs.length * ROW.height;
+  drawPartitionMarks(out, g, part, marks.leader, bottom);
+  return { svg: out.join(""), height: bottom + 16 };
+}
+
+function drawRow(out, g, part, log, y0, width, marks, epochsSeen) {
+  const y = y0 + 14, { x, lo, hi } = g;
+  const inIsr = part.isr.includes(log.id);
+  const inElr = (part.elr || []).includes(log.id);
+  const classes = ["replica", log.role === "down" ? "down" : "", inIsr ? "in-isr" : "out-of-isr"];
+  out.push(`<g class="${classes.join(" ")}" data-replica="${log.id}" data-role="${esc(log.role)}"
+    data-leo="${log.leo}" data-hw="${log.hw}" data-in-isr="${inIsr}">`);
+  out.push(`<rect class="row-bg" x="0" y="${y0}" width="${width}" height="${ROW.height - 4}"></rect>`);
+  const badge = inIsr ? ["ISR", "badge-isr"] : inElr ? ["ELR", "badge-elr"] : ["out", "badge-out"];
+  out.push(`<text x="4" y="${y + 8}"><tspan font-weight="600">broker ${log.id}</tspan></text>`);
+  out.push(`<text x="4" y="${y + 23}" class="muted">${esc(log.role)}${log.id === part.leader ? " ★" : ""}</text>`);
+  out.push(`<rect x="${ROW.labelW - 46}" y="${y + 1}" width="34" height="16" rx="8" class="${badge[1]}"></rect>`);
+  out.push(`<text x="${ROW.labelW - 29}" y="${y + 13}" text-anchor="middle" style="fill:#fff;font-size:10px">${badge[0]}</text>`);
+  out.push(`<rect class="bar-bg" x="${x(lo)}" y="${y}" width="${x(hi + 1) - x(lo)}" height="${ROW.barH}"></rect>`);
+  drawRecords(out, g, log, y, marks.diverged, epochsSeen);
+  if (log === marks.leader) drawLost(out, g, log, y, marks.lost);
+  if (log.leo < lo) {
+    out.push(`<text x="${x(lo) + 4}" y="${y + 14}" class="muted">&#x25C0; log ends at ${log.leo}</text>`);
+  }
+  if (log.hw >= lo) {
+    out.push(`<line class="hw-mark" x1="${x(log.hw)}" y1="${y - 3}" x2="${x(log.hw)}" y2="${y + ROW.barH + 3}"></line>`);
+    out.push(`<text x="${x(log.hw)}" y="${y + ROW.barH + 14}" text-anchor="middle">HW ${log.hw}</text>`);
+  }
+  if (log.leo >= lo) {
+    const lx = x(log.leo);
+    out.push(`<path class="leo-mark" d="M${lx - 5} ${y - 10} L${lx + 5} ${y - 10} L${lx} ${y - 2} Z"></path>`);
+    out.push(`<text x="${lx + 7}" y="${y - 3}">LEO ${log.leo}</text>`);
+  }
+  out.push(`<text x="${Math.min(g.barX + g.barW, x(hi + 1)) + 16}" y="${y + 14}">${esc(replicaInfo(log, part))}</text>`);
+  out.push("</g>");
+}
+
+// One box per record (colored by the leader epoch that wrote it, when known), solid below this
+// replica's HW and pale above it; a long window is two bars instead.
+function drawRecords(out, g, log, y, diverged, epochsSeen) {
+  const { x, cellW } = g, barH = ROW.barH;
+  const from = Math.max(g.lo, log.log_start);
+  if (!g.asCells) {
+    const hw = Math.max(from, Math.min(log.hw, log.leo));
+    out.push(`<rect class="cell committed" x="${x(from)}" y="${y + 1}" width="${Math.max(0, x(hw) - x(from))}" height="${barH - 2}"></rect>`);
+    out.push(`<rect class="cell pending" x="${x(hw)}" y="${y + 1}" width="${Math.max(0, x(log.leo) - x(hw))}" height="${barH - 2}"></rect>`);
+    return;
+  }
+  const entries = new Map((log.entries || []).map((e) => [e[0], e]));
+  for (let o = from; o < log.leo; o++) {
+    const entry = entries.get(o);
+    const committed = o < log.hw;
+    let style = "";
+    if (entry) {
+      epochsSeen.add(entry[1]);
+      style = `fill:${epochColor(entry[1])}${committed ? "" : ";fill-opacity:0.35"}`;
     }
-    if (log === leaderLog) {
-      const gone = lost.filter((o) => o >= log.leo && o >= lo);
-      if (gone.length && asCells) {
-        for (const o of gone) {
-          out.push(`<rect class="cell lost" data-offset="${o}" x="${x(o) + 1}" y="${y + 1}" width="${Math.max(1, cellW - 2)}" height="${barH - 2}"><title>offset ${o}: committed once, not in the leader's log</title></rect>`);
-          out.push(`<text x="${x(o) + cellW / 2}" y="${y + 14}" text-anchor="middle" style="fill:#c62828;font-size:10px">lost</text>`);
-        }
-      } else if (gone.length) {
-        const first = gone[0], last = gone[gone.length - 1];
-        out.push(`<rect class="cell lost" data-offset="${first}" x="${x(first)}" y="${y + 1}" width="${x(last + 1) - x(first)}" height="${barH - 2}"><title>offsets ${first}-${last}: committed once, not in the leader's log</title></rect>`);
-        out.push(`<text x="${(x(first) + x(last + 1)) / 2}" y="${y + 14}" text-anchor="middle" style="fill:#c62828">${gone.length} committed offsets lost</text>`);
-      }
+    const cls = ["cell", committed ? "committed" : "pending", diverged.has(o) && entry ? "diverged" : ""];
+    out.push(`<rect class="${cls.join(" ")}" data-offset="${o}" x="${x(o) + 1}" y="${y + 1}" width="${Math.max(1, cellW - 2)}" height="${barH - 2}" style="${style}"><title>offset ${o}${entry ? `, leader epoch ${entry[1]}, value ${esc(entry[2])}` : ""}</title></rect>`);
+    if (entry && entry[2] !== null && cellW >= 14) {
+      out.push(`<text class="value${committed ? "" : " dark"}" x="${x(o) + cellW / 2}" y="${y + 14}">${esc(String(entry[2]).slice(0, Math.max(1, Math.floor(cellW / 7))))}</text>`);
     }
-    if (log.leo < lo) {
-      out.push(`<text x="${x(lo) + 4}" y="${y + 14}" class="muted">&#x25C0; log ends at ${log.leo}</text>`);
+  }
+}
+
+// Offsets once committed that the leader's log no longer holds: dashed red boxes (one span when
+// the window is drawn as bars).
+function drawLost(out, g, log, y, lost) {
+  const { x, cellW } = g, barH = ROW.barH;
+  const gone = lost.filter((o) => o >= log.leo && o >= g.lo);
+  if (!gone.length) return;
+  if (g.asCells) {
+    for (const o of gone) {
+      out.push(`<rect class="cell lost" data-offset="${o}" x="${x(o) + 1}" y="${y + 1}" width="${Math.max(1, cellW - 2)}" height="${barH - 2}"><title>offset ${o}: committed once, not in the leader's log</title></rect>`);
+      out.push(`<text x="${x(o) + cellW / 2}" y="${y + 14}" text-anchor="middle" style="fill:#c62828;font-size:10px">lost</text>`);
     }
-    if (log.hw >= lo) {
-      out.push(`<line class="hw-mark" x1="${x(log.hw)}" y1="${y - 3}" x2="${x(log.hw)}" y2="${y + barH + 3}"></line>`);
-      out.push(`<text x="${x(log.hw)}" y="${y + barH + 14}" text-anchor="middle">HW ${log.hw}</text>`);
-    }
-    if (log.leo >= lo) {
-      const lx = x(log.leo);
-      out.push(`<path class="leo-mark" d="M${lx - 5} ${y - 10} L${lx + 5} ${y - 10} L${lx} ${y - 2} Z"></path>`);
-      out.push(`<text x="${lx + 7}" y="${y - 3}">LEO ${log.leo}</text>`);
-    }
-    out.push(`<text x="${Math.min(barX + barW, x(hi + 1)) + 16}" y="${y + 14}">${esc(replicaInfo(log, part))}</text>`);
-    out.push("</g>");
-  });
-  const bottom = top + logs.length * rowH;
+    return;
+  }
+  const first = gone[0], last = gone[gone.length - 1];
+  out.push(`<rect class="cell lost" data-offset="${first}" x="${x(first)}" y="${y + 1}" width="${x(last + 1) - x(first)}" height="${barH - 2}"><title>offsets ${first}-${last}: committed once, not in the leader's log</title></rect>`);
+  out.push(`<text x="${(x(first) + x(last + 1)) / 2}" y="${y + 14}" text-anchor="middle" style="fill:#c62828">${gone.length} committed offsets lost</text>`);
+}
+
+// Across the rows: the leader's HW, the highest HW ever seen when the leader is below it, and the
+// offsets axis.
+function drawPartitionMarks(out, g, part, leaderLog, bottom) {
+  const { x, lo, hi } = g, top = ROW.top;
   if (leaderLog && leaderLog.hw >= lo) {
     const lx = x(leaderLog.hw);
     out.push(`<line class="leader-hw" x1="${lx}" y1="${top - 6}" x2="${lx}" y2="${bottom - 6}"></line>`);
@@ -258,12 +289,11 @@ function drawLogs(part, width, anomalies, epochsSeen) {
     out.push(`<line class="committed-mark" x1="${cx}" y1="${top - 6}" x2="${cx}" y2="${bottom - 6}"></line>`);
     out.push(`<text x="${cx + 4}" y="${top - 18}" style="fill:#c62828">highest HW ever seen ${part.committed_end}</text>`);
   }
-  const step = Math.max(1, Math.ceil(span / 16));
+  const step = Math.max(1, Math.ceil(g.span / 16));
   for (let o = lo; o <= hi; o += step) {
-    out.push(`<text class="muted" x="${x(o) + (asCells ? cellW / 2 : 0)}" y="${bottom + 8}" text-anchor="middle">${o}</text>`);
+    out.push(`<text class="muted" x="${x(o) + (g.asCells ? g.cellW / 2 : 0)}" y="${bottom + 8}" text-anchor="middle">${o}</text>`);
   }
-  out.push(`<text class="muted" x="${barX - 8}" y="${bottom + 8}" text-anchor="end">offset${lo > minStart ? ` (from ${minStart}) …` : ""}</text>`);
-  return { svg: out.join(""), height: bottom + 16 };
+  out.push(`<text class="muted" x="${g.barX - 8}" y="${bottom + 8}" text-anchor="end">offset${lo > g.minStart ? ` (from ${g.minStart}) …` : ""}</text>`);
 }
 
 function replicaInfo(log, part) {
