@@ -15,6 +15,7 @@ from harness.sim.runs.recording import (
     Recorder,
     Recording,
     _read_entries,
+    record_data_run,
     record_scenario,
 )
 from harness.sim.runs.runner import quiet_logging
@@ -132,3 +133,21 @@ def test_a_long_run_stops_recording_at_the_frame_bound() -> None:
     Recorder(recording, max_frames=50).attach(sim.world)
     sim.run()
     assert len(recording.frames) == 50 and recording.truncated
+
+
+def test_a_raft_quorum_run_shows_voters_their_cut_links_and_the_new_leader() -> None:
+    from harness.ui.server import replay_document
+
+    config = DataRunConfig(seed=2, nemesis="isolate-controller-leader", metadata="raft")
+    recording = record_data_run(config)
+    voters = {c["id"] for c in recording.frames[-1]["state"]["controllers"]}
+    assert len(voters) == 3
+    events = replay_document(recording.to_json())["events"]
+    cut = next(e for e in events if e["text"].startswith("links cut: "))
+    pairs = [{int(n) for n in pair.split("-")}
+             for pair in cut["text"].removeprefix("links cut: ").split(", ")]
+    (isolated,) = set.intersection(*pairs)  # the one node every cut link touches
+    assert isolated in voters and len(pairs) == 5  # cut from the 2 other voters, 3 brokers
+    after = [e["text"] for e in events if e["kind"] == "election"
+             and e["text"].startswith("controller ") and e["time_ms"] > cut["time_ms"]]
+    assert after and not after[0].startswith(f"controller {isolated} ")

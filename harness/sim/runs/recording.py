@@ -303,7 +303,8 @@ def _read_entries(log: Any, start: int) -> list[list[Any]]:
 
 
 def _cut_links(world: World) -> list[list[int]]:
-    ids = [CONTROLLER_ID, *sorted(world.brokers)]
+    voters = getattr(world.controller, "voters", None)  # the Raft-backed quorum's voter ids
+    ids = [*(sorted(voters) if voters else [CONTROLLER_ID]), *sorted(world.brokers)]
     return [[a, b] for i, a in enumerate(ids) for b in ids[i + 1:]
             if not world.network.reachable(a, b)]
 
