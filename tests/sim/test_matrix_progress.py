@@ -30,3 +30,15 @@ def test_a_terminal_gets_one_line_redrawn() -> None:
     progress.add(1000)
     out = term.getvalue()
     assert out.startswith("\r[") and out.endswith("\n") and out.count("\n") == 1
+
+
+def test_the_first_line_prints_on_a_freshly_booted_machine(monkeypatch) -> None:
+    # time.monotonic() counts from boot on Linux: a machine up for 5 s is below the interval.
+    import harness.sim.runs.matrix as matrix
+
+    clock = iter([5.0, 5.1, 5.2, 5.3])
+    monkeypatch.setattr(matrix.time, "monotonic", lambda: next(clock))
+    log = io.StringIO()
+    progress = Progress(3, stream=log, log_interval_s=15)
+    progress.add(1000)
+    assert log.getvalue().splitlines()[0].split("]")[1].split()[0] == "1/3"

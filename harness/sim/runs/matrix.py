@@ -251,7 +251,9 @@ class Progress:
         self.sim_ms = 0
         self.started = time.monotonic()
         self.stream = stream
-        self._last = 0.0
+        # None, not 0.0: monotonic time starts near zero on a freshly booted machine, so a
+        # zero start would hold back the first line for `interval_s` after boot.
+        self._last: float | None = None
         isatty = getattr(stream, "isatty", None)
         self.terminal = bool(isatty is not None and isatty())
         self.interval_s = 1.0 if self.terminal else log_interval_s
@@ -260,7 +262,8 @@ class Progress:
         self.done += 1
         self.sim_ms += sim_ms
         now = time.monotonic()
-        if now - self._last >= self.interval_s or self.done == self.total:
+        due = self._last is None or now - self._last >= self.interval_s
+        if due or self.done == self.total:
             self._last = now
             if self.terminal:
                 self.stream.write("\r" + self.line())
