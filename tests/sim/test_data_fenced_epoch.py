@@ -55,13 +55,13 @@ def test_quorum_mode_fenced_epoch_survives_restarts() -> None:
     broker.restart_replica(lose_unflushed=True)
     assert broker.fenced_epoch == epoch and broker.core is None
     world.push_metadata()
-    world.queue.run_until(world.queue.now_ms + 1000)
+    world.run_until(world.queue.now_ms + 1000)
     assert broker.core is not None and broker.core.fenced_epoch >= epoch
     broker.power_crash()
     assert broker.core is None
     broker.start()
     assert broker.fenced_epoch == epoch
-    world.queue.run_until(world.queue.now_ms + 3000)
+    world.run_until(world.queue.now_ms + 3000)
     assert broker.core is not None and broker.core.fenced_epoch >= epoch
 
 

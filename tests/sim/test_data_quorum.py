@@ -117,7 +117,7 @@ def test_metadata_quorum_down_the_isr_cannot_shrink_until_it_returns() -> None:
     run = ClusterDataRun(ClusterDataConfig(seed=3, nemesis=(), duration_ms=14_000))
     run.start()
     world, quorum = run.world, run.quorum
-    world.queue.run_until(3000)
+    world.run_until(3000)
     part = quorum.image.partition(world.topic_id, 0)
     assert part is not None and len(part.isr) == 3
     leader = part.leader
@@ -126,10 +126,10 @@ def test_metadata_quorum_down_the_isr_cannot_shrink_until_it_returns() -> None:
     quorum.go_down()
     assert quorum.active_controller() is None
     assert sum(not quorum.voters[v].up for v in quorum.voter_ids) == 2
-    world.network.cut.add(frozenset((leader, follower)))
+    world.network.cut_between(leader, [follower])
     # Twice replica.lag.time.max.ms: the leader wants the follower out of the ISR, but only the
     # controller can take it out (AlterPartition), and there is none.
-    world.queue.run_until(down_ms + 2 * world.timing.replica_lag_time_max_ms)
+    world.run_until(down_ms + 2 * world.timing.replica_lag_time_max_ms)
     assert quorum.image.partition(world.topic_id, 0) == part
     core = world.brokers[leader].core
     assert core is not None and core.is_leader and core.partition is not None
@@ -142,7 +142,7 @@ def test_metadata_quorum_down_the_isr_cannot_shrink_until_it_returns() -> None:
     assert stalled == []  # acks=all waits on the follower still in the ISR
     up_ms = world.queue.now_ms
     quorum.come_up()
-    world.queue.run_until(up_ms + 4000)
+    world.run_until(up_ms + 4000)
     after = quorum.image.partition(world.topic_id, 0)
     assert after is not None and follower not in after.isr and after.leader == leader
     assert quorum.stats["controller_epochs"] >= 2  # a new active controller did it
@@ -166,9 +166,9 @@ def test_metadata_quorum_down_acks_1_writes_and_reads_go_on() -> None:
     run = ClusterDataRun(ClusterDataConfig(seed=3, acks="1", nemesis=(), duration_ms=8000))
     run.start()
     world, quorum = run.world, run.quorum
-    world.queue.run_until(3000)
+    world.run_until(3000)
     quorum.go_down()
-    world.queue.run_until(6000)
+    world.run_until(6000)
     assert quorum.active_controller() is None
     during = [
         e for e in run.history.events if e.type == "ok" and 3100 < e.time // 1_000_000 <= 6000

@@ -12,7 +12,7 @@ with fresh broker sessions, as Kafka does. Select it with
 
 Model (what is simulated, what is abstracted):
 - Voters have ids VOTER_BASE+1..VOTER_BASE+N. Their Raft traffic and their traffic with brokers
-  travel on the world's network: a message crosses only if `world.network.reachable` holds at
+  travel on the world's network: a message crosses only if `world.network.can_reach` holds at
   send AND at delivery, so the world's link cuts act on voters too. A message to a crashed voter
   is refused (the sender's core hears `peer_unreachable`); a paused voter holds its inbox.
 - Brokers address CONTROLLER_ID (0) as "the controller": the world delivers that to this front
@@ -57,7 +57,7 @@ from quorum.metadata.records import Partition
 from quorum.raft.config import RaftConfig
 
 VOTER_BASE = 900
-LINK_DELAY_MS = (1, 3)  # the data world's network delays (data_world.Network)
+LINK_DELAY_MS = (1, 3)  # the quiet profile's delays (harness.sim.kernel.network.QUIET)
 REFUSED_DELAY_MS = 1
 INDEXED_LOG = LogConfig(index_interval_bytes=0)
 
@@ -200,7 +200,7 @@ class RaftControllerNode:
             "controller_epochs": 0,
         }
         for v in self.voter_ids:
-            world.queue.at(0, self.start_voter, v)
+            world.queue.call_at(0, self.start_voter, v)
 
     # -- the ControllerNode interface ------------------------------------------------------------
 
@@ -304,7 +304,7 @@ class RaftControllerNode:
     def _route(self, src: int) -> int | None:
         """The voter a broker sends to: the highest-epoch leader named by a voter it can reach
         (a KRaft observer's leader discovery), else the last one it used."""
-        reach = self.world.network.reachable
+        reach = self.world.network.can_reach
         best: tuple[int, int] | None = None
         for v in self.voter_ids:
             node = self.voters[v]
@@ -318,15 +318,15 @@ class RaftControllerNode:
 
     def _ship(self, src: int, dst: int, message: Any) -> None:
         network = self.world.network
-        if not network.reachable(src, dst):
+        if not network.can_reach(src, dst):
             return
         delay = self.rng.randint(*LINK_DELAY_MS)
-        self.world.queue.at(
+        self.world.queue.call_at(
             self.world.queue.now_ms + delay, self._deliver_checked, src, dst, message
         )
 
     def _deliver_checked(self, src: int, dst: int, message: Any) -> None:
-        if self.world.network.reachable(src, dst):
+        if self.world.network.can_reach(src, dst):
             self._deliver(src, dst, message)
 
     def _deliver(self, src: int, dst: int, message: Any) -> None:
@@ -336,9 +336,9 @@ class RaftControllerNode:
             return
         if not node.up:
             sender = self.voters.get(src)
-            if sender is not None and sender.up and self.world.network.reachable(dst, src):
+            if sender is not None and sender.up and self.world.network.can_reach(dst, src):
                 # TCP RST: the sender's connection is refused.
-                self.world.queue.at(
+                self.world.queue.call_at(
                     self.world.queue.now_ms + REFUSED_DELAY_MS,
                     self._refused,
                     src,
@@ -403,7 +403,7 @@ class RaftControllerNode:
         if deadline != node.armed_deadline_ms:
             node.timer_generation += 1
             node.armed_deadline_ms = deadline
-            self.world.queue.at(deadline, self._timer, node.node_id, node.timer_generation)
+            self.world.queue.call_at(deadline, self._timer, node.node_id, node.timer_generation)
 
     def _advance_truth(self, node: QuorumVoter) -> None:
         """Apply to `truth` the committed entries `node` applied beyond it (Raft safety, checked

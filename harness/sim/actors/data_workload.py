@@ -58,7 +58,7 @@ class Client:
         """Ask a reachable broker for its view of the partition (a Metadata request)."""
         candidates = [b for b, broker in sorted(self.world.brokers.items())
                       if broker.up and not broker.paused and broker.core is not None
-                      and self.world.network.reachable(self.node_id, b)]
+                      and self.world.network.can_reach(self.node_id, b)]
         if not candidates:
             self.leader = -1
             return
@@ -83,13 +83,13 @@ class Producer(Client):
         self.values = values  # shared counter [next value]
 
     def start(self, at_ms: int) -> None:
-        self.world.queue.at(at_ms, self._step)
+        self.world.queue.call_at(at_ms, self._step)
 
     def _step(self) -> None:
         q = self.world.queue
         if self.stopped:
             return
-        q.at(q.now_ms + self.interval_ms, self._step)
+        q.call_at(q.now_ms + self.interval_ms, self._step)
         if self.in_flight is not None:
             return
         value = self.values[0]
@@ -106,10 +106,10 @@ class Producer(Client):
         records = encode_batch([Record(str(value).encode())])
         self.world.producer_of[request_id] = self.node_id
         self.in_flight = (request_id, value)
-        self.world.network.send(self.node_id, self.leader, ProduceRequest(
+        self.world.send(self.node_id, self.leader, ProduceRequest(
             self.world.topic_id, 0, request_id, records, self.acks,
             self.world.timing.request_timeout_ms))
-        q.at(now + self.world.timing.request_timeout_ms + 50, self._timeout, request_id)
+        q.call_at(now + self.world.timing.request_timeout_ms + 50, self._timeout, request_id)
 
     def _timeout(self, request_id: int) -> None:
         if self.in_flight is None or self.in_flight[0] != request_id:
@@ -163,13 +163,13 @@ class Consumer(Client):
         self.position = 0
 
     def start(self, at_ms: int) -> None:
-        self.world.queue.at(at_ms, self._step)
+        self.world.queue.call_at(at_ms, self._step)
 
     def _step(self) -> None:
         q = self.world.queue
         if self.stopped:
             return
-        q.at(q.now_ms + self.interval_ms, self._step)
+        q.call_at(q.now_ms + self.interval_ms, self._step)
         if self.in_flight is not None:
             return
         now = q.now_ms
@@ -183,9 +183,9 @@ class Consumer(Client):
         request_id = self.next_request_id()
         self.world.consumer_of[request_id] = self.node_id
         self.in_flight = (request_id, None)
-        self.world.network.send(self.node_id, self.leader, FetchRequest(
+        self.world.send(self.node_id, self.leader, FetchRequest(
             self.world.topic_id, 0, -1, self.position, max_bytes=1 << 16, request_id=request_id))
-        q.at(now + self.world.timing.request_timeout_ms, self._timeout, request_id)
+        q.call_at(now + self.world.timing.request_timeout_ms, self._timeout, request_id)
 
     def _timeout(self, request_id: int) -> None:
         if self.in_flight is None or self.in_flight[0] != request_id:

@@ -1,11 +1,12 @@
-"""The data-plane simulation's world: a virtual clock, a seeded network with link cuts, one
+"""The data-plane simulation's world: the kernel's event queue and network
+(harness.sim.kernel: one clock, refusing the past; the quiet network profile with link cuts), one
 active controller (C's ControllerService over a MetadataImage) and brokers that host P's
 ReplicaCore for their partition (PartitionLog on SimStorage), driven as the cores' contract says
 (effects executed synchronously, in order, before the next input; ticks at next_deadline_ms).
 
 Model (what is simulated and what is abstracted; docs in the module of each actor):
-- Node ids: controller CONTROLLER_ID (0), brokers 1..N, clients >= CLIENT_BASE. A link cut is
-  directional-pair symmetric and checked at send AND delivery (in-flight messages are dropped).
+- Node ids: controller CONTROLLER_ID (0), brokers 1..N, clients >= CLIENT_BASE. The nemesis
+  cuts links both ways; a cut is checked at send AND delivery (in-flight messages are dropped).
 - By default (ControllerNode) the metadata quorum is abstracted as one active controller whose
   proposals commit after COMMIT_DELAY_MS (`controller_factory` swaps in the Raft-backed quorum
   of harness/sim/actors/data_quorum.py, which `kraftlab sim matrix` uses); `controller_down` models the quorum being unavailable (isolated leader,
@@ -35,13 +36,14 @@ not a simulator or replication bug: it is counted in Counters.divergence_after_l
 
 from __future__ import annotations
 
-import heapq
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from harness.drive.replica_effects import execute_replica_effects
+from harness.sim.kernel.events import Call, Deliver, EventQueue
+from harness.sim.kernel.network import QUIET, SimNetwork
 from partition.log import LogConfig, PartitionLog, SimStorage
 from partition.log import batch as rb
 from partition.replica import (
@@ -129,50 +131,6 @@ class MetadataPush:
     update: MetadataUpdated | None
 
 
-class EventQueue:
-    def __init__(self) -> None:
-        self.now_ms = 0
-        self._heap: list[tuple[int, int, Callable[..., None], tuple[Any, ...]]] = []
-        self._seq = 0
-        self.events = 0
-
-    def at(self, at_ms: int, fn: Callable[..., None], *args: Any) -> None:
-        self._seq += 1
-        heapq.heappush(self._heap, (max(at_ms, self.now_ms), self._seq, fn, args))
-
-    def run_until(self, end_ms: int) -> None:
-        heap = self._heap
-        while heap and heap[0][0] <= end_ms:
-            at_ms, _, fn, args = heapq.heappop(heap)
-            self.now_ms = at_ms
-            self.events += 1
-            fn(*args)
-        self.now_ms = max(self.now_ms, end_ms)
-
-
-class Network:
-    """Seeded delays; cuts between node pairs; paused receivers hold their inbox."""
-
-    def __init__(self, world: World) -> None:
-        self.world = world
-        self.cut: set[frozenset[int]] = set()
-        self.rng = random.Random(world.seed * 7919 + 1)
-
-    def reachable(self, a: int, b: int) -> bool:
-        return frozenset((a, b)) not in self.cut
-
-    def send(self, src: int, dst: int, message: Any) -> None:
-        if not self.reachable(src, dst):
-            return
-        delay = self.rng.randint(1, 3)
-        self.world.queue.at(self.world.queue.now_ms + delay, self._deliver, src, dst, message)
-
-    def _deliver(self, src: int, dst: int, message: Any) -> None:
-        if not self.reachable(src, dst):
-            return
-        self.world.deliver(src, dst, message)
-
-
 class ControllerNode:
     """The active controller: ControllerService, proposals committed after COMMIT_DELAY_MS."""
 
@@ -205,7 +163,9 @@ class ControllerNode:
         deadline = self.service.next_deadline_ms()
         if self.timer_at is None or deadline < self.timer_at:
             self.timer_at = deadline
-            self.world.queue.at(deadline, self._timer, deadline)
+            # A deadline already due runs now (the queue refuses the past).
+            now_ms = self.world.queue.now_ms
+            self.world.queue.call_at(max(deadline, now_ms), self._timer, deadline)
 
     def _timer(self, deadline: int) -> None:
         if self.timer_at == deadline:
@@ -217,12 +177,12 @@ class ControllerNode:
             match out:
                 case Propose(records=records):
                     service = self.service
-                    self.world.queue.at(self.world.queue.now_ms + COMMIT_DELAY_MS, self._commit,
+                    self.world.queue.call_at(self.world.queue.now_ms + COMMIT_DELAY_MS, self._commit,
                                         service, records)
                 case Respond(token=token, response=response):
                     assert isinstance(token, tuple)
                     src, request_id = token
-                    self.world.network.send(CONTROLLER_ID, src, CtlResponse(request_id, response))
+                    self.world.send(CONTROLLER_ID, src, CtlResponse(request_id, response))
 
     def _commit(self, service: ControllerService, records: tuple[Any, ...]) -> None:
         if service is not self.service or not self.up:
@@ -302,8 +262,8 @@ class Broker:
         self.leader_epoch_seen = -1
         self._register()
         gen = self.incarnation
-        self.world.queue.at(self.world.queue.now_ms + FLUSH_INTERVAL_MS, self._flush, gen)
-        self.world.queue.at(self.world.queue.now_ms + HW_CHECKPOINT_INTERVAL_MS,
+        self.world.queue.call_at(self.world.queue.now_ms + FLUSH_INTERVAL_MS, self._flush, gen)
+        self.world.queue.call_at(self.world.queue.now_ms + HW_CHECKPOINT_INTERVAL_MS,
                             self._checkpoint_hw, gen)
 
     def kill(self) -> None:
@@ -353,21 +313,21 @@ class Broker:
             return
         if not self.paused and self.log is not None:
             self.log.flush()
-        self.world.queue.at(self.world.queue.now_ms + FLUSH_INTERVAL_MS, self._flush, gen)
+        self.world.queue.call_at(self.world.queue.now_ms + FLUSH_INTERVAL_MS, self._flush, gen)
 
     def _checkpoint_hw(self, gen: int) -> None:
         if gen != self.incarnation or not self.up:
             return
         if not self.paused and self.log is not None:
             self.hw_checkpoint = self.log.high_watermark  # written atomically, fsynced
-        self.world.queue.at(self.world.queue.now_ms + HW_CHECKPOINT_INTERVAL_MS,
+        self.world.queue.call_at(self.world.queue.now_ms + HW_CHECKPOINT_INTERVAL_MS,
                             self._checkpoint_hw, gen)
 
     # -- controller channel ----------------------------------------------------------------------
 
     def _send_ctl(self, request: Any, positions: tuple[Any, ...] = ()) -> None:
         self.next_request_id += 1
-        self.world.network.send(self.node_id, CONTROLLER_ID,
+        self.world.send(self.node_id, CONTROLLER_ID,
                                 CtlRequest(self.next_request_id, request, positions))
 
     def _register(self) -> None:
@@ -377,13 +337,13 @@ class Broker:
                                                  f"{self.incarnation}",
                                                  (Endpoint("rpc", "sim", self.node_id),)))
         gen = (self.incarnation, "register")
-        self.world.queue.at(self.world.queue.now_ms + self.world.timing.request_timeout_ms,
+        self.world.queue.call_at(self.world.queue.now_ms + self.world.timing.request_timeout_ms,
                             self._register_retry, gen)
 
     def _register_retry(self, gen: tuple[int, str]) -> None:
         if gen[0] == self.incarnation and self.up and self.broker_epoch < 0:
             if self.paused:
-                self.world.queue.at(self.world.queue.now_ms + 50, self._register_retry, gen)
+                self.world.queue.call_at(self.world.queue.now_ms + 50, self._register_retry, gen)
             else:
                 self._register()
 
@@ -393,7 +353,7 @@ class Broker:
         if not self.paused and self.broker_epoch >= 0:
             self._send_ctl(BrokerHeartbeatRequest(self.node_id, self.broker_epoch,
                                                   max(self.applied_offset, 0)))
-        self.world.queue.at(self.world.queue.now_ms + self.world.timing.heartbeat_interval_ms,
+        self.world.queue.call_at(self.world.queue.now_ms + self.world.timing.heartbeat_interval_ms,
                             self._heartbeat, gen)
 
     # -- inputs ----------------------------------------------------------------------------------
@@ -418,7 +378,7 @@ class Broker:
             case BrokerRegistrationResponse(error=error, broker_epoch=epoch):
                 if error is Errors.NONE and self.broker_epoch < 0:
                     self.broker_epoch = epoch
-                    self.world.queue.at(self.world.queue.now_ms, self._heartbeat,
+                    self.world.queue.call_at(self.world.queue.now_ms, self._heartbeat,
                                         self.incarnation)
                     if self.pending is not None:
                         self._on_metadata(self.pending)
@@ -488,7 +448,9 @@ class Broker:
             deadline = core.next_deadline_ms()
             if deadline is not None and (self.timer_at is None or deadline < self.timer_at):
                 self.timer_at = deadline
-                world.queue.at(deadline, self._timer, deadline, self.incarnation)
+                # A deadline already due runs now (the queue refuses the past).
+                at_ms = max(deadline, world.queue.now_ms)
+                world.queue.call_at(at_ms, self._timer, deadline, self.incarnation)
 
     # -- the ReplicaEffectsEnv (sends go through the simulated network, in effect order) -------
 
@@ -496,13 +458,13 @@ class Broker:
         self.world.on_high_watermark(self, before, after)
 
     def send_fetch(self, to: int, request: FetchRequest) -> None:
-        self.world.network.send(self.node_id, to, request)
+        self.world.send(self.node_id, to, request)
 
     def send_fetch_response(self, to: int, response: FetchResponse) -> None:
         world = self.world
         dst = world.consumer_of.pop(response.request_id, None) if to < 0 else to
         if dst is not None:
-            world.network.send(self.node_id, dst, response)
+            world.send(self.node_id, dst, response)
 
     def send_alter_partition(self, request: AlterPartitionRequest) -> None:
         self._send_ctl(request)
@@ -518,7 +480,7 @@ class Broker:
     def complete_produce(self, response: ProduceResponse) -> None:
         dst = self.world.producer_of.pop(response.request_id, None)
         if dst is not None:
-            self.world.network.send(self.node_id, dst, response)
+            self.world.send(self.node_id, dst, response)
 
     def leadership_changed(self, effect: LeadershipChanged) -> None:
         pass  # no broker state outside the core follows leadership in the simulator
@@ -548,7 +510,7 @@ class World:
         self.timing = timing
         self.replica_config = replica_config
         self.queue = EventQueue()
-        self.network = Network(self)
+        self.network = SimNetwork(random.Random(seed * 7919 + 1), QUIET)
         # The metadata side: the abstract ControllerNode by default; S's Raft-backed quorum
         # (harness/sim/data_quorum.raft_controller_factory) offers the same interface.
         self.controller = (controller_factory or ControllerNode)(self, controller_config)
@@ -570,6 +532,30 @@ class World:
         self.hooks: list[Callable[[Broker], None]] = []
         self.controller.on_partition_change = self._count_change
 
+    # -- the kernel: time, messages ------------------------------------------------------------
+
+    def send(self, src: int, dst: int, message: Any) -> None:
+        """`message` from `src` to `dst` over the network (lost if a cut is in the way at send
+        or at arrival)."""
+        now_ms = self.queue.now_ms
+        for delay_ms in self.network.delays_ms(src, dst):
+            self.queue.schedule(now_ms + delay_ms, Deliver(src, dst, message))
+
+    def run_until(self, end_ms: int) -> None:
+        """Run every event due up to `end_ms`; the clock then reads `end_ms`."""
+        queue = self.queue
+        while (at_ms := queue.peek_time_ms()) is not None and at_ms <= end_ms:
+            _, event = queue.pop()
+            match event:
+                case Call(fn=fn, args=args):
+                    fn(*args)
+                case Deliver(src=src, dst=dst, message=message):
+                    if self.network.can_reach(src, dst):
+                        self.deliver(src, dst, message)
+                case _:
+                    raise AssertionError(f"unexpected event {event!r}")
+        queue.advance_to(end_ms)
+
     # -- routing -------------------------------------------------------------------------------
 
     def deliver(self, src: int, dst: int, message: Any) -> None:
@@ -587,7 +573,7 @@ class World:
         ctl.submit((src, message.request_id), message.request)
         if isinstance(message.request, BrokerHeartbeatRequest):
             # The heartbeat answer carries the broker's metadata catch-up (the fetch path).
-            self.network.send(CONTROLLER_ID, src, ctl.metadata_push())
+            self.send(CONTROLLER_ID, src, ctl.metadata_push())
 
     def partition_update(self, image: MetadataImage) -> MetadataUpdated | None:
         if not self.topic_id:
@@ -602,7 +588,7 @@ class World:
     def push_metadata(self) -> None:
         push = self.controller.metadata_push()
         for b in self.brokers:
-            self.network.send(CONTROLLER_ID, b, push)
+            self.send(CONTROLLER_ID, b, push)
 
     def leader_id(self) -> int:
         """The committed image's leader of the partition (-1: none)."""

@@ -90,7 +90,7 @@ class Nemesis:
     def schedule(self) -> None:
         if self.name == "none":
             return
-        self.world.queue.at(self.start_ms, self._begin)
+        self.world.queue.call_at(self.start_ms, self._begin)
 
     # -- helpers -------------------------------------------------------------------------------
 
@@ -110,17 +110,15 @@ class Nemesis:
         return leader if leader > 0 else min(self.world.brokers)
 
     def _cut(self, a: int, others: list[int]) -> None:
-        for b in others:
-            if b != a:
-                self.world.network.cut.add(frozenset((a, b)))
+        self.world.network.cut_between(a, others)
 
     def _heal_network(self) -> None:
-        self.world.network.cut.clear()
+        self.world.network.heal()
 
     def _at_end(self, fn: Callable[[], None], kind: str, at_ms: int | None = None) -> None:
         end = self.end_ms if at_ms is None else at_ms
         self.timeline.append(Span(self.world.queue.now_ms, end, kind))
-        self.world.queue.at(end, fn)
+        self.world.queue.call_at(end, fn)
         self.heal_ms = max(self.heal_ms or 0, end)
 
     # -- shapes --------------------------------------------------------------------------------
@@ -135,7 +133,7 @@ class Nemesis:
             # Jepsen's Kafka case: first cut from its followers (the ISR may shrink to the
             # leader alone), then from everyone for the rest of the fault (it loses leadership).
             self._cut(leader, followers)
-            w.queue.at(self.start_ms + self.duration_ms * 6 // 10,
+            w.queue.call_at(self.start_ms + self.duration_ms * 6 // 10,
                        lambda: self._cut(leader, self._nodes() + self._clients()))
             self._at_end(self._heal_network, "partition")
         elif name == "leader-cut-from-followers-only":
@@ -204,7 +202,7 @@ class Nemesis:
 
             def crash() -> None:
                 w.brokers[leader].power_crash()
-            w.queue.at(self.end_ms, crash)
+            w.queue.call_at(self.end_ms, crash)
             self._at_end(w.brokers[leader].start, "crash-unflushed",
                          self.end_ms + LAST_REPLICA_RESTART_MS)
         elif name == "cut-followers-then-kill-leader":
@@ -213,7 +211,7 @@ class Nemesis:
 
             def kill() -> None:
                 w.brokers[leader].kill()
-            w.queue.at(self.end_ms, kill)
+            w.queue.call_at(self.end_ms, kill)
             self._at_end(w.brokers[leader].start, "kill",
                          self.end_ms + KILLED_LEADER_RESTART_MS)
         elif name == "flapping":
@@ -221,9 +219,9 @@ class Nemesis:
             cut = True
             while t < self.end_ms:
                 if cut:
-                    w.queue.at(t, self._flap_cut)
+                    w.queue.call_at(t, self._flap_cut)
                 else:
-                    w.queue.at(t, self._heal_network)
+                    w.queue.call_at(t, self._heal_network)
                 cut = not cut
                 t += FLAP_MS
             self._at_end(self._heal_network, "partition-flapping")

@@ -253,7 +253,7 @@ class ClusterDataRun:
     def _start_brokers(self) -> None:
         w = self.world
         if self.quorum.active_controller() is None and w.queue.now_ms < 3000:
-            w.queue.at(w.queue.now_ms + 20, self._start_brokers)
+            w.queue.call_at(w.queue.now_ms + 20, self._start_brokers)
             return
         for b in sorted(w.brokers):
             w.brokers[b].start()
@@ -275,7 +275,7 @@ class ClusterDataRun:
                 ),
             ),
         )
-        self.world.queue.at(self.world.queue.now_ms + 300, self._create_topic)
+        self.world.queue.call_at(self.world.queue.now_ms + 300, self._create_topic)
 
     # -- the nemesis -------------------------------------------------------------------------------
 
@@ -289,20 +289,18 @@ class ClusterDataRun:
         end = q.now_ms + duration
         target, heal = self._begin(shape, end)
         self.faults.append((q.now_ms, end, shape, target))
-        q.at(end, heal)
-        q.at(end + self.rng.randint(*FAULT_GAP_MS), self._next_fault)
+        q.call_at(end, heal)
+        q.call_at(end + self.rng.randint(*FAULT_GAP_MS), self._next_fault)
 
     def _partition_leader(self) -> int:
         leader = self.world.leader_id()
         return leader if leader > 0 else self.rng.choice(sorted(self.world.brokers))
 
     def _cut(self, a: int, others: list[int]) -> None:
-        for b in others:
-            if b != a:
-                self.world.network.cut.add(frozenset((a, b)))
+        self.world.network.cut_between(a, others)
 
     def _heal_network(self) -> None:
-        self.world.network.cut.clear()
+        self.world.network.heal()
 
     def _begin(self, shape: str, end_ms: int) -> tuple[str, Callable[[], None]]:
         w, quorum, rng = self.world, self.quorum, self.rng
@@ -365,7 +363,7 @@ class ClusterDataRun:
             def crash_then_restart() -> None:
                 self._heal_network()
                 broker.power_crash()
-                w.queue.at(w.queue.now_ms + LAST_REPLICA_RESTART_MS, self._restart_broker, leader)
+                w.queue.call_at(w.queue.now_ms + LAST_REPLICA_RESTART_MS, self._restart_broker, leader)
 
             return f"broker {leader}", crash_then_restart
         raise ValueError(f"unknown nemesis shape {shape!r}")
@@ -395,16 +393,16 @@ class ClusterDataRun:
     def start(self) -> None:
         w, c = self.world, self.config
         self.started = True
-        w.queue.at(0, self._start_brokers)
-        w.queue.at(500, self._create_topic)
+        w.queue.call_at(0, self._start_brokers)
+        w.queue.call_at(500, self._create_topic)
         for i, p in enumerate(self.producers):
             p.start(WORKLOAD_START_MS + i * (WRITE_INTERVAL_MS // max(c.producers, 1)))
         for i, consumer in enumerate(self.consumers):
             consumer.start(WORKLOAD_START_MS + 7 + i * 13)
         if c.nemesis:
-            w.queue.at(FAULT_START_MS, self._next_fault)
+            w.queue.call_at(FAULT_START_MS, self._next_fault)
         heal_ms = self.fault_end + FAULT_MARGIN_MS
-        w.queue.at(heal_ms, self._heal_all)
+        w.queue.call_at(heal_ms, self._heal_all)
 
     def run(self) -> ClusterDataResult:
         started = time.monotonic()
@@ -418,10 +416,10 @@ class ClusterDataRun:
         drained = False
         divergent = 0
         try:
-            w.queue.run_until(self.workload_end - 1)
+            w.run_until(self.workload_end - 1)
             for client in (*self.producers, *self.consumers):
                 client.stopped = True
-            w.queue.run_until(self.workload_end + SETTLE_MS)
+            w.run_until(self.workload_end + SETTLE_MS)
             liveness = self._liveness_missing()
             drained = final_drain(w, self.history, 10_000)
             divergent = replica_divergence(w)

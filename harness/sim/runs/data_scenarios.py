@@ -69,7 +69,7 @@ class _ScriptClient:
         self.world.next_request_id += 1
         rid = self.world.next_request_id
         self.world.producer_of[rid] = SCRIPT_CLIENT
-        self.world.network.send(SCRIPT_CLIENT, to, ProduceRequest(
+        self.world.send(SCRIPT_CLIENT, to, ProduceRequest(
             self.world.topic_id, 0, rid, encode_batch([Record(value.encode())]), acks, 2000))
         return rid
 
@@ -88,9 +88,9 @@ def _setup(leader_epoch_enable: bool) -> tuple[World, _ScriptClient]:
     for b in world.brokers.values():
         b.start()
     world.controller.pump()
-    world.queue.run_until(300)
+    world.run_until(300)
     world.controller.submit((-1, 0), topic_request(config))
-    world.queue.run_until(1000)
+    world.run_until(1000)
     assert world.topic_id and world.leader_id() > 0, "topic not created"
     return world, _ScriptClient(world)
 
@@ -98,7 +98,7 @@ def _setup(leader_epoch_enable: bool) -> tuple[World, _ScriptClient]:
 def _run_until(world: World, predicate: Any, limit_ms: int = 5000) -> None:
     end = world.queue.now_ms + limit_ms
     while not predicate() and world.queue.now_ms < end:
-        world.queue.run_until(world.queue.now_ms + 1)
+        world.run_until(world.queue.now_ms + 1)
     if not predicate():
         raise AssertionError("scenario step did not happen in time")
 
@@ -132,24 +132,24 @@ def truncation_to_hw_loss(leader_epoch_enable: bool) -> ScenarioOutcome:
 
     def cut_when_committed(broker: Any) -> None:
         if broker is ba and ba.core is not None and ba.core.high_watermark >= 2:
-            world.network.cut.add(frozenset((a, b)))  # B never hears HW 2
+            world.network.cut_between(a, [b])  # B never hears HW 2
 
     world.hooks.append(cut_when_committed)
     r1 = client.produce(a, "1")
     _run_until(world, lambda: _ok(client, r1))
     world.hooks.clear()
-    world.queue.run_until(world.queue.now_ms + 50)
+    world.run_until(world.queue.now_ms + 50)
     assert bb.core is not None and bb.core.high_watermark == 1 and bb.core.log_end_offset == 2
     bb.hw_checkpoint = 1
     bb.restart_replica()  # B becomes A's follower again: pre-KIP-101 it truncates to HW 1
     _run_until(world, lambda: bb.core is not None and bb.core.partition is not None)
-    world.queue.run_until(world.queue.now_ms + 20)
+    world.run_until(world.queue.now_ms + 20)
     ba.kill()  # A dies before B refetches m1
     _run_until(world, lambda: world.leader_id() == b)
-    world.network.cut.clear()
+    world.network.heal()
     ba.hw_checkpoint = 2
     ba.start()
-    world.queue.run_until(world.queue.now_ms + 2000)
+    world.run_until(world.queue.now_ms + 2000)
     return _outcome(world, ["0", "1"])
 
 
@@ -177,5 +177,5 @@ def silent_divergence(leader_epoch_enable: bool) -> ScenarioOutcome:
     r2 = client.produce(b, "2")
     _run_until(world, lambda: _ok(client, r2))
     ba.start()  # A returns with HW 2 >= B's LEO
-    world.queue.run_until(world.queue.now_ms + 2000)
+    world.run_until(world.queue.now_ms + 2000)
     return _outcome(world, ["0", "2"])

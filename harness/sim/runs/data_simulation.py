@@ -181,7 +181,7 @@ class DataSimulation:
         w = self.world
         ctl = w.controller
         if isinstance(ctl, RaftControllerNode) and ctl.active_controller() is None:
-            w.queue.at(w.queue.now_ms + QUORUM_WAIT_POLL_MS, self._start_broker, b)
+            w.queue.call_at(w.queue.now_ms + QUORUM_WAIT_POLL_MS, self._start_broker, b)
             return
         w.brokers[b].start()
 
@@ -192,7 +192,7 @@ class DataSimulation:
         if self.stopped:
             return
         try:
-            self.world.queue.run_until(end_ms)
+            self.world.run_until(end_ms)
         except (SafetyViolation, InvariantViolation) as exc:
             self.stopped = True
             self.world.violation("quorum-safety", str(exc))
@@ -201,15 +201,15 @@ class DataSimulation:
         if self.world.topic_id:
             return
         self.world.controller.submit((-1, 0), topic_request(self.config))
-        self.world.queue.at(self.world.queue.now_ms + 500, self._create_topic)
+        self.world.queue.call_at(self.world.queue.now_ms + 500, self._create_topic)
 
     def run(self) -> DataRunResult:
         started = time.monotonic()
         w = self.world
         for b in sorted(w.brokers):
-            w.queue.at(self._jitter(self.config.start_jitter_ms), self._start_broker, b)
+            w.queue.call_at(self._jitter(self.config.start_jitter_ms), self._start_broker, b)
         w.controller.pump()
-        w.queue.at(TOPIC_CREATE_MS, self._create_topic)
+        w.queue.call_at(TOPIC_CREATE_MS, self._create_topic)
         for i, p in enumerate(self.producers):
             offset = (self._jitter(WRITE_INTERVAL_MS) if self.config.start_jitter_ms
                       else i * (WRITE_INTERVAL_MS // PRODUCERS))

@@ -19,7 +19,8 @@ from typing import Any
 
 import structlog
 
-from harness.sim.runs.simulation import SIM_CLOCK, SimConfig, run_seed
+from harness.sim.kernel.clock import SIM_CLOCK
+from harness.sim.runs.simulation import SimConfig, run_seed
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,18 +48,6 @@ from harness.sim.kernel.network import NetworkProfile, SimNetwork
 from quorum.raft.config import RaftConfig
 from quorum.raft.errors import InvariantViolation
 
-
-class _SimClock:
-    """The simulated time of the event being run, for log lines (harness.sim.runs.runner)."""
-
-    __slots__ = ("now_ms",)
-
-    def __init__(self) -> None:
-        self.now_ms = 0
-
-
-SIM_CLOCK = _SimClock()
-
 FIRST_OBSERVER_ID = 101  # API.md: broker ids start at 101
 LIVENESS_PROBE_INTERVAL_MS = 20
 CLIENT_LINK_MAX_DELAY_MS = 5
@@ -231,7 +219,6 @@ class Simulation:
                 at_ms, event = q.pop()
                 self.events += 1
                 self.checker.now_ms = at_ms
-                SIM_CLOCK.now_ms = at_ms
                 line = f"{at_ms} {event!r}"
                 self._digest.update(line.encode())
                 self._trace.append(line)
