@@ -20,8 +20,8 @@ import pytest
 
 from harness.sim.actors.data_quorum import RaftControllerNode
 from harness.sim.actors.data_world import ControllerNode, World, WorldTiming
+from harness.sim.faults.shapes import CLUSTER_KINDS
 from harness.sim.runs.data_cluster import (
-    NEMESIS_KINDS,
     ClusterDataConfig,
     ClusterDataRun,
     parse_nemesis,
@@ -72,7 +72,7 @@ def test_acks_all_min_isr_2_loses_nothing_under_partitions_crashes_and_pauses() 
     # Not vacuous: every kind of fault ran, on brokers and on controllers, partition leaders
     # and active controllers changed, and thousands of writes were acknowledged.
     for kind in ("partition", "crash", "pause"):
-        assert any(shapes[s] for s in NEMESIS_KINDS[kind]), (kind, shapes)
+        assert any(shapes[s] for s in CLUSTER_KINDS[kind]), (kind, shapes)
     assert shapes["crash-controller-leader"] and shapes["quorum-down"]
     assert shapes["pause-controller-leader"] and shapes["isolate-controller-leader"]
     assert shapes["quorum-cut"]

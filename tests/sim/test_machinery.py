@@ -1,12 +1,21 @@
 """The simulator's clock, network and nemesis: deterministic ordering, seeded fate of messages,
-partitions that cut exactly the links between groups."""
+partitions that cut exactly the links between groups, one table of fault shapes."""
 
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 
 import pytest
 
+from harness.sim.faults.nemesis import Nemesis
+from harness.sim.faults.shapes import (
+    CLUSTER_KINDS,
+    QUORUM_PARTITIONS,
+    SCENARIO_NEMESES,
+    SHAPES,
+    STEP_KINDS,
+)
 from harness.sim.kernel.events import Call, EventQueue, NemesisStep, Snapshot
 from harness.sim.kernel.network import NetworkProfile, SimNetwork
 
@@ -97,3 +106,18 @@ def test_cuts_added_a_node_at_a_time_are_symmetric_and_cumulative() -> None:
     net.cut_between(3, [4])
     assert net.describe_cut() == [(1, 2), (2, 1), (3, 4), (4, 3)]
     assert net.can_reach(1, 3) and not net.can_reach(4, 3)
+
+
+def test_every_run_names_shapes_of_the_one_table() -> None:
+    named = {s for shapes in CLUSTER_KINDS.values() for s in shapes}
+    named |= set(SCENARIO_NEMESES) - {"none"}
+    named |= set(QUORUM_PARTITIONS) | (set(STEP_KINDS) - {"partition"})
+    assert named <= set(SHAPES)
+    # The two runs' names for one fault are one shape.
+    assert SHAPES["kill-leader"] == SHAPES["kill-partition-leader"]
+    assert SHAPES["unclean-crash-losing-unflushed-tail"] == (
+        SHAPES["leader-isolated-then-power-crash"]
+    )
+    nemesis = Nemesis(SimpleNamespace(queue=EventQueue()), random.Random(1))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown nemesis 'meteor'"):
+        nemesis.schedule("meteor", 0, 10)

@@ -12,7 +12,7 @@ from harness.cli.main import main
 from harness.results.schema import read_dataset, validate_row
 from harness.sim.actors.data_quorum import RaftControllerNode
 from harness.sim.actors.data_world import World
-from harness.sim.faults.data_nemesis import NEMESES
+from harness.sim.faults.shapes import SCENARIO_NEMESES as NEMESES
 from harness.sim.runs import data_simulation
 from harness.sim.runs.data_simulation import DataRunConfig, DataSimulation, run_data
 from harness.sim.runs.matrix import DEFAULT_SETTINGS, MatrixSpec, default_spec, run_one, summarize

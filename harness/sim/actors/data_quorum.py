@@ -232,9 +232,9 @@ class RaftControllerNode:
         the heartbeat sends the real push, so this one is a no-op (offset -1 is never newer)."""
         return MetadataPush(-1, None)
 
-    def go_down(self) -> None:
+    def go_down(self) -> list[int]:
         """The metadata quorum becomes unavailable: a majority of voters crash (the active
-        controller first)."""
+        controller first); the voters crashed."""
         active = self.active_controller()
         order = ([active] if active is not None else []) + [
             v for v in self.voter_ids if v != active
@@ -243,6 +243,7 @@ class RaftControllerNode:
         self.downed = [v for v in order if self.voters[v].up][:need]
         for v in self.downed:
             self.crash_voter(v)
+        return list(self.downed)
 
     def come_up(self) -> None:
         downed, self.downed = self.downed, []

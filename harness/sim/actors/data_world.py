@@ -204,11 +204,12 @@ class ControllerNode:
         self._run(service.committed(results))
         self.pump()
 
-    def go_down(self) -> None:
+    def go_down(self) -> list[int]:
         if self.service is not None:
             self.service = None  # the waiting callers time out (their responses never come)
         self.up = False
         self.timer_at = None
+        return [CONTROLLER_ID]
 
     def come_up(self) -> None:
         self.up = True
@@ -596,6 +597,95 @@ class World:
             return -1
         part = self.controller.image.partition(self.topic_id, 0)
         return part.leader if part is not None else -1
+
+    # -- the FaultTarget (harness.sim.faults.fault) ----------------------------------------------
+
+    @property
+    def controller_ids(self) -> tuple[int, ...]:
+        voters = getattr(self.controller, "voter_ids", None)
+        return tuple(voters) if voters else (CONTROLLER_ID,)
+
+    @property
+    def broker_ids(self) -> tuple[int, ...]:
+        return tuple(sorted(self.brokers))
+
+    @property
+    def client_ids(self) -> tuple[int, ...]:
+        return tuple(sorted(c for c in self.clients if c >= CLIENT_BASE))
+
+    @property
+    def node_ids(self) -> tuple[int, ...]:
+        return self.controller_ids + self.broker_ids
+
+    def _voter(self, node_id: int) -> Any:
+        return self.controller.voters[node_id]
+
+    def is_up(self, node_id: int) -> bool:
+        if node_id in self.brokers:
+            return self.brokers[node_id].up
+        return self.controller.up if node_id == CONTROLLER_ID else self._voter(node_id).up
+
+    def is_paused(self, node_id: int) -> bool:
+        if node_id in self.brokers:
+            return self.brokers[node_id].paused
+        return node_id != CONTROLLER_ID and self._voter(node_id).paused
+
+    def active_controller(self) -> int | None:
+        active = getattr(self.controller, "active_controller", None)
+        if active is not None:
+            return active()  # type: ignore[no-any-return]
+        return CONTROLLER_ID if self.controller.up else None
+
+    def partition_leader(self) -> int | None:
+        leader = self.leader_id()
+        return leader if leader > 0 else None
+
+    def crash(self, node_id: int) -> None:
+        if node_id in self.brokers:
+            self.brokers[node_id].power_crash()
+        elif node_id == CONTROLLER_ID:
+            self.controller.go_down()
+        else:
+            self.controller.crash_voter(node_id)
+
+    def kill(self, node_id: int) -> None:
+        if node_id in self.brokers:
+            self.brokers[node_id].kill()
+        else:
+            self.crash(node_id)  # controllers fsync every write: a kill loses nothing more
+
+    def shutdown(self, node_id: int) -> None:
+        self.kill(node_id)
+
+    def restart(self, node_id: int) -> None:
+        if self.is_up(node_id):
+            return
+        if node_id in self.brokers:
+            self.brokers[node_id].start()
+        elif node_id == CONTROLLER_ID:
+            self.controller.come_up()
+        else:
+            self.controller.start_voter(node_id)
+
+    def pause(self, node_id: int, duration_ms: int | None) -> None:
+        if node_id in self.brokers:
+            self.brokers[node_id].pause()
+        elif node_id != CONTROLLER_ID:
+            self.controller.pause_voter(node_id)
+        if duration_ms is not None:
+            self.queue.call_at(self.queue.now_ms + duration_ms, self.resume, node_id)
+
+    def resume(self, node_id: int) -> None:
+        if node_id in self.brokers:
+            self.brokers[node_id].resume()
+        elif node_id != CONTROLLER_ID:
+            self.controller.resume_voter(node_id)
+
+    def metadata_quorum_down(self) -> list[int]:
+        return self.controller.go_down()  # type: ignore[no-any-return]
+
+    def metadata_quorum_up(self) -> None:
+        self.controller.come_up()
 
     # -- accounting and invariants ---------------------------------------------------------------
 

@@ -212,7 +212,12 @@ class SimNode:
         )
 
     def crash(self, rng: random.Random | None) -> None:
+        """Power loss: unsynced bytes are lost (a random prefix of them kept with `rng`)."""
         self.storage.crash(rng)
+        self.stop()
+
+    def stop(self) -> None:
+        """The process is gone (SIGKILL): memory lost, the page cache (storage) kept."""
         self.up = False
         self.paused = False
         self.buffered = []

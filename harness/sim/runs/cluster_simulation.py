@@ -143,7 +143,7 @@ class ClusterSimulation(Simulation):
         super()._dispatch(at_ms, event)
 
     def _admin_step(self, at_ms: int) -> None:
-        leader_id = self.believed_leader()
+        leader_id = self.active_controller()
         if leader_id is None:
             return
         node = self.nodes[leader_id]
@@ -185,7 +185,7 @@ class ClusterSimulation(Simulation):
         missing = super()._liveness_missing(at_ms)
         if missing is not None:
             return missing
-        leader_id = self.believed_leader()
+        leader_id = self.active_controller()
         assert leader_id is not None
         leader = self.nodes[leader_id]
         assert isinstance(leader, ClusterSimNode)

@@ -22,7 +22,7 @@ Faults (`--nemesis`, a comma list of kinds or shape names; targets drawn at the 
 - pause: pause-partition-leader, pause-broker, pause-controller-leader;
 - power (opt-in, not in the default): leader-isolated-then-power-crash: the partition leader is
   cut from its followers for the fault, then loses power (its unflushed tail is gone) as the
-  network heals and restarts LAST_REPLICA_RESTART_MS later (the KIP-966 last-replica case: even
+  network heals and restarts 500 ms later (shapes.LAST_REPLICA_RESTART_MS) (the KIP-966 last-replica case: even
   acks=all with min.insync.replicas=2 can lose here, as in Kafka).
 
 Checks: the world's per-event invariants (divergence-below-hw where it must hold: no unclean
@@ -40,7 +40,6 @@ from __future__ import annotations
 import hashlib
 import random
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,8 +47,10 @@ from harness.check.history import pair_operations
 from harness.check.queue import QueueResult, check_queue
 from harness.sim.actors.data_quorum import RaftControllerNode, raft_controller_factory
 from harness.sim.actors.data_workload import Consumer, History, Producer, final_drain
-from harness.sim.actors.data_world import CLIENT_BASE, CONTROLLER_ID, World, WorldTiming
+from harness.sim.actors.data_world import CLIENT_BASE, World, WorldTiming
 from harness.sim.checks.invariants import SafetyViolation
+from harness.sim.faults.nemesis import Nemesis
+from harness.sim.faults.shapes import CLUSTER_KINDS
 from harness.sim.runs.data_simulation import replica_divergence
 from partition.replica import ACKS_ALL, ACKS_LEADER, ReplicaConfig
 from quorum.controller import ControllerConfig, CreateTopicRequest
@@ -60,7 +61,6 @@ FAULT_START_MS = 2500
 FAULT_MARGIN_MS = 500
 AFTER_HEAL_MS = 3000
 SETTLE_MS = 2500
-LAST_REPLICA_RESTART_MS = 500
 WRITE_INTERVAL_MS = 60
 POLL_INTERVAL_MS = 100
 FAULT_DURATION_MS = (300, 3000)  # some shorter, some longer than replica.lag.time.max.ms
@@ -68,21 +68,8 @@ FAULT_GAP_MS = (100, 1000)
 SAFETY_ANOMALIES = ("lost-write", "duplicate", "inconsistent-offsets", "G1a", "precommitted-read")
 WORLD_VIOLATIONS = ("divergence-below-hw", "hw-above-isr-leo", "leader-epoch-regressed")
 
-NEMESIS_KINDS: dict[str, tuple[str, ...]] = {
-    "partition": (
-        "isolate-partition-leader",
-        "leader-cut-from-followers",
-        "zombie-leader",
-        "random-halves",
-        "isolate-controller-leader",
-        "quorum-cut",
-    ),
-    "crash": ("kill-partition-leader", "kill-broker", "crash-controller-leader", "quorum-down"),
-    "pause": ("pause-partition-leader", "pause-broker", "pause-controller-leader"),
-    "power": ("leader-isolated-then-power-crash",),
-}
 DEFAULT_NEMESIS = ("partition", "crash", "pause")
-SHAPES = tuple(s for shapes in NEMESIS_KINDS.values() for s in shapes)
+CLUSTER_SHAPES = tuple(s for shapes in CLUSTER_KINDS.values() for s in shapes)
 
 
 def parse_nemesis(spec: str) -> tuple[str, ...]:
@@ -93,16 +80,16 @@ def parse_nemesis(spec: str) -> tuple[str, ...]:
         return ()
     shapes: list[str] = []
     for item in items:
-        if item in NEMESIS_KINDS:
-            shapes += NEMESIS_KINDS[item]
-        elif item in SHAPES:
+        if item in CLUSTER_KINDS:
+            shapes += CLUSTER_KINDS[item]
+        elif item in CLUSTER_SHAPES:
             shapes.append(item)
         else:
             raise ValueError(
-                f"unknown nemesis {item!r}; kinds: {', '.join(NEMESIS_KINDS)}; "
-                f"shapes: {', '.join(SHAPES)}"
+                f"unknown nemesis {item!r}; kinds: {', '.join(CLUSTER_KINDS)}; "
+                f"shapes: {', '.join(CLUSTER_SHAPES)}"
             )
-    return tuple(s for s in SHAPES if s in shapes)
+    return tuple(s for s in CLUSTER_SHAPES if s in shapes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,12 +105,12 @@ class ClusterDataConfig:
     producers: int = 3
     consumers: int = 1
     duration_ms: int = 10_000  # the workload (faults run inside it)
-    nemesis: tuple[str, ...] = tuple(s for k in DEFAULT_NEMESIS for s in NEMESIS_KINDS[k])
+    nemesis: tuple[str, ...] = tuple(s for k in DEFAULT_NEMESIS for s in CLUSTER_KINDS[k])
     timing: WorldTiming = field(default_factory=WorldTiming)
 
     def replay_args(self) -> str:
-        kinds = [k for k, shapes in NEMESIS_KINDS.items() if set(shapes) <= set(self.nemesis)]
-        rest = [s for s in self.nemesis if not any(s in NEMESIS_KINDS[k] for k in kinds)]
+        kinds = [k for k, shapes in CLUSTER_KINDS.items() if set(shapes) <= set(self.nemesis)]
+        rest = [s for s in self.nemesis if not any(s in CLUSTER_KINDS[k] for k in kinds)]
         nemesis = ",".join(kinds + rest) or "none"
         return (
             f"--seed {self.seed} --voters {self.voters} --brokers {self.brokers} "
@@ -237,7 +224,7 @@ class ClusterDataRun:
             )
             for i in range(config.consumers)
         ]
-        self.rng = random.Random(config.seed * 15485863 + 11)
+        self.nemesis = Nemesis(world, random.Random(config.seed * 15485863 + 11))
         self.faults: list[tuple[int, int, str, str]] = []
         self.started = False
         self.workload_end = WORKLOAD_START_MS + config.duration_ms
@@ -277,117 +264,6 @@ class ClusterDataRun:
         )
         self.world.queue.call_at(self.world.queue.now_ms + 300, self._create_topic)
 
-    # -- the nemesis -------------------------------------------------------------------------------
-
-    def _next_fault(self) -> None:
-        q = self.world.queue
-        if not self.config.nemesis or q.now_ms >= self.fault_end:
-            return
-        shape = self.rng.choice(self.config.nemesis)
-        low, high = FAULT_DURATION_MS
-        duration = min(self.rng.randint(low, high), max(self.fault_end - q.now_ms, low))
-        end = q.now_ms + duration
-        target, heal = self._begin(shape, end)
-        self.faults.append((q.now_ms, end, shape, target))
-        q.call_at(end, heal)
-        q.call_at(end + self.rng.randint(*FAULT_GAP_MS), self._next_fault)
-
-    def _partition_leader(self) -> int:
-        leader = self.world.leader_id()
-        return leader if leader > 0 else self.rng.choice(sorted(self.world.brokers))
-
-    def _cut(self, a: int, others: list[int]) -> None:
-        self.world.network.cut_between(a, others)
-
-    def _heal_network(self) -> None:
-        self.world.network.heal()
-
-    def _begin(self, shape: str, end_ms: int) -> tuple[str, Callable[[], None]]:
-        w, quorum, rng = self.world, self.quorum, self.rng
-        brokers = sorted(w.brokers)
-        voters = list(quorum.voter_ids)
-        clients = sorted(w.clients)
-        leader = self._partition_leader()
-        followers = [b for b in brokers if b != leader]
-        active = quorum.active_controller()
-        if shape == "isolate-partition-leader":
-            self._cut(leader, [CONTROLLER_ID, *brokers, *voters, *clients])
-            return f"broker {leader}", self._heal_network
-        if shape == "leader-cut-from-followers":
-            self._cut(leader, followers)
-            return f"broker {leader}", self._heal_network
-        if shape == "zombie-leader":
-            self._cut(leader, [CONTROLLER_ID, *voters])
-            return f"broker {leader}", self._heal_network
-        if shape == "random-halves":
-            nodes = brokers + voters
-            rng.shuffle(nodes)
-            half = len(nodes) // 2
-            for a in nodes[:half]:
-                self._cut(a, nodes[half:])
-            return f"{sorted(nodes[:half])} | {sorted(nodes[half:])}", self._heal_network
-        if shape in (
-            "isolate-controller-leader",
-            "crash-controller-leader",
-            "pause-controller-leader",
-        ):
-            if active is None:
-                return "no active controller", lambda: None
-            if shape == "isolate-controller-leader":
-                self._cut(active, [*voters, *brokers])
-                return f"voter {active}", self._heal_network
-            if shape == "crash-controller-leader":
-                quorum.crash_voter(active)
-                return f"voter {active}", lambda: quorum.start_voter(active)
-            quorum.pause_voter(active)
-            return f"voter {active}", lambda: quorum.resume_voter(active)
-        if shape == "quorum-cut":
-            for i, a in enumerate(voters):
-                self._cut(a, voters[i + 1 :])
-            return "every voter from every voter", self._heal_network
-        if shape == "quorum-down":
-            quorum.go_down()
-            return f"voters {sorted(quorum.downed)}", quorum.come_up
-        if shape in ("kill-partition-leader", "kill-broker"):
-            victim = leader if shape == "kill-partition-leader" else rng.choice(brokers)
-            w.brokers[victim].kill()
-            return f"broker {victim}", lambda: self._restart_broker(victim)
-        if shape in ("pause-partition-leader", "pause-broker"):
-            victim = leader if shape == "pause-partition-leader" else rng.choice(brokers)
-            w.brokers[victim].pause()
-            return f"broker {victim}", w.brokers[victim].resume
-        if shape == "leader-isolated-then-power-crash":
-            self._cut(leader, followers)
-            broker = w.brokers[leader]
-
-            def crash_then_restart() -> None:
-                self._heal_network()
-                broker.power_crash()
-                w.queue.call_at(w.queue.now_ms + LAST_REPLICA_RESTART_MS, self._restart_broker, leader)
-
-            return f"broker {leader}", crash_then_restart
-        raise ValueError(f"unknown nemesis shape {shape!r}")
-
-    def _restart_broker(self, b: int) -> None:
-        if not self.world.brokers[b].up:
-            self.world.brokers[b].start()
-
-    def _heal_all(self) -> None:
-        w = self.world
-        self._heal_network()
-        for b in sorted(w.brokers):
-            broker = w.brokers[b]
-            if not broker.up:
-                broker.start()
-            elif broker.paused:
-                broker.resume()
-        for v in self.quorum.voter_ids:
-            node = self.quorum.voters[v]
-            if not node.up:
-                self.quorum.start_voter(v)
-            elif node.paused:
-                self.quorum.resume_voter(v)
-
     # -- the run -----------------------------------------------------------------------------------
 
     def start(self) -> None:
@@ -399,10 +275,10 @@ class ClusterDataRun:
             p.start(WORKLOAD_START_MS + i * (WRITE_INTERVAL_MS // max(c.producers, 1)))
         for i, consumer in enumerate(self.consumers):
             consumer.start(WORKLOAD_START_MS + 7 + i * 13)
-        if c.nemesis:
-            w.queue.call_at(FAULT_START_MS, self._next_fault)
-        heal_ms = self.fault_end + FAULT_MARGIN_MS
-        w.queue.call_at(heal_ms, self._heal_all)
+        self.nemesis.schedule_random(
+            c.nemesis, FAULT_START_MS, self.fault_end, FAULT_DURATION_MS, FAULT_GAP_MS, self.faults
+        )
+        w.queue.call_at(self.fault_end + FAULT_MARGIN_MS, self.nemesis.heal_all)
 
     def run(self) -> ClusterDataResult:
         started = time.monotonic()

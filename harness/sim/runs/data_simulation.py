@@ -4,7 +4,7 @@ function of its config (the seed included): same config, same history, same summ
 
 Phases (simulated ms): brokers register and the topic (1 partition, RF `replication_factor`) is
 created; the workload starts at WORKLOAD_START_MS; the fault starts at FAULT_START_MS and is
-healed `fault_duration_ms` later (nemesis shapes: harness/sim/faults/data_nemesis.py); the workload runs
+healed `fault_duration_ms` later (nemesis shapes: harness/sim/faults/shapes.py); the workload runs
 AFTER_HEAL_MS more, then stops; after SETTLE_MS of quiet the final drain reads the leader's log.
 
 Checked after every event (harness/sim/actors/data_world.py): a leader's HW never exceeds the minimum ISR
@@ -32,7 +32,9 @@ from harness.sim.actors.data_quorum import RaftControllerNode, raft_controller_f
 from harness.sim.actors.data_workload import Consumer, History, Producer, decode_values, final_drain
 from harness.sim.actors.data_world import CLIENT_BASE, World, WorldTiming
 from harness.sim.checks.invariants import SafetyViolation
-from harness.sim.faults.data_nemesis import RESTART_AFTER_FAULT_MS, Nemesis, Span
+from harness.sim.faults.fault import Span
+from harness.sim.faults.nemesis import Nemesis
+from harness.sim.faults.shapes import SCENARIO_NEMESES, SHAPES
 from partition.replica import ACKS_ALL, ACKS_LEADER, ReplicaConfig
 from quorum.controller import ControllerConfig, CreateTopicRequest
 from quorum.raft.errors import InvariantViolation
@@ -162,7 +164,11 @@ class DataSimulation:
                                    WRITE_INTERVAL_MS, values) for i in range(PRODUCERS)]
         self.consumer = Consumer(world, CLIENT_BASE + PRODUCERS, self.history, PRODUCERS,
                                  concurrency, POLL_INTERVAL_MS)
-        self.nemesis = Nemesis(world, config.nemesis, FAULT_START_MS, config.fault_duration_ms)
+        if config.nemesis not in SCENARIO_NEMESES:
+            raise ValueError(
+                f"unknown nemesis {config.nemesis!r}; known: {', '.join(SCENARIO_NEMESES)}"
+            )
+        self.nemesis = Nemesis(world, random.Random(config.seed * 104729 + 17))
         self._start_rng = random.Random(config.seed * 6151 + 29)
         self.stopped = False
 
@@ -215,10 +221,11 @@ class DataSimulation:
                       else i * (WRITE_INTERVAL_MS // PRODUCERS))
             p.start(WORKLOAD_START_MS + offset)
         self.consumer.start(WORKLOAD_START_MS + 7)
-        self.nemesis.schedule()
+        self.nemesis.schedule(self.config.nemesis, FAULT_START_MS, self.config.fault_duration_ms)
         fault_start = FAULT_START_MS
+        has_fault = self.config.nemesis != "none"
         heal = (fault_start + self.config.fault_duration_ms
-                + RESTART_AFTER_FAULT_MS.get(self.config.nemesis, 0))
+                + (SHAPES[self.config.nemesis].after_end_ms if has_fault else 0))
         workload_end = heal + AFTER_HEAL_MS
         self._run_until(workload_end - 1)  # no operation is invoked at workload_end
         for client in (*self.producers, self.consumer):
@@ -229,7 +236,6 @@ class DataSimulation:
         ops = pair_operations(self.history.events)
         queue = check_queue(ops)
         c = w.counters
-        has_fault = self.config.nemesis != "none"
         return DataRunResult(
             config=self.config, history=self.history, queue=queue,
             violations=dict(c.violations), violation_examples=list(c.examples),

@@ -25,7 +25,7 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from harness.results.schema import NemesisEvent, RunSummary, SecondCounts, Window
-from harness.sim.faults.data_nemesis import NEMESES
+from harness.sim.faults.shapes import SCENARIO_NEMESES as NEMESES
 from harness.sim.runs.data_simulation import (
     WORKLOAD_START_MS,
     DataRunConfig,

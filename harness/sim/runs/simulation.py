@@ -132,7 +132,7 @@ class Simulation:
         self._node_ids = self.voter_ids + self.observer_ids
         self.raft_config = draw_raft_config(rng)
         self.network = SimNetwork(rng, NetworkProfile.draw(rng))
-        self.nemesis = Nemesis(rng, NemesisProfile.draw(rng))
+        self.nemesis = Nemesis(self, rng, NemesisProfile.draw(rng))
         clients = config.clients if config.clients is not None else rng.randint(1, 6)
         self.client = SimClient(rng, clients, self.voter_ids)
         self.checker = SafetyChecker()
@@ -156,12 +156,28 @@ class Simulation:
         self._window_kinds: Counter[str] = Counter()
         self.history_verdict = "unchecked"
         self.snapshot_interval_ms = rng.choice((150, 400, 1000))
+        self._downed: list[int] = []
 
-    # -- NemesisTarget ----------------------------------------------------------------------------
+    # -- the FaultTarget (harness.sim.faults.fault) -----------------------------------------------
 
     @property
     def node_ids(self) -> Sequence[int]:
         return self._node_ids
+
+    @property
+    def controller_ids(self) -> Sequence[int]:
+        return self.voter_ids
+
+    @property
+    def broker_ids(self) -> Sequence[int]:
+        return self.observer_ids
+
+    @property
+    def client_ids(self) -> Sequence[int]:
+        return ()  # the kv client is not on the simulated network
+
+    def partition_leader(self) -> int | None:
+        return None  # no data plane
 
     def is_up(self, node_id: int) -> bool:
         return self.nodes[node_id].up
@@ -169,8 +185,9 @@ class Simulation:
     def is_paused(self, node_id: int) -> bool:
         return self.nodes[node_id].paused
 
-    def believed_leader(self) -> int | None:
-        """The live node that leads the highest epoch any live node leads, if any."""
+    def active_controller(self) -> int | None:
+        """The live node that leads the highest epoch any live node leads, if any (in the
+        metadata run, the one that runs the active controller)."""
         best: tuple[int, int] | None = None
         for n in self._node_ids:
             node = self.nodes[n]
@@ -197,9 +214,37 @@ class Simulation:
         node.start(self.queue.now_ms, self.rng.getrandbits(32))
         self._after(node)
 
-    def pause(self, node_id: int, duration_ms: int) -> None:
+    def kill(self, node_id: int) -> None:
+        """SIGKILL: the process is gone, its page cache survives (nothing written is lost)."""
+        self.nodes[node_id].stop()
+        self.checker.on_crash(node_id)
+
+    def pause(self, node_id: int, duration_ms: int | None) -> None:
         pause_id = self.nodes[node_id].pause()
-        self.queue.schedule(self.queue.now_ms + duration_ms, Resume(node_id, pause_id))
+        if duration_ms is not None:
+            self.queue.schedule(self.queue.now_ms + duration_ms, Resume(node_id, pause_id))
+
+    def resume(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        self._resume(node, node.pause_id)
+
+    def metadata_quorum_down(self) -> list[int]:
+        """A majority of the voters crash, the leader first."""
+        leader = self.active_controller()
+        order = ([leader] if leader is not None else []) + [
+            v for v in self.voter_ids if v != leader
+        ]
+        down = [v for v in order if self.nodes[v].up][: len(self.voter_ids) // 2 + 1]
+        for v in down:
+            self.crash(v)
+        self._downed = down
+        return down
+
+    def metadata_quorum_up(self) -> None:
+        for v in self._downed:
+            if not self.nodes[v].up:
+                self.restart(v)
+        self._downed = []
 
     # -- the loop -----------------------------------------------------------------------------------
 
@@ -268,7 +313,7 @@ class Simulation:
                     self._after(node)
             case NemesisStep():
                 if self.phase == "safety":
-                    self._note(f"nemesis {self.nemesis.step(self)}")
+                    self._note(f"nemesis {self.nemesis.step()}")
                     self.queue.schedule(at_ms + self.nemesis.next_interval_ms(), NemesisStep())
             case Resume(node=n, pause_id=pause_id):
                 self._resume(self.nodes[n], pause_id)
@@ -459,7 +504,7 @@ class Simulation:
 
     def _liveness_missing(self, at_ms: int) -> str | None:
         """None once converged, else what is still missing."""
-        leader_id = self.believed_leader()
+        leader_id = self.active_controller()
         if leader_id is None:
             return "no leader"
         leader = self.nodes[leader_id]
