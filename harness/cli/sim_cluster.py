@@ -8,7 +8,7 @@ controllers), brokers, and (issue 5) the data plane with producers and consumers
         [--jobs J]
 
 runs seeds S..S+N-1 (S defaults to 1). Per seed, by default (`--plane both`):
-- the metadata run (harness/sim/runs/cluster_simulation.py): 3 controllers, B brokers registering
+- the metadata run (harness/sim/runs/metadata_run.py): 3 controllers, B brokers registering
   and heartbeating, an admin client creating/deleting topics and electing leaders, the quorum
   nemesis, then a liveness phase; metadata invariants after every event;
 - the data run (harness/sim/runs/data_cluster.py): V Raft controllers (the active controller runs on
@@ -178,8 +178,8 @@ _ARGS: argparse.Namespace | None = None  # the options, inherited by forked work
 
 
 def _run_seed(seed: int) -> SeedOutcome:
-    from harness.sim.runs.cluster_simulation import cluster_config, run_cluster_seed
     from harness.sim.runs.data_cluster import run_cluster_data
+    from harness.sim.runs.metadata_run import cluster_config, run_cluster_seed
 
     args = _ARGS
     assert args is not None

@@ -15,7 +15,7 @@ from harness.sim.runs.data_cluster import ClusterDataConfig, run_cluster_data
 from harness.sim.runs.runner import quiet_logging
 
 sys.path.insert(0, str(Path(__file__).parent))
-from planted import StaleLogVoteCore  # noqa: E402
+from planted import StaleLogVoteNode  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -76,7 +76,7 @@ def test_bad_options_are_refused(argv: list[str], capsys: pytest.CaptureFixture[
 def test_a_planted_raft_bug_in_the_controllers_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     # Votes granted without the log up-to-date check (Raft 5.4.1): a controller missing
     # committed metadata can become the active controller.
-    monkeypatch.setattr(data_quorum.QuorumVoter, "core_class", StaleLogVoteCore)
+    monkeypatch.setattr(data_quorum.RaftControllerNode, "node_class", StaleLogVoteNode)
     for seed in range(1, 31):
         result = run_cluster_data(
             ClusterDataConfig(seed=seed, nemesis=("isolate-controller-leader",))

@@ -2,10 +2,10 @@
 
 `RaftControllerNode` has the small interface of data_world.ControllerNode (submit, pump,
 go_down, come_up, metadata_push, image, up, on_partition_change) but is backed by N
-simulated controller voters: the cluster simulator's ClusterSimNode (harness/sim/actors/cluster_node.py),
-i.e. the real Raft core on a RaftLogStore over SimStorage, the election-state file, and the
-active controller (C's ControllerService) on the Raft leader once its image has applied the
-epoch's LeaderChange. A leader change fails the old service (every waiting caller answered
+simulated controller voters: RaftNodes (harness/sim/actors/raft_node.py: the real Raft core on a
+RaftLogStore over SimStorage, the election-state file) hosting the ActiveController part
+(harness/sim/actors/controller.py: the ControllerService on the Raft leader once its image has
+applied the epoch's LeaderChange) and the DataRequests part below. A leader change fails the old service (every waiting caller answered
 NOT_CONTROLLER) and the new leader starts a fresh ControllerService over its committed image,
 with fresh broker sessions, as Kafka does. Select it with
 `World(..., controller_factory=raft_controller_factory())`.
@@ -29,10 +29,10 @@ Model (what is simulated, what is abstracted):
   first: the metadata quorum is unavailable until `come_up` restarts them.
 
 Checked after every voter event (failures raise SafetyViolation, which stops the run):
-Raft safety (harness/sim/invariants.SafetyChecker: election safety, log matching, committed
+Raft safety (harness/sim/checks/invariants.SafetyChecker: election safety, log matching, committed
 entries, durability, ...) and the cluster simulator's image invariants on every voter's image
 (PartitionLeaderInIsr, MonotonicPartitionEpochs, SingleLeaderPerEpoch;
-cluster_simulation.PartitionImageChecker).
+harness/sim/checks/metadata.PartitionImageChecker).
 
 Determinism: one `random.Random` seeded from the world's seed draws the Raft timing, the core
 seeds, message delays and crash losses, in event order; the world's event queue orders events.
@@ -45,16 +45,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from harness.sim.actors.cluster_node import ClusterSimNode, ClusterTiming
+from harness.sim.actors.controller import ActiveController
 from harness.sim.actors.data_world import CtlResponse, MetadataPush, World
-from harness.sim.actors.node import LOG_DIRECTORY
+from harness.sim.actors.raft_node import RaftNode
 from harness.sim.checks.invariants import SafetyChecker, read_range
-from harness.sim.runs.cluster_simulation import PartitionImageChecker
+from harness.sim.checks.metadata import PartitionImageChecker
 from partition.log import LogConfig
 from quorum.controller import BrokerHeartbeatRequest, ControllerConfig
-from quorum.metadata.image import MetadataImage
+from quorum.metadata.image import ApplyResult, MetadataImage
 from quorum.metadata.records import Partition
 from quorum.raft.config import RaftConfig
+from quorum.raft.log import Entry
 
 VOTER_BASE = 900
 LINK_DELAY_MS = (1, 3)  # the quiet profile's delays (harness.sim.kernel.network.QUIET)
@@ -82,16 +83,6 @@ def draw_quorum_raft_config(rng: random.Random) -> RaftConfig:
 
 
 @dataclass(frozen=True, slots=True)
-class QuorumTiming(ClusterTiming):
-    """ClusterSimNode's timing with the world's ControllerConfig used as is."""
-
-    config: ControllerConfig = ControllerConfig()
-
-    def controller_config(self) -> ControllerConfig:
-        return self.config
-
-
-@dataclass(frozen=True, slots=True)
 class DataCtlRequest:
     """A broker's controller request as it travels to one voter."""
 
@@ -100,65 +91,69 @@ class DataCtlRequest:
     request: Any
 
 
-class QuorumVoter(ClusterSimNode):
-    """A controller voter answering the data world's brokers (CtlResponse, MetadataPush)."""
+class DataRequests:
+    """A voter's part (harness.sim.actors.raft_node.NodePart) that takes the data world's broker
+    requests (DataCtlRequest) to its active controller, answers them as CtlResponses and pushes
+    the partition's metadata with every heartbeat answer."""
 
     def __init__(
         self,
-        node_id: int,
-        voter_ids: Any,
-        raft_config: RaftConfig,
-        checker: SafetyChecker,
-        timing: ClusterTiming,
+        node: RaftNode,
+        controller: ActiveController,
         partition_update: Callable[[MetadataImage], Any],
     ) -> None:
+        self.node = node
+        self.controller = controller
         self.partition_update = partition_update
-        self.held: list[tuple[int, Any]] = []
-        super().__init__(node_id, voter_ids, raft_config, checker, timing)
 
-    def open_log(self) -> Any:
-        """The Raft log with every batch indexed: its entries are ~100-byte batches, and the
-        per-commit reads (applying, the SafetyChecker, the truth) would otherwise walk up to
-        index.interval.bytes (4 KiB) of headers each; that walk was ~14% of a matrix run."""
-        return self.log_store_class.open(self.storage, LOG_DIRECTORY, INDEXED_LOG)
+    def reset(self) -> None:
+        pass
+
+    def accepts(self, message: Any) -> bool:
+        return isinstance(message, DataCtlRequest)
 
     def handle(self, src: int, message: Any, now_ms: int) -> None:
-        if isinstance(message, DataCtlRequest):
-            self._on_data_request(message, now_ms)
-            self.step(now_ms)
-            return
-        super().handle(src, message, now_ms)
-
-    def _on_data_request(self, message: DataCtlRequest, now_ms: int) -> None:
         token = ("data", message.origin, message.request_id)
-        service = self.service
-        if service is not None:
-            service.submit(token, message.request, now_ms)  # receipt time (KAFKA-15019)
-        elif self.core.is_leader:
-            self.early.append((token, message.request))
+        node, controller = self.node, self.controller
+        if controller.service is not None:
+            controller.service.submit(token, message.request, now_ms)  # receipt time (KAFKA-15019)
+        elif node.core.is_leader:
+            controller.early.append((token, message.request))
         # A voter that does not lead drops it: the broker's own timeout retries.
         if (
-            self.core.is_leader
+            node.core.is_leader
             and message.origin >= 0
             and isinstance(message.request, BrokerHeartbeatRequest)
         ):
-            self.send(message.origin, self.push())  # the heartbeat answer carries metadata
+            node.send(message.origin, self.push())  # the heartbeat answer carries metadata
+
+    def on_applied(self, entry: Entry, result: ApplyResult | None) -> None:
+        pass
+
+    def step(self, now_ms: int) -> None:
+        pass
+
+    def next_deadline_ms(self) -> int | None:
+        return None
 
     def push(self) -> MetadataPush:
-        return MetadataPush(self.image.applied_offset, self.partition_update(self.image))
+        return MetadataPush(self.node.image.applied_offset, self.partition_update(self.node.image))
 
-    def _respond(self, token: Any, response: Any) -> None:
-        if isinstance(token, tuple) and token and token[0] == "data":
-            _, origin, request_id = token
-            if origin >= 0:
-                self.send(origin, CtlResponse(request_id, response))
-            return
-        super()._respond(token, response)
-        self.admin_answers.clear()  # the admin client does not read its answers
+    def respond(self, token: Any, response: Any) -> bool:
+        """The ActiveController's responder for "data" tokens."""
+        if not (isinstance(token, tuple) and token and token[0] == "data"):
+            return False
+        _, origin, request_id = token
+        if origin >= 0:
+            self.node.send(origin, CtlResponse(request_id, response))
+        return True
 
 
 class RaftControllerNode:
-    """The data world's controller, backed by a simulated Raft quorum of `voters` voters."""
+    """The data world's controller, backed by a simulated Raft quorum of `voters` voters.
+    `node_class` is the real RaftNode (tests plant bugs by replacing it)."""
+
+    node_class: type[RaftNode] = RaftNode
 
     def __init__(
         self,
@@ -174,18 +169,22 @@ class RaftControllerNode:
         self.voter_ids = tuple(VOTER_BASE + i for i in range(1, voters + 1))
         self.checker = SafetyChecker()
         self.image_checker = PartitionImageChecker(self.checker)
-        timing = QuorumTiming(
-            world.timing.heartbeat_interval_ms,
-            world.timing.session_timeout_ms,
-            world.timing.request_timeout_ms,
-            config,
-        )
-        self.voters: dict[int, QuorumVoter] = {
-            v: QuorumVoter(
-                v, self.voter_ids, self.raft_config, self.checker, timing, world.partition_update
+        self.voters: dict[int, RaftNode] = {}
+        self.controllers: dict[int, ActiveController] = {}
+        self.requests: dict[int, DataRequests] = {}
+        for v in self.voter_ids:
+            # Every batch indexed: the entries are ~100-byte batches, and the per-commit reads
+            # (applying, the SafetyChecker, the truth) would otherwise walk up to
+            # index.interval.bytes (4 KiB) of headers each; that walk was ~14% of a matrix run.
+            node = self.node_class(
+                v, self.voter_ids, self.raft_config, self.checker, log_config=INDEXED_LOG
             )
-            for v in self.voter_ids
-        }
+            controller = ActiveController(node, config)
+            requests = DataRequests(node, controller, world.partition_update)
+            controller.responder = requests.respond
+            node.attach(controller)
+            node.attach(requests)
+            self.voters[v], self.controllers[v], self.requests[v] = node, controller, requests
         self.truth = MetadataImage()  # the committed log as far as any voter applied it
         self.on_partition_change: Callable[[Partition | None, Partition], None] | None = None
         self.up = True  # the front door; each voter has its own state
@@ -266,7 +265,7 @@ class RaftControllerNode:
         node = self.voters[v]
         if node.up:
             return
-        node.held = []
+        node.buffered = []
         node.start(self.world.queue.now_ms, self.rng.getrandbits(32))
         self.pushed[v] = -1
         self._after(node)
@@ -276,7 +275,7 @@ class RaftControllerNode:
         if not node.up:
             return
         self.stats["voter_crashes"] += 1
-        node.held = []
+        node.buffered = []
         node.crash(random.Random(self.rng.getrandbits(32)))
         self.checker.on_crash(v)
 
@@ -293,7 +292,7 @@ class RaftControllerNode:
         node.paused = False
         node.armed_deadline_ms = None
         now = self.world.queue.now_ms
-        held, node.held = node.held, []
+        held, node.buffered = node.buffered, []
         for src, message in held:
             node.handle(src, message, now)
             self._after(node)
@@ -348,7 +347,7 @@ class RaftControllerNode:
                 )
             return
         if node.paused:
-            node.held.append((src, message))
+            node.buffered.append((src, message))
             return
         node.handle(src, message, self.world.queue.now_ms)
         self._after(node)
@@ -366,7 +365,7 @@ class RaftControllerNode:
             node.tick(self.world.queue.now_ms)
             self._after(node, timer_fired=True)
 
-    def _after(self, node: QuorumVoter, timer_fired: bool = False) -> None:
+    def _after(self, node: RaftNode, timer_fired: bool = False) -> None:
         """Ship what `node` produced, push metadata if it leads and its image advanced, advance
         the committed truth, check the image invariants and re-arm its timer (as
         Simulation._after does for the cluster simulator)."""
@@ -375,7 +374,7 @@ class RaftControllerNode:
             outbox, node.outbox = node.outbox, []
             for to, message in outbox:
                 self._ship(node.node_id, to, message)
-        node.admin_answers.clear()
+        self.controllers[node.node_id].admin_answers.clear()
         node.replies.clear()
         if not node.up or node.core is None:
             return
@@ -387,7 +386,7 @@ class RaftControllerNode:
         self._advance_truth(node)
         if node.is_leader and node.image.applied_offset > self.pushed.get(node.node_id, -1):
             self.pushed[node.node_id] = node.image.applied_offset
-            push = node.push()
+            push = self.requests[node.node_id].push()
             for b in sorted(self.world.brokers):
                 self._ship(node.node_id, b, push)
         if node.paused:
@@ -406,7 +405,7 @@ class RaftControllerNode:
             node.armed_deadline_ms = deadline
             self.world.queue.call_at(deadline, self._timer, node.node_id, node.timer_generation)
 
-    def _advance_truth(self, node: QuorumVoter) -> None:
+    def _advance_truth(self, node: RaftNode) -> None:
         """Apply to `truth` the committed entries `node` applied beyond it (Raft safety, checked
         by the SafetyChecker, makes every voter's applied prefix the same log), and report each
         partition change once to `on_partition_change`."""
