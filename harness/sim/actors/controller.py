@@ -17,7 +17,9 @@ ActiveController):
   and is submitted when the service starts; a voter that does not lead answers NOT_CONTROLLER
   (the broker retries); a request's receipt time is its arrival (KAFKA-15019).
 Admin requests (topic creation and the like) arrive through `admin_request` and their answers
-are kept in `admin_answers` (the simulated admin client does not read them).
+are kept in `admin_answers` (the simulated admin client does not read them). `on_heartbeat`, if
+given, hears every broker heartbeat that reaches this voter while it leads (the data-plane runs
+answer it with the broker's metadata, harness.sim.actors.publisher).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any
 from harness.drive.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
 from harness.sim.actors.raft_node import RaftNode
 from quorum.controller import (
+    BrokerHeartbeatRequest,
     ControllerConfig,
     ControllerRequest,
     ControllerService,
@@ -41,19 +44,19 @@ from quorum.metadata.records import encode_record
 from quorum.raft.core import Accepted
 from quorum.raft.log import Entry
 
-# A responder for tokens the part does not know: True if it answered.
-Responder = Callable[[Any, Any], bool]
-
 
 class ActiveController:
     """The controller role of one voter (see the module docstring)."""
 
     def __init__(
-        self, node: RaftNode, config: ControllerConfig, responder: Responder | None = None
+        self,
+        node: RaftNode,
+        config: ControllerConfig,
+        on_heartbeat: Callable[[int], None] | None = None,
     ) -> None:
         self.node = node
         self.config = config
-        self.responder = responder
+        self.on_heartbeat = on_heartbeat
         self.reset()
 
     def reset(self) -> None:
@@ -71,6 +74,12 @@ class ActiveController:
 
     def handle(self, src: int, message: Any, now_ms: int) -> None:
         self.submit(("rpc", message.origin, message.request_id), message.request, now_ms)
+        if (
+            self.on_heartbeat is not None
+            and self.node.core.is_leader
+            and isinstance(message.request, BrokerHeartbeatRequest)
+        ):
+            self.on_heartbeat(message.origin)
 
     def on_applied(self, entry: Entry, result: ApplyResult | None) -> None:
         if self.proposal is not None and result is not None:
@@ -165,5 +174,5 @@ class ActiveController:
             self.node.send(
                 src, ControllerRpcResponse(request_id, response, -1 if leader is None else leader)
             )
-        elif self.responder is None or not self.responder(token, response):
+        else:
             self.admin_answers.append((token, response))

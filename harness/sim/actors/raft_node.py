@@ -189,7 +189,8 @@ class RaftNode:
         self.stop()
 
     def stop(self) -> None:
-        """The process is gone (SIGKILL): memory lost, the page cache (storage) kept."""
+        """The process is gone (SIGKILL): memory lost, the page cache (storage) kept. The
+        checker forgets its in-memory HW (KRaft relearns it from the leader)."""
         self.up = False
         self.paused = False
         self.buffered = []
@@ -198,6 +199,7 @@ class RaftNode:
         self.timer_generation += 1
         self.armed_deadline_ms = None
         self._reset_memory()
+        self.checker.on_crash(self.node_id)
 
     def shutdown(self, now_ms: int) -> None:
         """Resign if leading (KIP-595 EndQuorumEpoch) and flush the log; the caller then stops

@@ -157,7 +157,7 @@ class Simulation:
         clients = config.clients if config.clients is not None else rng.randint(1, 6)
         self.client = KvClient(rng, clients, self.voter_ids)
         self.checker = SafetyChecker()
-        self.world = world = World(rng, network_profile, self.checker)
+        self.world = world = World(rng, network_profile)
         self.queue = world.queue
         self.network = world.network
         self.nemesis = Nemesis(world, rng, nemesis_profile)

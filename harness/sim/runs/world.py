@@ -28,7 +28,6 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from harness.sim.checks.invariants import SafetyChecker
 from harness.sim.kernel.events import (
     Call,
     ConnectionRefused,
@@ -46,11 +45,10 @@ REFUSED_DELAY_MS = 1
 class World:
     """Kernel + actors + the FaultTarget operations."""
 
-    def __init__(self, rng: random.Random, profile: NetworkProfile, checker: SafetyChecker) -> None:
-        self.rng = rng  # the seeds of restarted processes
+    def __init__(self, rng: random.Random, profile: NetworkProfile) -> None:
+        self.rng = rng  # the network's draws and the seeds of restarted processes
         self.queue = EventQueue()
         self.network = SimNetwork(rng, profile)
-        self.checker = checker
         self.actors: dict[int, Any] = {}
         self._controllers: tuple[int, ...] = ()
         self._brokers: tuple[int, ...] = ()
@@ -62,6 +60,8 @@ class World:
         self.after_hooks: list[Callable[[Any], None]] = []
         # A held event other than a Deliver, run when its paused process resumes.
         self.on_held: Callable[[int, Any], None] | None = None
+        # Where the run's data partition is led (None: no data plane, or no leader).
+        self.partition_leader_of: Callable[[], int | None] = lambda: None
         self._downed: list[int] = []
 
     def add(self, actor: Any, role: str) -> None:
@@ -79,6 +79,12 @@ class World:
     @property
     def now_ms(self) -> int:
         return self.queue.now_ms
+
+    def send(self, src: int, dst: int, message: Any) -> None:
+        """`message` from `src` to `dst` over the network, outside an actor's outbox (a run's
+        script: the metadata a controller pushes again)."""
+        for delay_ms in self.network.delays_ms(src, dst):
+            self.queue.schedule(self.queue.now_ms + delay_ms, Deliver(src, dst, message))
 
     # -- the kernel's events -----------------------------------------------------------------------
 
@@ -203,15 +209,13 @@ class World:
         return None if best is None else best[1]
 
     def partition_leader(self) -> int | None:
-        return None
+        return self.partition_leader_of()
 
     def crash(self, node_id: int) -> None:
         self.actors[node_id].crash(self.crash_rng())
-        self.checker.on_crash(node_id)
 
     def kill(self, node_id: int) -> None:
         self.actors[node_id].stop()
-        self.checker.on_crash(node_id)
 
     def shutdown(self, node_id: int) -> None:
         """Controlled shutdown: a leader resigns (EndQuorumEpoch to its successors), the driver
@@ -221,7 +225,6 @@ class World:
         actor.shutdown(self.queue.now_ms)
         self.after(actor)  # ship the EndQuorumEpoch requests
         actor.crash(None)
-        self.checker.on_crash(node_id)
 
     def restart(self, node_id: int) -> None:
         actor = self.actors[node_id]
