@@ -9,7 +9,7 @@ core, now fixed (quorum/raft; core-level tests in tests/raft/test_liveness.py):
 
 from __future__ import annotations
 
-from harness.sim.actors.quorum_state import SimQuorumStateStore
+from harness.sim.actors.raft_disk import SimQuorumStateStore
 from harness.sim.actors.raft_node import RaftNode
 from harness.sim.checks.invariants import SafetyChecker
 from quorum.raft.config import RaftConfig

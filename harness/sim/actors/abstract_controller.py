@@ -4,7 +4,7 @@ COMMIT_DELAY_MS after they are made (one quorum commit round) instead of through
 actor of the World like any other (harness.sim.runs.world): controller RPCs arrive as
 ControllerRpcRequests (harness.drive.controller_rpc) and are answered as ControllerRpcResponses;
 it publishes the committed image's view of the partition to every broker as the image advances
-and with every heartbeat answer (harness.sim.actors.publisher).
+and with every heartbeat answer (harness.sim.actors.controller).
 
 Model: `crash`/`stop` is the quorum becoming unavailable (isolated leader, quorum lost): the
 service is dropped and its waiting callers time out, proposals in flight are lost with it;
@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from harness.drive.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
-from harness.sim.actors.publisher import partition_view
+from harness.sim.actors.controller import partition_view
 from quorum.controller import (
     BrokerHeartbeatRequest,
     ControllerConfig,

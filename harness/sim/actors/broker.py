@@ -1,16 +1,26 @@
-"""A broker of the data-plane runs: the broker session with the active controller
-(harness.drive.broker_session, the same sans-IO BrokerSession the real brokers run) and the data
-partition's replica (partition.replica.ReplicaCore on a PartitionLog over its own SimStorage),
-its effects executed by the shared executor (harness.drive.replica_effects). An actor of the
-World (harness.sim.runs.world): inputs through `handle`, one timer at `next_deadline_ms()` (the
-replica core's, the session's, the next flush and HW checkpoint), messages out through `outbox`.
+"""The simulated brokers. Both run the broker session with the active controller
+(harness.drive.broker_session, the same sans-IO BrokerSession the real brokers run: registration
+with a fresh incarnation id `sim-<node>-<process start>` per process start, heartbeats with the
+applied metadata offset, fast heartbeats while fenced, re-registration), the way
+harness/runtime/broker.py drives it: after every input, poll the session and send what it asks
+for as a ControllerRpcRequest (harness.drive.controller_rpc); its deadline joins the process's.
 
-Model:
+- `BrokerLifecycle`: a metadata-run broker is a Raft observer (harness.sim.actors.raft_node)
+  hosting this part; it sends to the leader its observer core knows.
+
+- `Broker`, a broker of the data-plane runs: the session and the data partition's replica
+  (partition.replica.ReplicaCore on a PartitionLog over its own SimStorage), its effects executed
+  by the shared executor (harness.drive.replica_effects). An actor of the World
+  (harness.sim.runs.world): inputs through `handle`, one timer at `next_deadline_ms()` (the
+  replica core's, the session's, the next flush and HW checkpoint), messages out through
+  `outbox`.
+
+Model of the data-plane broker:
 - registration and heartbeats are the session's (one request outstanding, fast heartbeats while
   fenced, re-registration when the registration is lost), sent as ControllerRpcRequests to the
   controller `find_controller` names (the run's observer-like leader discovery); AlterPartition
   and quorum-mode position reports go there too, with ids of their own;
-- metadata comes as pushes (harness.sim.actors.publisher). As Kafka's initial catch-up (and
+- metadata comes as pushes (harness.sim.actors.controller). As Kafka's initial catch-up (and
   harness/runtime/replica_manager.py), the replica is built only from an image that holds this
   broker's own registration (push offset >= its broker epoch); an older push is kept until the
   registration answer; a lost registration drops the replica (rebuilt after re-registering);
@@ -38,8 +48,8 @@ from typing import Any
 from harness.drive.broker_session import BrokerSession, BrokerTiming
 from harness.drive.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
 from harness.drive.replica_effects import execute_replica_effects
-from harness.sim.actors.broker_lifecycle import new_session
-from harness.sim.actors.publisher import TOPIC, MetadataPush
+from harness.sim.actors.controller import TOPIC, MetadataPush
+from harness.sim.actors.raft_node import RaftNode
 from harness.sim.checks.replicas import ReplicaChecker
 from partition.log import LogConfig, PartitionLog, SimStorage
 from partition.replica import (
@@ -58,6 +68,9 @@ from partition.replica.messages import (
 from quorum.controller import AlterPartitionResponse
 from quorum.controller.messages import AlterPartitionRequest, ReportReplicaPositionRequest
 from quorum.metadata.errors import Errors
+from quorum.metadata.image import ApplyResult
+from quorum.metadata.records import Endpoint
+from quorum.raft.log import Entry
 
 # Kafka does not fsync per write: the OS writes dirty pages back after ~30 s (Linux
 # dirty_expire_centisecs); the HW checkpoint is written every 5 s
@@ -68,6 +81,44 @@ LOG_DIR = "/data"
 # Records here are ~70-byte batches: index every batch so reads seek instead of scanning.
 LOG_CONFIG = LogConfig(index_interval_bytes=0)
 CALL_ID_BASE = 1 << 40  # controller calls' ids, disjoint from the session's (as the runtime)
+
+
+def new_session(node_id: int, incarnation: int, timing: BrokerTiming) -> BrokerSession:
+    """The session of process start number `incarnation` of broker `node_id`."""
+    return BrokerSession(
+        node_id, f"sim-{node_id}-{incarnation}", (Endpoint("rpc", "sim", node_id),), timing
+    )
+
+
+class BrokerLifecycle:
+    """Registration and heartbeats of one observer, through its BrokerSession."""
+
+    def __init__(self, node: RaftNode, timing: BrokerTiming) -> None:
+        self.node = node
+        self.timing = timing
+        self.reset()
+
+    def reset(self) -> None:
+        # The session of the node's next (or current) process start.
+        self.session = new_session(self.node.node_id, self.node.incarnation + 1, self.timing)
+
+    def accepts(self, message: Any) -> bool:
+        return isinstance(message, ControllerRpcResponse)
+
+    def handle(self, src: int, message: Any, now_ms: int) -> None:
+        self.session.on_response(message.request_id, message.response, now_ms)
+
+    def on_applied(self, entry: Entry, result: ApplyResult | None) -> None:
+        pass  # an observer's image is its view; the session reads its applied offset
+
+    def step(self, now_ms: int) -> None:
+        node = self.node
+        out = self.session.poll(now_ms, node.core.leader_id, node.image.applied_offset)
+        if out is not None:
+            node.send(out.to, ControllerRpcRequest(out.request_id, out.request, node.node_id))
+
+    def next_deadline_ms(self) -> int | None:
+        return self.session.next_deadline_ms()
 
 
 class Broker:

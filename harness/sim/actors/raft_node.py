@@ -1,14 +1,14 @@
 """A simulated process of the metadata quorum, voter or observer: the real Raft core
 (quorum.raft.core.RaftCore) on a RaftLogStore over its own SimStorage (harness.drive.raftlog,
 partition/log) seen through an ObservedLog, an election-state file on the same storage
-(harness.sim.actors.quorum_state), and a MetadataImage fed by CommitAdvanced. The node is the
+(both in harness.sim.actors.raft_disk), and a MetadataImage fed by CommitAdvanced. The node is the
 simulator's `env` for the one shared `execute_effects` (harness.drive.effects), so the simulator
 executes effects exactly as the asyncio node does. It also answers the quorum runs' key/value
 client (harness.sim.actors.kv_client) from its image, as the real node's admin API does.
 
 Roles a node hosts are parts (`NodePart`): the active controller on a voter
 (harness.sim.actors.controller), the broker lifecycle on an observer
-(harness.sim.actors.broker_lifecycle). A part sees the node's non-Raft inputs it accepts, every
+(harness.sim.actors.broker). A part sees the node's non-Raft inputs it accepts, every
 entry applied to the image (Kafka's RaftClient.Listener.handleCommit), and takes a step after
 every input; the node's deadline is the earliest of its core's and its parts'. Nothing else
 about a node is extended: planted bugs replace `core_class`, `log_store_class`, `new_image` or
@@ -35,8 +35,7 @@ from typing import Any, Protocol, assert_never
 from harness.drive.effects import execute_effects
 from harness.drive.raftlog import RaftLogStore
 from harness.sim.actors.kv_client import Operation
-from harness.sim.actors.observed_log import ObservedLog
-from harness.sim.actors.quorum_state import SimQuorumStateStore
+from harness.sim.actors.raft_disk import ObservedLog, SimQuorumStateStore
 from harness.sim.checks.invariants import SafetyChecker, read_range
 from partition.log import LogConfig
 from partition.log.storage import SimStorage

@@ -16,6 +16,12 @@ Invariants:
   next_deadline_ms may lie in the past; the caller decides that "due" means "now");
 - events are frozen dataclasses whose `repr` is deterministic, so the trace digest of a run
   (harness.sim.runs.simulation) is a hash of every event that ran, in order.
+
+The queue is the one clock of a run: its `now_ms` advances only as events are popped, and
+nothing in a simulated run reads the wall clock. For what lives outside a run's objects (log
+lines), the queue mirrors each popped event's time into `SIM_CLOCK`, which the structlog
+processor of harness.sim.runs.runner stamps on every line (`sim_ms`), so a seed's log is
+byte-identical run to run (one run at a time per process: runs fan out over processes).
 """
 
 from __future__ import annotations
@@ -25,7 +31,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.sim.kernel.clock import SIM_CLOCK
+
+class SimClock:
+    """A simulated time in integer milliseconds."""
+
+    __slots__ = ("now_ms",)
+
+    def __init__(self) -> None:
+        self.now_ms = 0
+
+
+SIM_CLOCK = SimClock()  # the time of the event being run, for log lines
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,11 +13,11 @@ acknowledged); no metadata snapshots are taken.
 Brokers (harness.sim.actors.broker) send their controller requests to the voter they believe
 leads, learnt like a KRaft observer: the highest-epoch leader named by a voter they can reach,
 else the last one they used (`controller_for`). Brokers are not Raft observers here: metadata
-reaches them as pushes (harness.sim.actors.publisher), so a broker cut off from the active
+reaches them as pushes (harness.sim.actors.controller), so a broker cut off from the active
 controller keeps its stale view.
 
 Checked after every voter event (a failure raises SafetyViolation, which stops the run): Raft
-safety (harness.sim.checks.invariants) and the image invariants (harness.sim.checks.metadata) on
+safety (harness.sim.checks.invariants) and the image invariants (harness.sim.checks.invariants) on
 every voter's image; the replicas' invariants as they change (harness.sim.checks.replicas).
 
 Determinism: the network and restart seeds draw from one generator seeded from the seed, the Raft
@@ -34,11 +34,9 @@ from harness.drive.broker_session import BrokerTiming
 from harness.sim.actors.abstract_controller import CONTROLLER_ID, AbstractController
 from harness.sim.actors.broker import Broker
 from harness.sim.actors.clients import TP, Client, History
-from harness.sim.actors.controller import ActiveController
-from harness.sim.actors.publisher import TOPIC, MetadataPublisher, partition_view
+from harness.sim.actors.controller import TOPIC, ActiveController, MetadataPublisher, partition_view
 from harness.sim.actors.raft_node import RaftNode
-from harness.sim.checks.invariants import SafetyChecker, read_range
-from harness.sim.checks.metadata import PartitionImageChecker
+from harness.sim.checks.invariants import PartitionImageChecker, SafetyChecker, read_range
 from harness.sim.checks.replicas import ReplicaChecker, decode_values, replica_divergence
 from harness.sim.kernel.network import QUIET
 from harness.sim.runs.world import World

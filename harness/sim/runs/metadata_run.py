@@ -3,9 +3,9 @@
 nemesis, kv client, Raft safety checker and two phases) with a `MetadataPlane` added:
 - the voters are controllers: RaftNodes hosting the ActiveController part
   (harness.sim.actors.controller); the observers are brokers: RaftNodes hosting the
-  BrokerLifecycle part (harness.sim.actors.broker_lifecycle), which registers and heartbeats;
+  BrokerLifecycle part (harness.sim.actors.broker), which registers and heartbeats;
 - an admin client creates and deletes topics and asks for preferred and unclean elections;
-- the metadata invariants (harness.sim.checks.metadata: PartitionLeaderInIsr,
+- the metadata invariants (harness.sim.checks.invariants: PartitionLeaderInIsr,
   MonotonicPartitionEpochs, SingleLeaderPerEpoch) are checked on a node's image every time it
   applied something, and the liveness phase also needs BrokerImageConvergence: once quiet, every
   broker's and controller's image equals the active controller's (same applied offset, same
@@ -23,11 +23,10 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.drive.broker_session import BrokerTiming
-from harness.sim.actors.broker_lifecycle import BrokerLifecycle
+from harness.sim.actors.broker import BrokerLifecycle
 from harness.sim.actors.controller import ActiveController
 from harness.sim.actors.raft_node import RaftNode
-from harness.sim.checks.invariants import SafetyChecker
-from harness.sim.checks.metadata import PartitionImageChecker
+from harness.sim.checks.invariants import PartitionImageChecker, SafetyChecker
 from harness.sim.runs.simulation import SimConfig, SimResult, Simulation
 from quorum.controller import (
     ControllerConfig,

@@ -19,7 +19,7 @@ from typing import Any
 
 import structlog
 
-from harness.sim.kernel.clock import SIM_CLOCK
+from harness.sim.kernel.events import SIM_CLOCK
 from harness.sim.runs.simulation import SimConfig, run_seed
 
 

@@ -1,22 +1,31 @@
-"""A simulated node's Raft log as its driver sees it: every write goes to the RaftLogStore
-(harness.drive.raftlog) and is shown to the SafetyChecker (harness.sim.checks.invariants) at the
-moment it matters: an append before it happens (LogMatching against the global index), a
-truncation before it happens (never below the node's HW), a flush after it completed (what is
-durable now).
+"""What a simulated Raft node keeps on its simulated disk (its SimStorage), as its driver sees it:
 
-Invariant: the store's own contract (quorum/raft/log.py) is checked on the spot: after an append
-the log ends one past the last entry, after truncate_to(n) it ends at n; a store that breaks it
-fails the run as `LogContract`.
+- `ObservedLog`: the Raft log. Every write goes to the RaftLogStore (harness.drive.raftlog) and
+  is shown to the SafetyChecker (harness.sim.checks.invariants) at the moment it matters: an
+  append before it happens (LogMatching against the global index), a truncation before it
+  happens (never below the node's HW), a flush after it completed (what is durable now). The
+  store's own contract (quorum/raft/log.py) is checked on the spot: after an append the log ends
+  one past the last entry, after truncate_to(n) it ends at n; a store that breaks it fails the
+  run as `LogContract`.
+- `SimQuorumStateStore`: the `quorum-state` file, the durable election state (epoch, voted id,
+  leader id), written the way the runtime writes the real one (KIP-595: durable before a vote is
+  granted): write `quorum-state.tmp`, fsync it, rename it over `quorum-state`, fsync the
+  directory. A crash between those steps leaves the old state, never a torn one.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 
 from harness.drive.raftlog import RaftLogStore
 from harness.sim.checks.invariants import SafetyChecker
+from partition.log.storage import SimStorage, read_whole
+from quorum.raft.effects import ElectionState
 from quorum.raft.log import Entry, OffsetAndEpoch
 
+STATE_DIRECTORY = "meta"
+STATE_PATH = f"{STATE_DIRECTORY}/quorum-state"
 
 class ObservedLog:
     """The node's RaftLogWriter as the driver sees it: forwards to the store and shows every
@@ -96,3 +105,42 @@ class ObservedLog:
     def delete_before(self, offset: int) -> None:
         self._checker.count("delete_prefix")
         self._store.delete_before(offset)
+
+
+class SimQuorumStateStore:
+    """Reads and atomically writes the election state on simulated storage."""
+
+    __slots__ = ("_storage", "writes")
+
+    def __init__(self, storage: SimStorage) -> None:
+        self._storage = storage
+        self._storage.make_dirs(STATE_DIRECTORY)
+        self.writes = 0
+
+    def read(self) -> ElectionState:
+        """The durable state, or epoch 0 with no vote when it was never written."""
+        if not self._storage.exists(STATE_PATH):
+            return ElectionState(epoch=0)
+        doc = json.loads(read_whole(self._storage, STATE_PATH))
+        return ElectionState(
+            epoch=int(doc["leaderEpoch"]),
+            voted_id=None if doc["votedId"] < 0 else int(doc["votedId"]),
+            leader_id=None if doc["leaderId"] < 0 else int(doc["leaderId"]),
+        )
+
+    def write(self, state: ElectionState) -> None:
+        doc = {
+            "leaderEpoch": state.epoch,
+            "votedId": -1 if state.voted_id is None else state.voted_id,
+            "leaderId": -1 if state.leader_id is None else state.leader_id,
+        }
+        tmp = STATE_PATH + ".tmp"
+        if self._storage.exists(tmp):
+            self._storage.remove(tmp)
+        handle = self._storage.open(tmp)
+        handle.append(json.dumps(doc, sort_keys=True).encode())
+        handle.fsync()
+        handle.close()
+        self._storage.rename(tmp, STATE_PATH)
+        self._storage.fsync_dir(STATE_DIRECTORY)
+        self.writes += 1
