@@ -44,7 +44,7 @@ class RunSummary:
         return None if self.violation is None else self.violation.split(" at ", 1)[0]
 
 
-_CODE_ROOTS = ("quorum", "partition", "harness/sim", "harness/drive/raftlog.py", "harness/drive/effects.py")
+_CODE_ROOTS = ("quorum", "partition", "harness/sim", "harness/drive")
 
 
 def code_fingerprint() -> str:
