@@ -1,5 +1,5 @@
 """`kraftlab sim cluster`: seeded simulations of a whole cluster: the metadata quorum (Raft
-controllers), brokers, and (issue 5) the data plane with producers and consumers.
+controllers), brokers, and the data plane with producers and consumers.
 
     kraftlab sim cluster --seeds N [--seed S] [--plane both|data|metadata] [--brokers B]
         [--voters V] [--replication-factor R] [--acks 1|all] [--min-insync-replicas M]

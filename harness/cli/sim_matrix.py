@@ -1,4 +1,4 @@
-"""`kraftlab sim matrix`: run the scenario matrix (issue 8) and write one summary row per run.
+"""`kraftlab sim matrix`: run the scenario matrix (docs/compare.md) and write one summary row per run.
 
     kraftlab sim matrix --out DIR [--seeds N] [--first-seed S] [--runs N]
                         [--engine local|spark] [--master URL] [--jobs J] [--full]
@@ -10,14 +10,14 @@
 
 Without --full and without any of the dimension options it runs the default matrix (both modes,
 the main settings, every nemesis, RF 3, faults of 1 and 5 s, 20 seeds; harness/sim/runs/matrix.py
-DEFAULT_SETTINGS); --full (or any dimension option) starts from issue 8's whole product.
---runs N keeps the first N runs. Rows: DIR/part-*.parquet in K's schema (harness/results/schema.py,
+DEFAULT_SETTINGS); --full (or any dimension option) starts from the matrix's whole product.
+--runs N keeps the first N runs. Rows: DIR/part-*.parquet in the run-summary schema (harness/results/schema.py,
 docs/compare.md); --histories also writes DIR/histories/<run_id>.jsonl (local engine).
 --metadata: the controller side of every run: `raft` (default; 3 simulated Raft voters, on which
 the controller nemeses act) or `abstract` (one controller committing after a fixed delay);
 recorded in each row's metadata_quorum column.
 
-This module adds the `matrix` kind to S's `sim` group from outside, like harness/cli/sim_cluster.py.
+This module adds the `matrix` kind to the `sim` group from outside, like harness/cli/sim_cluster.py.
 Exit code: 0; 1 if a simulator invariant (HW above the ISR's LEO, a leader epoch going back)
 broke in any run (anomalies the checkers find are results, not failures); 2 on bad options.
 """
@@ -51,7 +51,7 @@ def register(sub: Any) -> None:
     m.add_argument("--engine", choices=("local", "spark"), default="local")
     m.add_argument("--master", default="local[*]", help="Spark master (engine spark)")
     m.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
-    m.add_argument("--full", action="store_true", help="issue 8's full product")
+    m.add_argument("--full", action="store_true", help="the matrix's full product")
     for name, help_ in (("modes", "isr,quorum"), ("acks", "1,all"), ("min-isr", "1,2"),
                         ("unclean", "false,true"), ("elr", "false,true"), ("rf", "3,5"),
                         ("leader-epoch", "leader.epoch.enable values, e.g. true,false"),

@@ -1,5 +1,5 @@
-"""`kraftlab sim matrix` (harness/sim/runs/matrix.py, matrix_cli.py): the matrix enumeration, one
-valid summary row per run in K's schema, determinism, and the CLI writing Parquet."""
+"""`kraftlab sim matrix` (harness/sim/runs/matrix.py, harness/cli/sim_matrix.py): the matrix enumeration, one
+valid summary row per run in the run-summary schema, determinism, and the CLI writing Parquet."""
 
 from __future__ import annotations
 

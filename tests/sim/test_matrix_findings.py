@@ -1,4 +1,4 @@
-"""Findings of the default matrix outside issue 8's claims: held as strict xfails until the
+"""Findings of the default matrix outside the comparison's claims: held as strict xfails until the
 owning module is fixed (a fix makes the test pass, and strict=True then fails the suite so the
 marker is removed), then kept as regression tests."""
 

@@ -115,7 +115,7 @@ def test_f_without_leader_epochs_replicas_diverge_with_epochs_they_do_not() -> N
 
 
 def test_f_a_lost_write_whose_offset_was_reused_is_not_divergence() -> None:
-    # Session 1 counted the client-side `inconsistent-offsets` (an acknowledged write lost,
+    # An earlier count took the client-side `inconsistent-offsets` (an acknowledged write lost,
     # its offset later holding another value) as divergence: 31 of 405 epoch-enabled runs.
     from harness.sim.runs.scenario_run import run_scenario
 

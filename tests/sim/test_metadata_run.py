@@ -1,4 +1,4 @@
-"""`kraftlab sim cluster`: controllers and brokers on the deterministic simulator (issue 4).
+"""`kraftlab sim cluster --plane metadata`: controllers and brokers on the deterministic simulator.
 
 Seeded runs must show zero violations of the metadata invariants (leader in ISR, monotonic
 partition epochs, one leader per leader epoch, broker images converging); the same seed gives the

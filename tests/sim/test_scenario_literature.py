@@ -1,4 +1,4 @@
-"""What the literature says, found by the data-plane simulation (issue 5 and issue 8 acceptance):
+"""What the literature says, found by the data-plane simulation:
 - acks=1: the simulator FINDS a lost acknowledged write (zombie leader, reference item 4);
 - ISR, acks=all, min.insync.replicas=1: a leader cut off from its followers (ISR shrinks to the
   leader) that then loses leadership loses acknowledged writes when an unclean election is

@@ -419,7 +419,7 @@ SHAPES: dict[str, Shape] = {
 STEP_KINDS = ("crash", "restart", "partition", "heal", "pause")
 QUORUM_PARTITIONS = ("halves", "isolate", "isolate-leader", "majority", "bridge", "one-way")
 
-# The scenario matrix's nemeses (issue 8's list, harness/results/schema.py): one shape per run.
+# The scenario matrix's nemeses (harness/results/schema.py lists them too): one shape per run.
 SCENARIO_NEMESES = (
     "none", "isolate-partition-leader", "leader-cut-from-followers-only", "zombie-leader",
     "random-halves", "majorities-ring", "bridge", "isolate-controller-leader",

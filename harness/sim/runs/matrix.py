@@ -1,5 +1,6 @@
-"""`kraftlab sim matrix`: the scenario matrix of issue 8 over the data-plane simulation, one
-summary row per run in K's run-summary schema (harness/results/schema.py).
+"""`kraftlab sim matrix`: the scenario matrix of the replication-mode comparison (docs/compare.md)
+over the data-plane simulation, one summary row per run in the run-summary schema
+(harness/results/schema.py).
 
 The matrix is replication.mode x acks x min.insync.replicas x unclean x ELR x RF x nemesis x
 fault duration x seeds (`MatrixSpec`); `default_spec()` is the matrix `kraftlab compare` runs
@@ -44,7 +45,7 @@ MODES = ("isr", "quorum")
 ACKS = ("1", "all")
 DURATIONS_MS = (1000, 5000, 30000)
 # Seeds alone vary only the network's 1-3 ms delays and a few victim choices, which left the
-# runs of one cell almost identical (session 2); seeded broker and producer start times
+# runs of one cell almost identical; seeded broker and producer start times
 # (ScenarioConfig.start_jitter_ms) also vary where the fault falls against writes in flight,
 # heartbeats, fetches and HW checkpoints.
 MATRIX_START_JITTER_MS = 500
@@ -64,7 +65,7 @@ class MatrixSpec:
     seeds: int = 20
     first_seed: int = 1
     start_jitter_ms: int = MATRIX_START_JITTER_MS
-    # The metadata side (ScenarioConfig.metadata): issue 8's runs are whole clusters, so a Raft
+    # The metadata side (ScenarioConfig.metadata): the comparison's runs are whole clusters, so a Raft
     # quorum of 3 simulated voters by default; "abstract" keeps the single fixed-delay controller.
     metadata: str = "raft"
     settings: tuple[tuple[str, str, int, bool, bool, bool], ...] | None = None  # explicit
@@ -94,7 +95,7 @@ class MatrixSpec:
 
 
 # The main settings (mode, acks, min.insync.replicas, unclean, ELR, leader.epoch.enable) for
-# the default matrix, each there for a claim of issue 8 (harness/spark/conclude.py rules):
+# the default matrix, each there for a claim of the comparison (harness/spark/conclude.py rules):
 # ISR's durability ladder (acks=1, acks=all with min ISR 1 and 2), unclean election at min ISR 1
 # and 2 (the cut-off leader losing leadership, reference 2.6, and the loss/availability trade),
 # pre-KIP-101 truncation against its epoch-enabled twin (divergence needs an unclean election
@@ -184,7 +185,7 @@ def summarize(result: ScenarioResult) -> RunSummary:
     # Replicas disagreeing below their HWs at the end (KIP-101 divergence). Not the client-side
     # `inconsistent-offsets` nor the transient `divergence-below-hw`: both also count the offsets
     # of lost writes reused by later ones, which is loss (counted in lost_writes), and made 31 of
-    # 405 epoch-enabled ISR runs look divergent in session 1.
+    # 405 epoch-enabled ISR runs look divergent in an earlier count.
     divergent = result.divergent_offsets
     return RunSummary(
         run_id=c.key(), source="sim", seed=c.seed, replication_mode=c.replication_mode,
