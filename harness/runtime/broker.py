@@ -27,6 +27,7 @@ import structlog
 from harness.drive.broker_session import BrokerSession, BrokerTiming, Transition
 from harness.runtime.context import NodeContext
 from harness.runtime.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
+from harness.runtime.group_host import GroupHost
 from harness.runtime.replica_manager import ReplicaManager
 from quorum.controller import (
     AlterPartitionRequest,
@@ -75,6 +76,7 @@ class BrokerLifecycle:
         self._next_call_id = 1 << 40  # disjoint from the session's request ids
         self._assignments: dict[tuple[str, int], tuple[int, int, tuple[int, ...]]] = {}
         self.replicas = ReplicaManager(node, self)
+        self.groups = GroupHost(node, self, self.replicas)  # the group coordinator (group_host.py)
 
     @property
     def incarnation_id(self) -> str:
@@ -107,6 +109,7 @@ class BrokerLifecycle:
 
     async def close(self) -> None:
         self._stopped = True
+        self.groups.close()
         self.replicas.close()
         if self._timer is not None:
             self._timer.cancel()
@@ -242,6 +245,7 @@ class BrokerLifecycle:
             for topic, part in image.partitions_hosted_by(self.broker_id)
         }
         self.replicas.on_metadata(image)
+        self.groups.on_metadata()  # leadership of __consumer_offsets partitions
         if current == self._assignments:
             return
         for key, (leader, leader_epoch, isr) in sorted(current.items()):
