@@ -59,6 +59,10 @@ from quorum.metadata.errors import Errors
 from quorum.metadata.records import NO_LEADER
 
 GROUP_KEY_TYPE = 0
+# DescribeGroups v3+ include_authorized_operations: with no authorizer Kafka answers every
+# operation a group supports (READ 3, DELETE 6, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS
+# 11: AclOperation codes, as bit numbers); None encodes INT32_MIN, "not requested".
+GROUP_OPERATIONS = frozenset({3, 6, 8, 10, 11})
 
 # api key -> (request class, response class, min version, max version). Versions: everything
 # kafka-python's codec has, except OffsetCommit v10 / OffsetFetch v10 (topics by id, KIP-848's
@@ -296,12 +300,14 @@ def list_groups(node: BrokerNode, version: int, request: Any, reply: Reply) -> N
 def describe_groups(node: BrokerNode, version: int, request: Any, reply: Reply) -> None:
     cls = DescribeGroupsResponse[version]
     gcls = cls.DescribedGroup
+    operations = (set(GROUP_OPERATIONS) if version >= 3 and request.include_authorized_operations
+                  else None)  # fmt: skip
 
     def respond(r: c.DescribeGroupsResponse) -> None:
         reply(cls(throttle_time_ms=0, groups=[gcls(
             error_code=g.error.code, error_message=None, group_id=g.group_id or "",
             group_state=g.group_state, protocol_type=g.protocol_type,
-            protocol_data=g.protocol_data, authorized_operations=None,  # INT32_MIN: not requested
+            protocol_data=g.protocol_data, authorized_operations=operations,
             members=[gcls.DescribedGroupMember(
                 member_id=m.member_id, group_instance_id=m.group_instance_id,
                 client_id=m.client_id, client_host=m.client_host,
