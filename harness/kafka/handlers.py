@@ -59,7 +59,7 @@ from kafka.protocol.producer import (  # type: ignore[import-untyped]
     ProduceResponse,
 )
 
-from harness.kafka import admin_handlers, config_handlers, group_handlers
+from harness.kafka import admin_handlers, config_handlers, group_handlers, ops_handlers
 from harness.kafka.answer import Reply, topic_uuid
 from harness.runtime.broker import BrokerNode
 from partition.log import batch as rb
@@ -104,6 +104,9 @@ SUPPORTED: dict[int, tuple[Any, Any, int, int]] = {
                                              IncrementalAlterConfigsResponse, 0, 1),
     # group_handlers.py: FindCoordinator and the classic group protocol (docs/groups.md).
     **group_handlers.SUPPORTED,
+    # ops_handlers.py: OffsetForLeaderEpoch, DescribeQuorum, ElectLeaders, DescribeLogDirs,
+    # DescribeProducers (Kafka's own tools).
+    **ops_handlers.SUPPORTED,
 }
 
 
@@ -138,6 +141,8 @@ def handle(node: BrokerNode, api_key: int, version: int, request: Any, reply: Re
         config_handlers.incremental_alter_configs(node, version, request, reply)
     elif api_key in group_handlers.HANDLERS:
         group_handlers.HANDLERS[api_key](node, version, request, reply)
+    elif api_key in ops_handlers.HANDLERS:
+        ops_handlers.HANDLERS[api_key](node, version, request, reply)
     else:  # server.py only routes keys in SUPPORTED
         raise AssertionError(f"api key {api_key} not routed")
 

@@ -45,6 +45,7 @@ class Member:
     partitions: set[int] = field(default_factory=set)  # every partition it was ever assigned
     assigned: set[int] = field(default_factory=set)  # its current assignment
     errors: list[str] = field(default_factory=list)
+    commit_errors: list[str] = field(default_factory=list)  # tolerated: at-least-once then
     stop: threading.Event = field(default_factory=threading.Event)
     thread: threading.Thread | None = None
 
@@ -66,7 +67,7 @@ class Member:
         assert not self.thread.is_alive(), f"{self.name} did not stop"
 
 
-def kafka_python_loop(c: KafkaCluster, topic: str, group: str,
+def kafka_python_loop(c: KafkaCluster, topic: str, group: str, *, tolerate_commit_errors: bool = False,
                       **config: Any) -> Callable[[Member], None]:  # fmt: skip
     """kafka-python: subscribe; after each poll, process then commit synchronously, before the
     next poll (the rebalance runs inside poll with the eager protocol: partitions are handed over
@@ -92,15 +93,29 @@ def kafka_python_loop(c: KafkaCluster, topic: str, group: str,
                 m.partitions |= m.assigned
 
         consumer.subscribe([topic], listener=Listener())
+
+        def commit() -> None:
+            commit_with(consumer, m)
+
         try:
             while not m.stop.is_set():
                 batch = consumer.poll(timeout_ms=200)
                 for tp, records in batch.items():
                     m.records += [(tp.partition, r.offset, r.value) for r in records]
                 if batch:
-                    consumer.commit()
+                    commit()
         finally:
             consumer.close()  # LeaveGroup
+
+    def commit_with(consumer: Any, m: Member) -> None:
+        from kafka.errors import KafkaError
+
+        try:
+            consumer.commit()
+        except KafkaError as exc:  # the coordinator died under the commit: records come again
+            if not tolerate_commit_errors:
+                raise
+            m.commit_errors.append(repr(exc))
 
     return loop
 
