@@ -130,3 +130,33 @@ def test_offsets_topic_is_internal_compacted_and_replicated(kcluster: KafkaClust
             include_documentation=False))  # fmt: skip
     [resource] = r.results
     assert [(c.name, c.value) for c in resource.configs] == [("cleanup.policy", "compact")]
+
+
+def test_group_cli_describes_like_kafka_consumer_groups(kcluster: KafkaCluster) -> None:
+    topic, group, partitions = "grp-cli", "cli", 2
+    kcluster.create_topic(topic, partitions)
+    produce(kcluster, topic, "cli", 60, partitions)
+    m = Member("cli-member").start(kafka_python_loop(kcluster, topic, group))
+    try:
+        wait_for("60 records committed",
+                 lambda: committed(kcluster, group) == {(topic, p): 30 for p in range(partitions)}
+                 and group_state(kcluster, group)[0] == "Stable", 60, m)  # fmt: skip
+        assert group in kcluster.cli("group", "list").split()
+        lines = kcluster.cli("group", "describe", group).splitlines()
+        # The admin API: the coordinator answers, any other broker points at it.
+        coordinator = kcluster.client(BROKERS[0]).request("GET", f"/groups/{group}")
+    finally:
+        m.join()
+    header, *rows = (line.split() for line in lines)
+    assert header == ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
+                      "CONSUMER-ID", "HOST", "CLIENT-ID"]  # fmt: skip
+    assert [r[:6] for r in rows] == [[group, topic, str(p), "30", "30", "0"]
+                                     for p in range(partitions)]  # fmt: skip
+    assert all(r[6].startswith("cli-member-") and r[7] == "/127.0.0.1" and r[8] == "cli-member"
+               for r in rows)  # fmt: skip
+    status, body = coordinator
+    if status == 421:
+        assert body["error"] == "NOT_COORDINATOR" and body["coordinator"] in BROKERS
+        status, body = kcluster.client(body["coordinator"]).request("GET", f"/groups/{group}")
+    assert status == 200 and body["state"] == "Stable" and body["protocol"] == "range"
+    assert sorted((o["partition"], o["offset"]) for o in body["offsets"]) == [(0, 30), (1, 30)]
