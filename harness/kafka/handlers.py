@@ -89,7 +89,7 @@ SUPPORTED: dict[int, tuple[Any, Any, int, int]] = {
     ProduceRequest.API_KEY: (ProduceRequest, ProduceResponse, 3, 10),
     FetchRequest.API_KEY: (FetchRequest, FetchResponse, 4, 12),
     ListOffsetsRequest.API_KEY: (ListOffsetsRequest, ListOffsetsResponse, 1, 7),
-    # v0 too: aiokafka and kafka-python 2.x open with it (Kafka 4.0 kept v0-3 for them, KIP-896).
+    # v0 too: older aiokafka and kafka-python 2.x open with it (Kafka 4.0 kept v0-3, KIP-896).
     MetadataRequest.API_KEY: (MetadataRequest, MetadataResponse, 0, 12),
     ApiVersionsRequest.API_KEY: (ApiVersionsRequest, ApiVersionsResponse, 0, 3),
     InitProducerIdRequest.API_KEY: (InitProducerIdRequest, InitProducerIdResponse, 0, 4),
