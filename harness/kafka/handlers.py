@@ -1,7 +1,9 @@
 """Kafka API handlers of the broker's Kafka listener (harness/kafka/server.py): ApiVersions,
 Metadata, Produce, Fetch, ListOffsets, InitProducerId (the admin APIs CreateTopics, DeleteTopics
 and DescribeCluster are in admin_handlers.py; DescribeConfigs, AlterConfigs and
-IncrementalAlterConfigs in config_handlers.py).
+IncrementalAlterConfigs in config_handlers.py; FindCoordinator and the group APIs in
+group_handlers.py; OffsetForLeaderEpoch, DescribeQuorum, ElectLeaders, DescribeLogDirs and
+DescribeProducers in ops_handlers.py).
 
 Every data request goes through the broker's ReplicaManager (harness/runtime/replica_manager.py),
 the same path as the native protocol and the admin API: there is no second produce or fetch

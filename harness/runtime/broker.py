@@ -10,7 +10,8 @@ The simulator drives the same BrokerSession (harness/sim/actors/cluster_node.py)
 
 It also logs this broker's own partition assignments as they change (`broker.partition_*`) and
 hands every applied metadata change to the replica manager (replica_manager.py), which hosts the
-data replicas. Controller RPCs (AlterPartition, AllocateProducerIds) go to the leader the observer
+data replicas, then to the group host (group_host.py: the group coordinator, on the
+`__consumer_offsets` partitions this broker leads). Controller RPCs (AlterPartition, AllocateProducerIds) go to the leader the observer
 core knows, over the node transport (controller_rpc.py): `send_controller` / `call_controller`.
 """
 

@@ -364,6 +364,11 @@ def from_properties(props: dict[str, str]) -> NodeConfig:
             problem = None if synonym is None else validate_topic_config(synonym, str(tunables[name]))
             if problem is not None:
                 raise ConfigError(f"{key} is the broker default of topic config {synonym}: {problem}")
+    low = tunables.get("group_min_session_timeout_ms", 6_000)
+    high = tunables.get("group_max_session_timeout_ms", 1_800_000)
+    if low > high:
+        raise ConfigError(f"group.min.session.timeout.ms ({low}) must not exceed "
+                          f"group.max.session.timeout.ms ({high})")
     node_id = parse_integer("node.id", props["node.id"])
     voters = parse_endpoints(props["controller.quorum.voters"], "controller.quorum.voters")
     admin = parse_endpoints(props["kraftlab.admin.listeners"], "kraftlab.admin.listeners")
