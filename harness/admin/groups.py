@@ -132,4 +132,5 @@ class GroupRoutes:
 def add_routes(app: web.Application, node: BrokerNode) -> None:
     routes = GroupRoutes(node)
     app.router.add_get("/groups", routes.list_groups)
-    app.router.add_get("/groups/{group}", routes.describe_group)
+    # [^/]+ rather than aiohttp's default [^{}/]+: a group id may contain braces.
+    app.router.add_get("/groups/{group:[^/]+}", routes.describe_group)

@@ -12,6 +12,8 @@ brokers, its state in `__consumer_offsets`.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from tests.integration.conftest import poll
@@ -160,3 +162,36 @@ def test_group_cli_describes_like_kafka_consumer_groups(kcluster: KafkaCluster) 
         assert hinted[1]["error"] == "NOT_COORDINATOR" and hinted[1]["coordinator"] in BROKERS
     assert status == 200 and body["state"] == "Stable" and body["protocol"] == "range"
     assert sorted((o["partition"], o["offset"]) for o in body["offsets"]) == [(0, 30), (1, 30)]
+
+
+def test_a_parked_join_keeps_its_connection_in_order_and_blocks_no_other(
+    kcluster: KafkaCluster,
+) -> None:
+    """Kafka answers a connection's requests in order: an ApiVersions sent behind a parked
+    JoinGroup is answered after it, while another connection is served at once."""
+    import struct
+
+    from kafka.protocol.consumer import JoinGroupRequest
+    from kafka.protocol.metadata import ApiVersionsRequest, FindCoordinatorRequest
+
+    group = "parked"
+    with Wire(kcluster.kafka_port(BROKERS[0])) as w:
+        coordinator = poll(lambda: (r := w.call(FindCoordinatorRequest[3](
+            key=group, key_type=0))).error_code == 0 and r.node_id, 30, "a coordinator")  # fmt: skip
+    cls = JoinGroupRequest[9]
+
+    def join(member_id: str) -> Any:
+        return cls(group_id=group, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+                   member_id=member_id, group_instance_id=None, protocol_type="consumer",
+                   protocols=[cls.JoinGroupRequestProtocol(name="range", metadata=b"")],
+                   reason=None)  # fmt: skip
+
+    with Wire(kcluster.kafka_port(coordinator)) as w, \
+            Wire(kcluster.kafka_port(coordinator)) as other:  # fmt: skip
+        first = w.call(join(""))
+        assert first.error_code == 79  # MEMBER_ID_REQUIRED (KIP-394)
+        join_id = w.send(join(first.member_id))  # parked: group.initial.rebalance.delay.ms
+        versions_id = w.send(ApiVersionsRequest[0]())
+        assert other.call(ApiVersionsRequest[0]()).error_code == 0  # not behind the parked join
+        frames = [w.recv_frame(), w.recv_frame()]
+    assert [struct.unpack_from(">i", f)[0] for f in frames] == [join_id, versions_id]
