@@ -9,7 +9,7 @@ at `coordinator.next_deadline_ms()`.
 - **The internal topic.** `__consumer_offsets` is created on the first FindCoordinator that
   finds it missing (Kafka's AutoTopicCreationManager), through the active controller, with
   `offsets.topic.num.partitions` partitions, replication factor min(offsets.topic.replication.
-  factor, usable brokers) and `cleanup.policy=compact` (kept as a config; kraftlab has no log
+  factor, registered brokers) and `cleanup.policy=compact` (kept as a config; kraftlab has no log
   cleaner, so the log only grows: docs/groups.md). Groups map to partitions by the topic's actual
   partition count (a topic created under another setting keeps working).
 - **Leadership.** After every applied metadata batch (and every second, for leadership changes
@@ -161,10 +161,12 @@ class GroupHost:
         if self._creating or self._closed or self.offsets_topic_partitions() is not None:
             return
         self._creating = True
-        image = self.node.image
-        usable = sum(1 for b in image.brokers() if image.is_broker_usable(b.broker_id))
+        # Registered brokers, fenced ones included: a broker restarting at that moment must not
+        # leave the topic with fewer replicas for good. The controller refuses while fewer are
+        # usable (INVALID_REPLICATION_FACTOR) and the next FindCoordinator asks again.
+        registered = len(list(self.node.image.brokers()))
         config = self.coordinator.config
-        rf = max(1, min(config.offsets_topic_replication_factor, usable))
+        rf = max(1, min(config.offsets_topic_replication_factor, registered))
         request = CreateTopicRequest(OFFSETS_TOPIC, config.offsets_topic_num_partitions, rf,
                                      OFFSETS_TOPIC_CONFIGS)  # fmt: skip
 
