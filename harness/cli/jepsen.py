@@ -85,6 +85,9 @@ def register(sub: Any) -> None:
     q.add_argument("--replication-mode", choices=("isr", "quorum"), default="isr",
                    help="topic replication.mode (default isr)")
     q.add_argument("--consumers", type=int, default=2, help="consumer workers (default 2)")
+    q.add_argument("--subscribe", action="store_true",
+                   help="consumers are one consumer group (subscribe, commit after processing; "
+                        "Kafka protocol, confluent-kafka) instead of reading every partition")
     q.add_argument("--brokers", type=int, default=None,
                    help="brokers of the run's cluster (default 3 for queue, 0 for kv)")
     p.add_argument("--op-timeout", type=float, default=2.5, metavar="S",
@@ -129,6 +132,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             unclean_leader_election=args.unclean, idempotence=idempotence,
             replication_mode=args.replication_mode, producers=concurrency,
             consumers=args.consumers, rate=rate, op_timeout_s=args.op_timeout,
+            subscribe=args.subscribe,
         )
     except ValueError as exc:
         raise RunError(str(exc)) from None

@@ -21,6 +21,7 @@ from harness.cli import (
     cluster,
     compare,
     config,
+    group,
     jepsen,
     kv,
     nemesis,
@@ -38,6 +39,7 @@ COMMAND_MODULES = (
     quorum,
     kv,
     topic,
+    group,  # `kraftlab group list|describe` (consumer groups)
     client,  # `kraftlab produce` and `kraftlab consume` (harness.client)
     nemesis,  # `kraftlab nemesis` (faults by hand on a running cluster)
     compare,

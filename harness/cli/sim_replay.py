@@ -6,7 +6,7 @@
                         [--duration S] [--metadata abstract|raft]
     ... [--out FILE] [--ui [--host H] [--port P]]
 
-`--scenario` runs a scripted KIP-101 story (harness/sim/runs/data_scenarios.py; leader epochs
+`--scenario` runs a scripted KIP-101 story (harness/sim/runs/kip101.py; leader epochs
 off by default, so the anomaly happens); `--seed` runs the seeded data-plane run the scenario
 matrix runs for those settings (`kraftlab sim matrix`), the same run for the same seed. Either
 is recorded frame by frame (harness/sim/runs/recording.py). It prints the anomalies found and
@@ -57,9 +57,9 @@ def add_kind(kinds: Any) -> None:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from harness.sim.runs.data_simulation import DataRunConfig
     from harness.sim.runs.recording import record_data_run, record_scenario
     from harness.sim.runs.runner import quiet_logging
+    from harness.sim.runs.scenario_run import ScenarioConfig
     from harness.ui.server import UiApp
 
     quiet_logging()
@@ -67,7 +67,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         recording = record_scenario(args.scenario, _BOOLS[args.leader_epoch or "false"])
     else:
         try:
-            config = DataRunConfig(
+            config = ScenarioConfig(
                 seed=args.seed, replication_mode=args.mode, acks=args.acks,
                 min_insync_replicas=args.min_isr, unclean_leader_election=args.unclean,
                 eligible_leader_replicas=args.elr,

@@ -33,7 +33,7 @@ SCHEMA_VERSION = 1
 SOURCES = ("sim", "jepsen")
 REPLICATION_MODES = ("isr", "quorum")
 ACKS = ("0", "1", "all")
-# The matrix's nemesis names (issue 8). Jepsen runs map their fault names onto these; other
+# The matrix's nemesis names. Jepsen runs map their fault names onto these; other
 # kebab-case names are accepted so new shapes need no schema change.
 NEMESES = (
     "none", "isolate-partition-leader", "leader-cut-from-followers-only", "zombie-leader",

@@ -2,7 +2,7 @@
 
 The driver parallelizes the run configs (plain dicts) into slices; each task runs its slice with
 the same pure-Python simulator (harness/sim/runs/matrix.py `run_one`) inside the executor's Python
-worker and yields the summary rows as records; Spark writes them as Parquet with K's schema
+worker and yields the summary rows as records; Spark writes them as Parquet with the schema
 (harness.results.schema.spark_schema). Runs are pure functions of their config, so the rows equal
 the local engine's for the same seeds, except `wall_duration_ms`.
 
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.sim.runs.data_simulation import DataRunConfig
+from harness.sim.runs.scenario_run import ScenarioConfig
 
 
 def _run_slice(configs: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -30,7 +30,7 @@ def _run_slice(configs: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         yield run_one(config_from_dict(values)).row.to_record()
 
 
-def run_spark(configs: Sequence[DataRunConfig], out: Path, master: str | None,
+def run_spark(configs: Sequence[ScenarioConfig], out: Path, master: str | None,
               slices: int | None = None) -> int:
     """Run every config as Spark tasks and write the rows under `out`; returns the row count."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

@@ -33,19 +33,19 @@ def test_replay_steps_through_the_divergence_and_jumps_to_it(tmp_path: Path) -> 
             browser() as driver:
         driver.get(url)
         wait_for(driver, lambda d: frame(d) == 0, 30, "the first frame")
-        assert driver.find_element(By.ID, "frame-label").text == "frame 0 of 142 · 0 ms"
+        assert driver.find_element(By.ID, "frame-label").text == "frame 0 of 219 · 0 ms"
         step = driver.find_element(By.ID, "step")
         for expected in (1, 2, 3):
             step.click()
             wait_for(driver, lambda d, n=expected: frame(d) == n, 10, f"frame {expected}")
         jump = driver.find_element(By.ID, "jump-anomaly")
         jump.click()  # first the loss: the new leader's log ends below the HW seen before
-        wait_for(driver, lambda d: frame(d) == 69, 10, "the loss frame")
+        wait_for(driver, lambda d: frame(d) == 106, 10, "the loss frame")
         banner = driver.find_element(By.ID, "anomaly-banner")
         assert "committed offset 1 lost" in banner.text
         assert not driver.find_elements(By.CSS_SELECTOR, "rect.cell.diverged")
         jump.click()  # then the divergence
-        wait_for(driver, lambda d: frame(d) == 74, 10, "the divergence frame")
+        wait_for(driver, lambda d: frame(d) == 117, 10, "the divergence frame")
         assert "replicas diverge below their high watermarks" in banner.text
         part = driver.find_element(By.CSS_SELECTOR, '[data-partition="t-0"]')
         assert part.get_attribute("data-anomaly") == "divergence"

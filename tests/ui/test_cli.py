@@ -23,10 +23,10 @@ def test_replay_of_a_scenario_prints_its_anomalies_and_writes_the_recording(
     assert main(["sim", "replay", "--scenario", "kip101-divergence", "--out", str(out)]) == 0
     printed = capsys.readouterr().out
     assert "leader.epoch.enable=false" in printed
-    assert "  loss at frame 69 (2415 ms)" in printed
-    assert "  divergence at frame 74 (2430 ms)" in printed
+    assert "  loss at frame 106 (2246 ms)" in printed
+    assert "  divergence at frame 117 (2258 ms)" in printed
     doc = json.loads(out.read_text())
-    assert doc["kind"] == "replay" and [a["frame"] for a in doc["anomalies"]] == [69, 74]
+    assert doc["kind"] == "replay" and [a["frame"] for a in doc["anomalies"]] == [106, 117]
     assert doc["description"].startswith("RF 2, acks=all")
 
 

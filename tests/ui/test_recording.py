@@ -8,8 +8,7 @@ from typing import Any
 
 import pytest
 
-from harness.sim.actors.data_world import Broker
-from harness.sim.runs.data_simulation import DataRunConfig, DataSimulation, run_data
+from harness.sim.actors.broker import Broker
 from harness.sim.runs.recording import (
     Memory,
     Recorder,
@@ -19,6 +18,7 @@ from harness.sim.runs.recording import (
     record_scenario,
 )
 from harness.sim.runs.runner import quiet_logging
+from harness.sim.runs.scenario_run import ScenarioConfig, ScenarioRun, run_scenario
 
 
 @pytest.fixture(autouse=True)
@@ -113,14 +113,14 @@ class CheckedMemory(Memory):
 def test_recording_leaves_the_run_unchanged_and_reads_logs_exactly() -> None:
     # An unclean election after a crash that loses the unflushed tail: leaders change, logs
     # are truncated and rewritten, acknowledged writes are lost.
-    config = DataRunConfig(seed=1, nemesis="unclean-crash-losing-unflushed-tail",
+    config = ScenarioConfig(seed=1, nemesis="unclean-crash-losing-unflushed-tail",
                            min_insync_replicas=1, unclean_leader_election=True)
-    plain = run_data(config)
-    sim = DataSimulation(config)
+    plain = run_scenario(config)
+    run = ScenarioRun(config)
     memory = CheckedMemory()
     recording = Recording("run", {})
-    Recorder(recording, memory=memory).attach(sim.world)
-    recorded = sim.run()
+    Recorder(recording, memory=memory).attach(run.cluster)
+    recorded = run.run()
     assert recorded.history.events == plain.history.events
     assert recorded.queue.counts == plain.queue.counts
     assert memory.reads > 1000
@@ -128,17 +128,17 @@ def test_recording_leaves_the_run_unchanged_and_reads_logs_exactly() -> None:
 
 
 def test_a_long_run_stops_recording_at_the_frame_bound() -> None:
-    sim = DataSimulation(DataRunConfig(seed=2))
+    run = ScenarioRun(ScenarioConfig(seed=2))
     recording = Recording("run", {})
-    Recorder(recording, max_frames=50).attach(sim.world)
-    sim.run()
+    Recorder(recording, max_frames=50).attach(run.cluster)
+    run.run()
     assert len(recording.frames) == 50 and recording.truncated
 
 
 def test_a_raft_quorum_run_shows_voters_their_cut_links_and_the_new_leader() -> None:
     from harness.ui.server import replay_document
 
-    config = DataRunConfig(seed=2, nemesis="isolate-controller-leader", metadata="raft")
+    config = ScenarioConfig(seed=2, nemesis="isolate-controller-leader", metadata="raft")
     recording = record_data_run(config)
     voters = {c["id"] for c in recording.frames[-1]["state"]["controllers"]}
     assert len(voters) == 3

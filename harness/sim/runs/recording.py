@@ -1,11 +1,11 @@
 """A data-plane run recorded for replay (`kraftlab sim replay`, docs/ui.md): a snapshot of what a
-viewer sees after every broker event and every committed partition change.
+viewer sees after every actor event (a broker's, a controller's, a client's).
 
-Observer interface: `Recorder.attach(world)` uses the World's two existing seams and nothing else:
-`world.hooks` (called after each broker input or tick) and the controller's
-`on_partition_change` (wrapped: the callback in place still runs first). The recorder only reads:
-it never schedules an event, sends a message or draws a random number, so a recorded run is the
+Observer interface: `Recorder.attach(cluster)` adds one after-hook to the cluster's World (the
+kernel calls it after every event an actor handled) and nothing else. The recorder only reads: it
+never schedules an event, sends a message or draws a random number, so a recorded run is the
 same run as an unrecorded one (same events in the same order, same history, same outcome).
+What a script does between events (a kill, a cut) shows at the next event.
 
 A frame is `{"time_ms", "state"}`; `state` is the view-state shape the UI draws (docs/ui.md
 "The view state"): controllers, brokers, each partition with, per replica, its log start, LEO,
@@ -13,9 +13,10 @@ HW, role, lag and the records of the last WINDOW offsets as `[offset, leader_epo
 the cut links, and the anomaly in force, if any. A frame is kept only when its state differs
 from the previous frame's, so a long run of unanswered fetch polls costs nothing.
 
-Anomalies (what "jump to the anomaly" finds; the checkers of data_simulation judge the run):
+Anomalies (what "jump to the anomaly" finds; the checkers of harness/sim/runs/scenario_run.py
+judge the run):
 - divergence: two live replicas hold different records at one offset below both their HWs
-  (KIP-101's silent divergence), or the world's committed-prefix invariant broke
+  (KIP-101's silent divergence), or the replicas' committed-prefix invariant broke
   (`divergence-below-hw`, for offsets outside the frame's window);
 - loss: the partition leader's log ends below the highest offset ever seen committed (KIP-101's
   truncation to the HW, or an unclean election): records that were below some replica's HW, so
@@ -29,14 +30,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from harness.sim.actors.data_world import CONTROLLER_ID, Broker, World
-from harness.sim.runs.data_scenarios import silent_divergence, truncation_to_hw_loss
-from harness.sim.runs.data_simulation import (
-    FAULT_START_MS,
-    PRODUCERS,
-    DataRunConfig,
-    DataSimulation,
-)
+from harness.sim.actors.abstract_controller import CONTROLLER_ID
+from harness.sim.actors.broker import Broker
+from harness.sim.actors.controller import TOPIC
+from harness.sim.runs.cluster import Cluster
+from harness.sim.runs.kip101 import silent_divergence, truncation_to_hw_loss
+from harness.sim.runs.scenario_run import FAULT_START_MS, PRODUCERS, ScenarioConfig, ScenarioRun
 from partition.log import batch as rb
 
 WINDOW = 24  # offsets per replica whose records a frame carries (the last ones, by max LEO)
@@ -81,45 +80,37 @@ class Recording:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "replay", "title": self.title, "description": self.description,
-                "source": self.source, "frames": self.frames, "anomalies": self.anomalies, "truncated": self.truncated}
+                "source": self.source, "frames": self.frames, "anomalies": self.anomalies,
+                "truncated": self.truncated}
 
 
 class Recorder:
-    """Snapshots a World into a Recording; attach before the world runs."""
+    """Snapshots a Cluster into a Recording; attach before it runs."""
 
     def __init__(self, recording: Recording, max_frames: int = MAX_FRAMES,
                  memory: Memory | None = None) -> None:
         self.recording = recording
         self.max_frames = max_frames
-        self.world: World | None = None
+        self.cluster: Cluster | None = None
         self._last_key = ""
         self._memory = memory or Memory()
 
-    def attach(self, world: World) -> None:
-        self.world = world
-        world.hooks.append(self._after_broker_event)
-        controller = world.controller
-        previous = controller.on_partition_change
-
-        def on_change(old: Any, new: Any) -> None:
-            if previous is not None:
-                previous(old, new)
-            self.capture()
-
-        controller.on_partition_change = on_change
+    def attach(self, cluster: Cluster) -> None:
+        self.cluster = cluster
+        cluster.world.after_hooks.append(self._after_event)
         self.capture()
 
-    def _after_broker_event(self, broker: Broker) -> None:
+    def _after_event(self, actor: Any) -> None:
         self.capture()
 
     def capture(self) -> None:
         """Append a frame if what a viewer sees changed since the last one."""
-        world = self.world
-        assert world is not None, "attach the recorder to a world first"
+        cluster = self.cluster
+        assert cluster is not None, "attach the recorder to a cluster first"
         if self.recording.truncated:
             return
-        state = snapshot(world, self._memory)
-        state["anomalies"] = anomalies(world, state)
+        state = snapshot(cluster, self._memory)
+        state["anomalies"] = anomalies(cluster, state)
         key = json.dumps(state, sort_keys=True)
         if key == self._last_key:
             return
@@ -133,7 +124,7 @@ class Recorder:
             if found["kind"] not in known:
                 known.add(found["kind"])
                 self.recording.anomalies.append({"frame": len(frames), **found})
-        frames.append({"time_ms": world.queue.now_ms, "state": state})
+        frames.append({"time_ms": cluster.world.now_ms, "state": state})
 
 
 # --- snapshots ------------------------------------------------------------------------------------
@@ -166,37 +157,36 @@ class Memory:
         return out
 
 
-def snapshot(world: World, memory: Memory) -> dict[str, Any]:
-    """The view state of `world` now (JSON-ready; docs/ui.md)."""
-    image = world.controller.image
+def snapshot(cluster: Cluster, memory: Memory) -> dict[str, Any]:
+    """The view state of `cluster` now (JSON-ready; docs/ui.md)."""
+    image = cluster.image
     registrations = {b.broker_id: b for b in image.brokers()}
     brokers = []
-    for b, broker in sorted(world.brokers.items()):
+    for b, broker in sorted(cluster.brokers.items()):
         reg = registrations.get(b)
         brokers.append({"id": b, "up": broker.up, "paused": broker.paused,
                         "registered": reg is not None,
                         "fenced": reg.fenced if reg is not None else True,
                         "epoch": reg.broker_epoch if reg is not None else None})
     return {
-        "time_ms": world.queue.now_ms,
-        "controllers": _controllers(world),
+        "time_ms": cluster.world.now_ms,
+        "controllers": _controllers(cluster),
         "brokers": brokers,
-        "partitions": _partitions(world, memory),
-        "links": _cut_links(world),
+        "partitions": _partitions(cluster, memory),
+        "links": _cut_links(cluster),
     }
 
 
-def _controllers(world: World) -> list[dict[str, Any]]:
-    ctl = world.controller
-    voters = getattr(ctl, "voters", None)
-    if not voters:  # the abstract controller: one active controller, up or down
-        return [{"id": CONTROLLER_ID, "up": ctl.up, "paused": False,
+def _controllers(cluster: Cluster) -> list[dict[str, Any]]:
+    ctl, voters = cluster.abstract, cluster.voters
+    if ctl is not None:  # the abstract controller: one active controller, up or down
+        return [{"id": CONTROLLER_ID, "up": ctl.up, "paused": ctl.paused,
                  "role": "leader" if ctl.up else "down", "epoch": None,
                  "leader_id": CONTROLLER_ID if ctl.up else None, "voted_id": None,
                  "high_watermark": None, "log_end_offset": None}]
     out = []
     for v, voter in sorted(voters.items()):
-        core = getattr(voter, "core", None)
+        core = voter.core
         status = core.status() if voter.up and core is not None else None
         out.append({"id": v, "up": voter.up, "paused": voter.paused,
                     "role": status.role if status else "down",
@@ -208,21 +198,20 @@ def _controllers(world: World) -> list[dict[str, Any]]:
     return out
 
 
-def _partitions(world: World, memory: Memory) -> list[dict[str, Any]]:
+def _partitions(cluster: Cluster, memory: Memory) -> list[dict[str, Any]]:
     """The partition as the image and each replica see it. A broker that is down shows its log
     as last seen while it was up (after a power loss its disk may hold less: a restart shows)."""
-    if not world.topic_id:
-        return []
-    part = world.controller.image.partition(world.topic_id, 0)
+    topic_id = cluster.topic_id
+    part = cluster.image.partition(topic_id, 0) if topic_id else None
     if part is None:
         return []
-    replicas = [r for r in part.replicas if r in world.brokers]
-    logs = [_replica(world.brokers[r]) for r in replicas]
-    _fill_lag(logs, world.queue.now_ms)
+    replicas = [r for r in part.replicas if r in cluster.brokers]
+    logs = [_replica(cluster.brokers[r]) for r in replicas]
+    _fill_lag(logs, cluster.world.now_ms)
     top = max((lg["leo"] for lg in logs), default=0)
     first = max(0, top - WINDOW)
     for lg, r in zip(logs, replicas, strict=True):
-        broker = world.brokers[r]
+        broker = cluster.brokers[r]
         if broker.up:
             lg["entries"] = memory.entries(broker, first) if broker.log is not None else []
             memory.last_seen[r] = lg
@@ -230,9 +219,9 @@ def _partitions(world: World, memory: Memory) -> list[dict[str, Any]]:
             seen = memory.last_seen.get(r, {})
             lg.update({k: seen.get(k, lg[k]) for k in ("log_start", "leo", "hw")})
             lg["entries"] = [e for e in seen.get("entries", []) if e[0] >= first]
-    committed = max(world.committed_owner, default=-1) + 1
+    committed = max(cluster.replicas.committed_owner, default=-1) + 1
     return [{
-        "topic": "t", "partition": 0, "mode": world.replica_config.replication_mode,
+        "topic": TOPIC, "partition": 0, "mode": cluster.replica_config.replication_mode,
         "leader": part.leader if part.leader >= 0 else None, "leader_epoch": part.leader_epoch,
         "isr": list(part.isr), "elr": list(part.elr), "replicas": list(part.replicas),
         "committed_end": committed, "logs": logs,
@@ -302,16 +291,17 @@ def _read_entries(log: Any, start: int) -> list[list[Any]]:
     return out
 
 
-def _cut_links(world: World) -> list[list[int]]:
-    voters = getattr(world.controller, "voters", None)  # the Raft-backed quorum's voter ids
-    ids = [*(sorted(voters) if voters else [CONTROLLER_ID]), *sorted(world.brokers)]
+def _cut_links(cluster: Cluster) -> list[list[int]]:
+    world = cluster.world
+    ids = [*world.controller_ids, *world.broker_ids]
+    reach = world.network.can_reach
     return [[a, b] for i, a in enumerate(ids) for b in ids[i + 1:]
-            if not world.network.reachable(a, b)]
+            if not reach(a, b) or not reach(b, a)]
 
 
 # --- anomalies ------------------------------------------------------------------------------------
 
-def anomalies(world: World, state: dict[str, Any]) -> list[dict[str, Any]]:
+def anomalies(cluster: Cluster, state: dict[str, Any]) -> list[dict[str, Any]]:
     """What is wrong in `state` now: `{"kind": "divergence"|"loss", "text", "offsets"}` (the
     offsets the page marks)."""
     out = []
@@ -319,9 +309,9 @@ def anomalies(world: World, state: dict[str, Any]) -> list[dict[str, Any]]:
         for found in (_divergence(part), _loss(part)):
             if found is not None:
                 out.append(found)
-    # Beyond the window: the world's own committed-prefix invariant (not its count of rewrites
+    # Beyond the window: the replicas' committed-prefix invariant (not its count of rewrites
     # after a loss, Counters.divergence_after_loss: those are the loss, already reported).
-    counted = world.counters.violations.get("divergence-below-hw", 0)
+    counted = cluster.replicas.counters.violations.get("divergence-below-hw", 0)
     if counted and not any(a["kind"] == "divergence" for a in out):
         out.append({"kind": "divergence", "offsets": [],
                     "text": f"replicas disagree below their high watermarks ({counted} "
@@ -384,7 +374,7 @@ def _loss(part: dict[str, Any]) -> dict[str, Any] | None:
 # --- what `kraftlab sim replay` runs --------------------------------------------------------------
 
 def record_scenario(name: str, leader_epoch_enable: bool) -> Recording:
-    """One of the scripted KIP-101 scenarios (harness/sim/runs/data_scenarios.py), recorded."""
+    """One of the scripted KIP-101 scenarios (harness/sim/runs/kip101.py), recorded."""
     title, story, run = SCENARIOS[name]
     recording = Recording(
         f"{title}; leader.epoch.enable={str(leader_epoch_enable).lower()}",
@@ -396,16 +386,16 @@ def record_scenario(name: str, leader_epoch_enable: bool) -> Recording:
     return recording
 
 
-def record_data_run(config: DataRunConfig, max_frames: int = MAX_FRAMES) -> Recording:
+def record_data_run(config: ScenarioConfig, max_frames: int = MAX_FRAMES) -> Recording:
     """One seeded data-plane run (the matrix's runs, `kraftlab sim matrix`), recorded."""
-    sim = DataSimulation(config)
+    run = ScenarioRun(config)
     recording = Recording(f"data-plane run {config.key()}", {"run": config.key()},
                           f"The run `kraftlab sim matrix` makes for these settings and seed: "
                           f"{config.nemesis} fault from {FAULT_START_MS} ms for "
                           f"{config.fault_duration_ms} ms, {PRODUCERS} producers with "
                           f"acks={config.acks}, one consumer.")
-    Recorder(recording, max_frames).attach(sim.world)
-    result = sim.run()
+    Recorder(recording, max_frames).attach(run.cluster)
+    result = run.run()
     recording.source.update({"lost_writes": result.lost_writes,
                              "divergent_offsets": result.divergent_offsets,
                              "anomalies": result.anomalies(),
