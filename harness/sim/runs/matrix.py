@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from harness.results.schema import NemesisEvent, RunSummary, SecondCounts, Window
+from harness.results.row import NemesisEvent, RunSummary, SecondCounts, Window
 from harness.sim.faults.data_nemesis import NEMESES
 from harness.sim.runs.data_simulation import (
     WORKLOAD_START_MS,
