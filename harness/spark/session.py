@@ -1,4 +1,4 @@
-"""Building the SparkSession for `kraftlab analyze`.
+"""Building the SparkSession for `kraftlab compare`, `kraftlab analyze` and the Spark matrix.
 
 Local masters (`local`, `local[N]`, `local[*]`) are pinned to loopback: SPARK_LOCAL_IP and the
 driver's bind address and host are 127.0.0.1, so the job runs on a machine without a network
@@ -9,6 +9,7 @@ used as given; the cluster's own settings decide addresses.
 from __future__ import annotations
 
 import os
+import sys
 from typing import Any
 
 DEFAULT_MASTER = "local[*]"
@@ -16,6 +17,19 @@ DEFAULT_MASTER = "local[*]"
 
 def is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[")
+
+
+def under_spark_submit() -> bool:
+    """spark-submit starts the JVM first and hands Python its gateway port in the environment."""
+    return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def default_master(given: str | None) -> str | None:
+    """`--master` if given; else spark-submit's own (None: left to the launcher) under
+    spark-submit; else DEFAULT_MASTER."""
+    if given:
+        return given
+    return None if under_spark_submit() else DEFAULT_MASTER
 
 
 def build_session(master: str | None = DEFAULT_MASTER, app_name: str = "kraftlab-analyze",
@@ -28,6 +42,11 @@ def build_session(master: str | None = DEFAULT_MASTER, app_name: str = "kraftlab
     if local:
         # Must be set before the JVM starts; the JVM reads it at launch.
         os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
+        # Executors of a local master run on this machine: this interpreter, unless told
+        # otherwise. A cluster's executors use spark.pyspark.python / PYSPARK_PYTHON as the
+        # user set them (`python3` on the executor's PATH by default): this path means
+        # nothing there.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = SparkSession.builder.appName(app_name)

@@ -241,9 +241,9 @@ def config_from_dict(values: dict[str, Any]) -> DataRunConfig:
 
 
 class Progress:
-    """Runs done, runs/s, simulated seconds per wall second, on stderr: one line redrawn every
-    second on a terminal; a new line every `log_interval_s` otherwise (a log file or CI output
-    gets readable lines, not thousands of carriage returns)."""
+    """Runs done, runs/s, simulated seconds per wall second and the time left, on stderr: one
+    line redrawn every second on a terminal; a new line every `log_interval_s` otherwise (a log
+    file or CI output gets readable lines, not thousands of carriage returns)."""
 
     def __init__(self, total: int, stream: Any = sys.stderr, log_interval_s: float = 15.0) -> None:
         self.total = total
@@ -259,7 +259,12 @@ class Progress:
         self.interval_s = 1.0 if self.terminal else log_interval_s
 
     def add(self, sim_ms: int) -> None:
-        self.done += 1
+        self.advance(1, sim_ms)
+
+    def advance(self, runs: int, sim_ms: int) -> None:
+        """`runs` more runs done, `sim_ms` simulated ms between them (the Spark engine reports
+        whole tasks at a time)."""
+        self.done += runs
         self.sim_ms += sim_ms
         now = time.monotonic()
         due = self._last is None or now - self._last >= self.interval_s
@@ -280,9 +285,20 @@ class Progress:
     def line(self) -> str:
         width = 30
         filled = width * self.done // max(self.total, 1)
+        rate = self.done / self.wall_s
         return (f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} runs "
-                f"{self.done / self.wall_s:.1f} runs/s "
-                f"{self.sim_ms / 1000 / self.wall_s:.0f} sim s/wall s")
+                f"{rate:.1f} runs/s "
+                f"{self.sim_ms / 1000 / self.wall_s:.0f} sim s/wall s"
+                f"{eta(self.total - self.done, rate)}")
+
+
+def eta(left: int, rate: float) -> str:
+    """` ETA 1h02m` from runs left and runs/s; empty before the first run and at the end."""
+    if left <= 0 or rate <= 0:
+        return ""
+    seconds = int(left / rate)
+    hours, rest = divmod(seconds, 3600)
+    return f" ETA {hours}h{rest // 60:02d}m" if hours else f" ETA {rest // 60}m{rest % 60:02d}s"
 
 
 def _work(args: tuple[dict[str, Any], bool]) -> RunOutput:
