@@ -85,7 +85,7 @@ def build_spec(args: argparse.Namespace) -> Any:
     from harness.sim.runs.matrix import DEFAULT_SEEDS, MatrixSpec, default_spec
 
     dims = {"modes": (str, ("isr", "quorum")), "acks": (str, ("1", "all")),
-            "min_isr": (int, (1, 2, 3)), "unclean": (_BOOLS.__getitem__, None),
+            "min_isr": (int, (1, 2, 3, 4, 5)), "unclean": (_BOOLS.__getitem__, None),
             "elr": (_BOOLS.__getitem__, None), "rf": (int, (1, 3, 5)),
             "leader_epoch": (_BOOLS.__getitem__, None),
             "nemeses": (str, NEMESES), "durations": (lambda v: int(float(v) * 1000), None)}

@@ -496,6 +496,11 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     parser = sub.add_parser(
         "compare", help="the main job: live cluster check, simulated matrix, Spark analysis")
+    add_options(parser)
+    parser.set_defaults(handler=cmd_compare)
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="./kraftlab-report", help="report directory")
     parser.add_argument("--preset", choices=("default", "tiny", "large"), default="default",
                         help="the scenario matrix: default (5,220 runs), tiny (54 runs), large "
@@ -521,4 +526,16 @@ def register(sub: Any) -> None:
     parser.add_argument("--metadata", choices=("raft", "abstract"), default="raft",
                         help="the matrix's metadata side: 3 simulated Raft voters (default) or "
                              "the abstract single controller (docs/compare.md)")
-    parser.set_defaults(handler=cmd_compare)
+
+
+if __name__ == "__main__":
+    # spark-submit runs this file as a script (docs/compare.md); `--py-files kraftlab.zip`
+    # (python -m harness.spark.ship) makes the packages importable on the driver and ships
+    # them to the executors.
+    from harness.runtime.logs import configure_logging
+
+    configure_logging(level="warning")
+    script = argparse.ArgumentParser(prog="compare.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_options(script)
+    sys.exit(cmd_compare(script.parse_args()))
