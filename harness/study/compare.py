@@ -268,7 +268,7 @@ def live_queue_runs(out: Path, modes: tuple[str, ...] = LIVE_MODES,
 class MatrixOutcome:
     """Phase 2's result: where the rows are and what went wrong."""
 
-    runs_dir: Path
+    runs_dir: Path | str  # a directory, or a URI (`--rows hdfs://...`) Spark wrote to
     runs: int
     wall_s: float
     engine: str  # "spark" or "local"
@@ -321,17 +321,19 @@ def run_matrix_local(out: Path, spec: Any, jobs: int | None) -> MatrixOutcome:
 
 
 def run_pipeline(out: Path, spec: Any, engine: str, master: str | None, jobs: int | None,
-                 extra_inputs: list[Path]) -> tuple[MatrixOutcome, Any]:
-    """Phases 2 and 3 in one SparkSession. With `--engine local` the session starts after the
-    local processes have run (no fork beside a live JVM gateway)."""
-    from harness.spark.compare import Progress, analyze
+                 extra_inputs: list[Path], rows: str | None = None) -> tuple[MatrixOutcome, Any]:
+    """Phases 2 and 3 in one SparkSession; the rows go to `rows` (a URI Spark writes, engine
+    spark only) or OUT/runs. With `--engine local` the session starts after the local
+    processes have run (no fork beside a live JVM gateway)."""
+    from harness.spark.compare import Progress, analyze, is_uri
 
-    runs = out / "runs"
-    if runs.exists():
+    runs: Path | str = rows if rows and is_uri(rows) else Path(rows or out / "runs").resolve()
+    if isinstance(runs, Path) and runs.exists():
         shutil.rmtree(runs)  # rows of an earlier run must not mix into this analysis
     stages = Progress()
     local = None
     if engine == "local":
+        assert isinstance(runs, Path), "the local engine writes local files"
         runs.mkdir(parents=True)
         local = run_matrix_local(runs, spec, jobs)
     spark = start_spark(master, stages)
@@ -410,6 +412,12 @@ def write_index(out: Path, live: Path | None, live_ok: bool, matrix: MatrixOutco
                 result: Any, queue: list[dict[str, Any]] | None = None,
                 failed: list[str] | None = None, preset: str = "default") -> Path:
     runs = matrix.runs_dir
+    if isinstance(runs, Path) and runs.is_relative_to(out):
+        rows = f"`{runs.relative_to(out)}` ({matrix_speed(runs, matrix.wall_s)})"
+    elif isinstance(runs, Path):
+        rows = f"`{runs}` ({matrix_speed(runs, matrix.wall_s)})"
+    else:
+        rows = f"`{runs}` ({matrix.runs} runs, {matrix.wall_s:.0f} s wall)"
     where = (f"Spark tasks on `{matrix.master}`" if matrix.engine == "spark"
              else "local processes")
     lines = [
@@ -422,7 +430,7 @@ def write_index(out: Path, live: Path | None, live_ok: bool, matrix: MatrixOutco
            f"returned the written value: **{live_ok}**. " if live else "skipped or failed. ")
         + live_runs_line(out, queue or []),
         f"2. Simulated scenario matrix (preset `{preset}`, {where}): run-summary Parquet in "
-        f"`{runs.relative_to(out)}` ({matrix_speed(runs, matrix.wall_s)}).",
+        f"{rows}.",
         f"3. Spark analysis: [{result.report.relative_to(out)}]({result.report.relative_to(out)})"
         " (tables, plots, conclusions).",
         "",
@@ -455,6 +463,8 @@ def matrix_spec(args: argparse.Namespace) -> Any:
 def cmd_compare(args: argparse.Namespace) -> int:
     try:
         spec = matrix_spec(args)
+        if args.rows and args.engine == "local":
+            raise ValueError("--rows is where Spark writes the rows: it needs --engine spark")
     except ValueError as exc:
         print(f"kraftlab compare: INVALID_REQUEST: {exc}", file=sys.stderr)
         return 2
@@ -480,7 +490,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.spark.session import default_master
 
     matrix, result = run_pipeline(out, spec, args.engine, default_master(args.master),
-                                  args.jobs, extra)
+                                  args.jobs, extra, args.rows)
     failed = problems(not args.skip_live, live, live_ok, modes, queue, matrix)
     index = write_index(out, live, live_ok, matrix, result, queue, failed, args.preset)
     for source, said in result.sentences.items():
@@ -514,6 +524,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--master", default=None,
                         help="Spark master URL for the matrix and the analysis (default "
                              "local[*]; under spark-submit, spark-submit's)")
+    parser.add_argument("--rows", default=None, metavar="URI",
+                        help="where Spark writes the matrix rows (default OUT/runs): on a "
+                             "cluster of several machines, a location the driver and every "
+                             "executor read, e.g. hdfs:///kraftlab/runs or a shared mount")
     parser.add_argument("--jobs", type=int, default=None,
                         help="simulator processes of --engine local (default: all cores)")
     parser.add_argument("--skip-live", "--no-live", action="store_true",

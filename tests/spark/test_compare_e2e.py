@@ -90,15 +90,17 @@ def test_compare_end_to_end_with_the_live_phase(tmp_path: Path) -> None:
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
 def test_compare_runs_matrix_and_analysis_in_one_spark_session(tmp_path: Path) -> None:
-    # The default suite's smaller variant of the test above: no live phase, 9 runs.
-    out = tmp_path / "report"
+    # The default suite's smaller variant of the test above: no live phase, 9 runs, the rows
+    # given as a URI outside OUT (as `--rows hdfs://...` on a cluster).
+    out, rows = tmp_path / "report", tmp_path / "shared" / "rows"
     done = subprocess.run(
         [sys.executable, "-m", "harness", "compare", "--preset", "tiny", "--faults",
-         "kill-leader", "--seeds", "1", "--no-live", "--master", "local[2]", "--out", str(out)],
+         "kill-leader", "--seeds", "1", "--no-live", "--master", "local[2]", "--out", str(out),
+         "--rows", rows.as_uri()],
         cwd=tmp_path, env=clean_env(PYTHONPATH=str(ROOT)), capture_output=True, text=True,
         timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert len(read_dataset(out / "runs")) == 9
+    assert len(read_dataset(rows)) == 9 and not (out / "runs").exists()
     assert "sim: 9" in (out / "analysis" / "compare.md").read_text()
     lines = done.stderr.splitlines()
     # One session: started once, before the matrix; the analysis' stages follow in it.
@@ -106,7 +108,8 @@ def test_compare_runs_matrix_and_analysis_in_one_spark_session(tmp_path: Path) -
     matrix = next(i for i, line in enumerate(lines) if "9 runs as Spark tasks on local[2]" in line)
     assert len(starts) == 1 and starts[0] < matrix
     assert any("9/9 runs" in line for line in lines[matrix:])
-    assert "Spark tasks on `local[2]`" in (out / "report.md").read_text()
+    index = (out / "report.md").read_text()
+    assert "Spark tasks on `local[2]`" in index and f"`{rows.as_uri()}` (9 runs" in index
 
 
 def _run(mode: str, verdict: str, code: int) -> dict:
