@@ -20,7 +20,7 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
@@ -335,19 +335,3 @@ def run_local(configs: Sequence[DataRunConfig], jobs: int | None = None,
             collect(pool.imap(_work, tasks, chunksize=max(1, min(8, len(tasks) // (jobs * 8)))))
     return outputs
 
-
-def iter_chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
-
-
-def run_default(out: Any, seeds: int = DEFAULT_SEEDS, jobs: int | None = None,
-                stream: Any = sys.stderr, metadata: str = "raft") -> tuple[Any, float]:
-    """The default matrix (what `kraftlab compare` runs) written to `out`: (parquet path,
-    wall seconds)."""
-    from harness.results.schema import write_dataset
-
-    configs = default_spec(seeds, metadata).configs()
-    progress = Progress(len(configs), stream)
-    outputs = run_local(configs, jobs, progress=progress)
-    return write_dataset([o.row for o in outputs], out, part="local"), progress.wall_s
