@@ -18,8 +18,12 @@ the controller nemeses act) or `abstract` (one controller committing after a fix
 recorded in each row's metadata_quorum column.
 
 This module adds the `matrix` kind to S's `sim` group from outside, like harness/cli/sim_cluster.py.
+--engine spark runs the matrix as Spark tasks on --master (harness/spark/matrix.py), kraftlab's
+code shipped to the executors; a run that raises there is reported with its seed, config and
+the command replaying it here (docs/compare.md, "Running on Spark").
 Exit code: 0; 1 if a simulator invariant (HW above the ISR's LEO, a leader epoch going back)
-broke in any run (anomalies the checkers find are results, not failures); 2 on bad options.
+broke in any run, or a run failed in an executor (anomalies the checkers find are results, not
+failures); 2 on bad options.
 """
 
 from __future__ import annotations

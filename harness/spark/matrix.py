@@ -1,8 +1,8 @@
 """The scenario matrix as Spark tasks (`kraftlab compare`, `kraftlab sim matrix --engine spark`).
 
 The driver ships kraftlab's code to the executors (harness/spark/ship.py), parallelizes the run
-configs (plain dicts, harness/sim/runs/matrix.py `config_to_dict`) into tasks of a few dozen
-runs, and each task runs its runs with the same pure-Python simulator (`run_one`) inside the
+configs (plain dicts, harness/sim/runs/matrix.py `config_to_dict`) into tasks of
+RUNS_PER_TASK runs, and each task runs its runs with the same pure-Python simulator (`run_one`) inside the
 executor's Python worker, validates each row (harness/results/row.py) and yields it as a
 record; Spark writes the records as Parquet with the run-summary schema (`spark_schema`).
 Runs are pure functions of their config, so the rows equal the local engine's for the same
@@ -17,9 +17,9 @@ caught in the executor and reported, not retried: the simulator is deterministic
 would raise again, and Spark's own failure (a task retried four times, then a Py4J trace)
 would not name the run.
 
-Local masters are pinned to 127.0.0.1 by harness/spark/session.py; the executors' Python is
-this interpreter on a local master, and on a cluster the one `spark.pyspark.python` or
-PYSPARK_PYTHON names (`python3` on the executor's PATH by default).
+Local and loopback masters are pinned to 127.0.0.1 by harness/spark/session.py; the executors'
+Python is this interpreter on a local master, and on a cluster the one PYSPARK_PYTHON (or
+spark-submit's `spark.pyspark.python`) names, `python3` on the executor's PATH by default.
 """
 
 from __future__ import annotations
@@ -76,7 +76,7 @@ class SparkMatrixResult:
     rows: int
     wall_s: float
     sim_ms: int
-    cpu_ms: int  # executors' CPU inside the runs (wall x cores minus this: Spark's share)
+    cpu_ms: int  # executors' CPU inside the runs (against wall x cores: how busy they were)
     tasks: int
     failures: tuple[RunFailure, ...]
     violations: tuple[str, ...]  # "<run_id>: <broken simulator invariant>"
