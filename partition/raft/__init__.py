@@ -5,6 +5,7 @@ Raft group running quorum.raft's RaftCore over the partition's own log (sans-IO)
   HW, Kafka's error codes), composed with RaftCore through its public API;
 - `log`: RaftPartitionLog, the PartitionLog as the Raft log, the core's read view, quorum-state;
 - `entries`: how Kafka batches map to Raft entries (one entry per offset);
+- `idempotence`: the KIP-98 check of produce requests appended together in one call;
 - `effects`: the effect list, its executor over the shared Raft executor, grouped-flush stages;
 - `mux`: RaftMux and TickGrid, one message per broker pair per round for all partitions;
 - `status`: the describe view (leader, epoch, voters with roles and lag);
@@ -31,6 +32,7 @@ from partition.raft.mux import PartitionKey, RaftEnvelope, RaftItem, RaftMux, Ti
 from partition.raft.replica import (
     AnswerLongPolls,
     PeerUnreachable,
+    ProducesReceived,
     RaftMessageReceived,
     RaftPartitionInput,
     RaftReplica,
@@ -48,6 +50,7 @@ __all__ = [
     "PartitionEffectEnv",
     "PartitionKey",
     "PeerUnreachable",
+    "ProducesReceived",
     "RaftEnvelope",
     "RaftItem",
     "RaftMessageReceived",

@@ -28,6 +28,7 @@ from partition.raft import (
     Effect,
     PartitionKey,
     PeerUnreachable,
+    ProducesReceived,
     RaftEnvelope,
     RaftMessageReceived,
     RaftMux,
@@ -411,6 +412,24 @@ class Router:
             ids.append(request_id)
         self._end_round(broker)
         return ids
+
+    def produce_together(self, writes: list[tuple[bytes, int]], partition: int = 0,
+                         to: int | None = None, timeout_ms: int = 30_000) -> list[int]:  # fmt: skip
+        """(records, acks) produce requests handed to one core in ONE call (ProducesReceived:
+        what a driver does with the produce requests of one event-loop round); request ids."""
+        key = self.keys[partition]
+        node = to if to is not None else self.leader(partition).broker.node_id
+        requests = []
+        for records, acks in writes:
+            request_id = self.next_request_id
+            self.next_request_id += 1
+            req = wire(ProduceRequest(key[0], key[1], request_id, records, acks, timeout_ms))
+            self.requests[request_id] = (key, req)
+            requests.append(req)
+        broker = self.brokers[node]
+        self._call(broker.replicas[key], ProducesReceived(tuple(requests)))
+        self._end_round(broker)
+        return [req.request_id for req in requests]
 
     def on_produce_answer(self, replica: Replica, response: ProduceResponse) -> None:
         self.responses[response.request_id] = response
