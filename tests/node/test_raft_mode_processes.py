@@ -90,6 +90,45 @@ def broker_state(c: LiveCluster, broker: int) -> dict[str, Any]:
     return next(b for b in brokers if b["id"] == broker)
 
 
+def test_describe_status_and_metrics_show_the_raft_groups(rcluster: LiveCluster) -> None:
+    c = rcluster
+    topic = "raft-shown"
+    cli(c, "topic", "create", topic, "--partitions", "2", "--replication-factor", "3",
+        "--config", "replication.mode=raft")  # fmt: skip
+    for p in (0, 1):
+        poll(lambda p=p: c.client(1, 2.0).get_json(f"/topics/{topic}")["partitions"][p]["leader"]
+             is not None, 20, f"a leader of partition {p}")  # fmt: skip
+    for i in range(3):
+        assert poll(lambda i=i: produce(c, described(c, topic)["leader"], topic, f"d{i}"), 10,
+                    "acks=all")  # fmt: skip
+    image = described(c, topic)
+
+    def shown() -> str | None:
+        out = cli(c, "topic", "describe", topic)
+        # Every voter fetched recently once the leader heard from all of them: no "unknown".
+        return out if out.count("(follower, lag 0)") == 4 else None
+
+    out = poll(shown, 20, "both partitions' followers caught up in describe")
+    lines = out.splitlines()
+    assert "Configs: replication.mode=raft" in lines[0]
+    assert lines[1] == ("\tNote: min.insync.replicas does not apply: acks=all waits for a "
+                        "majority of the voters (replication.mode=raft)")
+    raft0 = next(line for line in lines if line.startswith("\t  Raft:"))
+    fields = dict(f.split(": ", 1) for f in raft0.strip().removeprefix("Raft: ").split("\t"))
+    assert fields["Leader"] == str(image["leader"])
+    assert fields["Epoch"] == str(image["leader_epoch"])
+    assert fields["HighWatermark"] == fields["LogEndOffset"] == "4"  # marker + 3 records
+    assert f"{image['leader']} (leader)" in fields["Voters"] and fields["AcksAllNeeds"] == "2"
+    status = cli(c, "cluster", "status")
+    assert "0 offline, 0 under-replicated, 0 under-min-ISR" in status
+    leader = image["leader"]
+    metrics = c.client(leader, 2.0).request("GET", "/metrics")[1]
+    led = next(line for line in metrics.splitlines()
+               if line.startswith("kraftlab_raft_partition_leader_count "))  # fmt: skip
+    assert float(led.split()[1]) >= 1
+    assert f'kraftlab_replica_high_watermark{{partition="0",topic="{topic}"}}' in metrics
+
+
 def test_kill_minus_9_of_the_leader_moves_leadership_before_the_session_expires(
     rcluster: LiveCluster,
 ) -> None:
