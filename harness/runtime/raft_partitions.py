@@ -10,14 +10,17 @@ and fetch requests from clients, due timers. Per round:
    of every call, and must never count an append that is not fsynced). Produce requests always
    wait for the end of the round, so that all of a partition's produce requests of the round are
    ONE call (ProducesReceived: one append, one fsync for all of them).
-2. Each call's effects are cut by `flush_stages`; stage 0 runs at once, the rest after the fsync.
+2. Each call's effects are cut by `flush_stages`; stage 0 runs at once, the rest after the fsync
+   of the log and the write of the election state it asks for.
 3. End of round (`loop.call_soon`, once): phase merging after a timer round (AnswerLongPolls,
    partition/raft/mux.py); then, until nothing is left: feed every free core what waits for it
    (queued inputs, then the round's produce requests), put the envelopes of what ran on the wire
    (rule 2: a Send depends only on flushes of earlier stages), fsync every log a stage left dirty,
    once each, in parallel threads when there are several (os.fsync releases the GIL; the loop
-   waits, as it waits for every fsync in this runtime), then run their next stages. Last, the
-   cores' timers are re-armed on the TickGrid (one loop timer for all of them).
+   waits, as it waits for every fsync in this runtime), write every election state the stages
+   asked to persist in ONE atomic write (partition/raft/election_states.py: an election among
+   a thousand partitions would otherwise be a thousand fsynced files per round), then run their
+   next stages. Last, the cores' timers are re-armed on the TickGrid (one loop timer for all).
 4. Every Raft message between two brokers in a round travels in ONE RaftEnvelope per broker pair
    and direction (RaftMux), split only above ENVELOPE_MAX_BYTES of records.
 
@@ -73,6 +76,7 @@ from partition.raft import (
     unbundle,
 )
 from partition.raft.effects import RaftEffect
+from partition.raft.election_states import ElectionStates
 from partition.replica import FetchRequest, FetchResponse, ProduceRequest, ProduceResponse
 from quorum import codec
 from quorum.raft.config import RaftConfig
@@ -134,6 +138,7 @@ class HostedRaft:
     core: RaftReplica
     stages: list[Stage] = field(default_factory=list)
     needs_flush: bool = False
+    persist: ElectionState | None = None  # made durable with the round's other votes
     busy: bool = False
     queued: deque[RaftPartitionInput | None] = field(default_factory=deque)
     produces: list[ProduceRequest] = field(default_factory=list)
@@ -145,7 +150,7 @@ class HostedRaft:
 
     @property
     def has_work_left(self) -> bool:
-        return self.needs_flush or bool(self.stages) or self.busy
+        return self.needs_flush or self.persist is not None or bool(self.stages) or self.busy
 
     # -- harness.drive.effects.EffectEnv
     @property
@@ -156,7 +161,10 @@ class HostedRaft:
         self.host.mux.add(to, self.key, message)
 
     def persist_election_state(self, state: ElectionState) -> None:
-        self.store.persist_election_state(state)
+        # Stages carry PersistElectionState as Stage.persist (grouped per round); an effect
+        # list run without flush_stages still persists durably here, at once.
+        self.host.election_states.put(self.key, state)
+        self.host.election_states.write()
 
     def on_commit_advanced(self, high_watermark: int) -> None:
         self.store.update_high_watermark(high_watermark)
@@ -184,8 +192,8 @@ class HostedRaft:
 class RaftPartitions:
     """Every raft partition replica of one broker process, on the running loop."""
 
-    def __init__(self, node: NodeContext, answers: ClientAnswers,
-                 listener: LeadershipListener) -> None:  # fmt: skip
+    def __init__(self, node: NodeContext, answers: ClientAnswers, listener: LeadershipListener,
+                 election_states: ElectionStates) -> None:  # fmt: skip
         self.node = node
         self.loop = node.loop
         self.answers = answers
@@ -193,6 +201,8 @@ class RaftPartitions:
         self.raft_config = raft_config_of(node)
         self.mux = RaftMux(node.node_id)
         self.grid: TickGrid[PartitionKey] = TickGrid(TICK_QUANTUM_MS)
+        self.election_states = election_states
+        election_states.load()
         self.replicas: dict[PartitionKey, HostedRaft] = {}
         self.by_name: dict[tuple[str, int], HostedRaft] = {}
         self._touched: dict[PartitionKey, HostedRaft] = {}
@@ -219,9 +229,11 @@ class RaftPartitions:
         seed = (seed * 1_000_003 + zlib.crc32(topic_id.encode()) * 1009 + partition
                 if seed >= 0 else int.from_bytes(os.urandom(8), "big"))  # fmt: skip
         config = RaftPartitionConfig.from_topic_configs(configs, self.raft_config)
+        key = (topic_id, partition)
+        election_state = self.election_states.get(key) or store.election_state()
         core = RaftReplica(self.node.node_id, topic_id, partition, voters, store, seed=seed,
                            now_ms=self.node.now_ms(), config=config,
-                           election_state=store.election_state(), topic=topic)  # fmt: skip
+                           election_state=election_state, topic=topic)  # fmt: skip
         r = HostedRaft(self, topic, topic_id, partition, plog, store, core)
         self.replicas[r.key] = r
         self.by_name[(topic, partition)] = r
@@ -235,10 +247,13 @@ class RaftPartitions:
         """Dynamic topic config (max.message.bytes); the Raft timing is the broker's."""
         r.core.config = RaftPartitionConfig.from_topic_configs(configs, self.raft_config)
 
-    def remove(self, key: PartitionKey) -> HostedRaft | None:
-        """Stop hosting (the caller closes or deletes the log). What waits is dropped: produce
-        requests are answered NOT_LEADER_OR_FOLLOWER by the replica manager's lookup next time."""
+    def remove(self, key: PartitionKey, deleted: bool) -> HostedRaft | None:
+        """Stop hosting (the caller closes or deletes the log; a deleted topic's election state
+        goes with the next write). What waits is dropped: produce requests are answered
+        NOT_LEADER_OR_FOLLOWER by the replica manager's lookup next time."""
         r = self.replicas.pop(key, None)
+        if deleted:
+            self.election_states.forget(key)
         if r is None:
             return None
         self.by_name.pop((r.topic, r.partition), None)
@@ -326,10 +341,11 @@ class RaftPartitions:
     def _advance(self, r: HostedRaft) -> None:
         r.busy = True
         try:
-            while r.stages and not r.needs_flush:
+            while r.stages and not r.needs_flush and r.persist is None:
                 stage = r.stages.pop(0)
                 execute_partition_effects(stage.effects, r)
                 r.needs_flush = stage.flush_after
+                r.persist = stage.persist
         finally:
             r.busy = False
 
@@ -364,12 +380,11 @@ class RaftPartitions:
             for r in list(self._touched.values()):
                 self._feed(r)
             self._ship()
-            dirty = [r for r in self._touched.values() if r.needs_flush]
+            dirty = [r for r in self._touched.values() if r.needs_flush or r.persist is not None]
             if not dirty:
                 break
-            self._fsync(dirty)
+            self._make_durable(dirty)
             for r in dirty:
-                r.needs_flush = False
                 self._advance(r)
         self._ship()
         now_ms = self.node.now_ms()
@@ -389,16 +404,29 @@ class RaftPartitions:
                 if r.core.is_leader and peer in r.core.voters:
                     self._input(r, AnswerLongPolls(peer, due_by))
 
-    def _fsync(self, dirty: list[HostedRaft]) -> None:
-        self.fsync_rounds += 1
-        self.log_fsyncs += len(dirty)
-        if len(dirty) == 1:
-            dirty[0].store.flush()
-            return
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(FSYNC_THREADS, thread_name_prefix="raft-fsync")
-        for _ in self._pool.map(lambda r: r.store.flush(), dirty):
-            pass  # re-raises the first error here, on the loop
+    def _make_durable(self, dirty: list[HostedRaft]) -> None:
+        """Every log a stage left unflushed fsynced once (in parallel), then every election
+        state of the round in ONE write (partition/raft/election_states.py)."""
+        logs = [r for r in dirty if r.needs_flush]
+        if logs:
+            self.fsync_rounds += 1
+            self.log_fsyncs += len(logs)
+            if len(logs) == 1:
+                logs[0].store.flush()
+            else:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(FSYNC_THREADS, thread_name_prefix="raft-fsync")
+                for _ in self._pool.map(lambda r: r.store.flush(), logs):
+                    pass  # re-raises the first error here, on the loop
+            for r in logs:
+                r.needs_flush = False
+        votes = [r for r in dirty if r.persist is not None]
+        if votes:
+            for r in votes:
+                assert r.persist is not None
+                self.election_states.put(r.key, r.persist)
+                r.persist = None
+            self.election_states.write()
 
     def _ship(self) -> None:
         for envelope in self.mux.drain():
@@ -433,6 +461,11 @@ class RaftPartitions:
         for r in self.replicas.values():
             if r.needs_flush:
                 r.store.flush()
+        if any(r.persist is not None for r in self.replicas.values()):
+            for r in self.replicas.values():
+                if r.persist is not None:
+                    self.election_states.put(r.key, r.persist)
+            self.election_states.write()
         if self._pool is not None:
             self._pool.shutdown(wait=True)
 

@@ -65,6 +65,7 @@ from harness.runtime.raft_partitions import RaftPartitions, status_row
 from partition.log.log import PartitionLog
 from partition.log.manager import LogManager
 from partition.log.storage import BufferedFileStorage, FileStorage
+from partition.raft.election_states import ELECTION_STATES_FILE, ElectionStates
 from partition.replica import (
     ACKS_NONE,
     CONSUMER_REPLICA_ID,
@@ -198,7 +199,8 @@ class ReplicaManager:
         self.position_reports_sent = 0
         # replication.mode=raft partitions: their own driver and leadership reports.
         self.leadership = RaftLeadership(node, broker)
-        self.raft = RaftPartitions(node, self, self.leadership)
+        states = ElectionStates(storage, str(self.data_dir / ELECTION_STATES_FILE))
+        self.raft = RaftPartitions(node, self, self.leadership, states)
         self.leadership.start(self.raft)
         self._arm_housekeeping()
         self._arm_retention()
@@ -378,9 +380,10 @@ class ReplicaManager:
         self._drop_log(r.topic, r.partition, deleted=part is None)
 
     def _remove_raft(self, image: MetadataImage, key: tuple[str, int]) -> None:
-        r = self.raft.remove(key)
+        deleted = image.partition(*key) is None
+        r = self.raft.remove(key, deleted)
         if r is not None:
-            self._drop_log(r.topic, r.partition, deleted=image.partition(*key) is None)
+            self._drop_log(r.topic, r.partition, deleted)
 
     def _drop_log(self, topic: str, partition: int, deleted: bool) -> None:
         if deleted:
