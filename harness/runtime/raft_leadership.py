@@ -6,9 +6,11 @@ it. This module makes the decision visible, without putting anything on its path
 - To the controller: every partition this broker leads whose leader, Raft epoch or in-sync
   voters the metadata image does not show yet goes into ONE ReportRaftLeadersRequest (all
   partitions at once, one in flight), sent right after a round in which this broker became a
-  leader, and re-checked every REPORT_INTERVAL_MS (the in-sync voters change; a report was lost;
-  the controller was down). The controller records it (quorum/controller/raft_leaders.py). With
-  no controller the report simply fails and is tried again later: elections and writes go on.
+  leader, and re-checked every REPORT_INTERVAL_MS (a report was lost; the controller was down,
+  or dropped a leader it fenced). The in-sync voters are compared every ISR_CHECK_INTERVAL_MS
+  only: they cost a status of each group led here, and they are informational. The controller
+  records it all (quorum/controller/raft_leaders.py). With no controller the report fails and is
+  tried again later: elections and writes go on.
 - To clients: `leader_for(part)` is the (leader, epoch) a Metadata answer gives for a partition:
   the image's, unless this broker's own replica knows a newer Raft epoch with a leader (or the
   same epoch, where the image names nobody). So with every controller down, a broker hosting a
@@ -39,6 +41,7 @@ from quorum.raft.effects import LeaderChanged
 log = structlog.get_logger()
 
 REPORT_INTERVAL_MS = 1_000
+ISR_CHECK_INTERVAL_MS = 5_000
 
 
 def in_sync_voters(r: HostedRaft) -> tuple[int, ...]:
@@ -58,6 +61,7 @@ class RaftLeadership:
         self._in_flight = False
         self._check_scheduled = False
         self._timer: Any = None
+        self._next_isr_check_ms = 0
         self._closed = False
         self.reports_sent = 0
         self.leaders_reported = 0
@@ -85,13 +89,18 @@ class RaftLeadership:
     def _on_timer(self) -> None:
         if self._closed:
             return
-        self.check()
+        now_ms = self.node.now_ms()
+        with_isr = now_ms >= self._next_isr_check_ms
+        if with_isr:
+            self._next_isr_check_ms = now_ms + ISR_CHECK_INTERVAL_MS
+        self.check(with_isr)
         self._timer = self.loop.call_later(REPORT_INTERVAL_MS / 1000, self._on_timer)
 
     # --- reports --------------------------------------------------------------------------------
 
-    def unrecorded(self) -> list[RaftLeader]:
-        """Partitions led here whose leader, epoch or in-sync voters the image lacks."""
+    def unrecorded(self, with_isr: bool = True) -> list[RaftLeader]:
+        """Partitions led here whose leader or epoch (or, `with_isr`, in-sync voters) the image
+        lacks; a partition new to the image's leadership is reported with its in-sync voters."""
         if self.partitions is None:
             return []
         image = self.node.image
@@ -103,16 +112,22 @@ class RaftLeadership:
             part = image.partition(r.topic_id, r.partition)
             if part is None:
                 continue
-            isr = in_sync_voters(r)
             epoch = r.core.leader_epoch
-            if (part.leader, part.leader_epoch, part.isr) != (me, epoch, isr):
-                out.append(RaftLeader(r.topic_id, r.partition, epoch, isr))
+            if (part.leader, part.leader_epoch) == (me, epoch):
+                if not with_isr:
+                    continue
+                isr = in_sync_voters(r)
+                if isr == part.isr:
+                    continue
+            else:
+                isr = in_sync_voters(r)
+            out.append(RaftLeader(r.topic_id, r.partition, epoch, isr))
         return out
 
-    def check(self) -> None:
+    def check(self, with_isr: bool = False) -> None:
         if self._in_flight or self._closed or not self.broker.session.registered:
             return
-        leaders = self.unrecorded()
+        leaders = self.unrecorded(with_isr)
         if not leaders:
             return
         self._in_flight = True

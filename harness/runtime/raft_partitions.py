@@ -82,6 +82,7 @@ from quorum import codec
 from quorum.raft.config import RaftConfig
 from quorum.raft.effects import ElectionState, LeaderChanged
 from quorum.raft.log import OffsetAndEpoch
+from quorum.raft.messages import FetchRequest as RaftFetch
 from quorum.raft.messages import FetchResponse as RaftFetchResponse
 
 log = structlog.get_logger()
@@ -142,6 +143,9 @@ class HostedRaft:
     busy: bool = False
     queued: deque[RaftPartitionInput | None] = field(default_factory=deque)
     produces: list[ProduceRequest] = field(default_factory=list)
+    # Peers whose Fetch this leader holds unanswered (a long poll): marked when a Fetch is fed,
+    # cleared by any Fetch answer sent to that peer. Phase merging asks only these.
+    parked: set[int] = field(default_factory=set)
     config_overrides: dict[str, str] = field(default_factory=dict)  # the topic's, last applied
 
     @property
@@ -158,6 +162,8 @@ class HostedRaft:
         return self.store
 
     def send(self, to: int, message: Any) -> None:
+        if isinstance(message, RaftFetchResponse):
+            self.parked.discard(to)
         self.host.mux.add(to, self.key, message)
 
     def persist_election_state(self, state: ElectionState) -> None:
@@ -333,6 +339,8 @@ class RaftPartitions:
         """One input (None: a tick); stage 0 of its effects runs now."""
         now_ms = self.node.now_ms()
         self.core_calls += 1
+        if isinstance(message, RaftMessageReceived) and isinstance(message.message, RaftFetch):
+            r.parked.add(message.src)  # until an answer to it leaves (HostedRaft.send)
         effects = r.core.tick(now_ms) if message is None else r.core.handle(message, now_ms)
         r.stages = flush_stages(effects) if effects else []
         self._advance(r)
@@ -398,11 +406,13 @@ class RaftPartitions:
         """After a timer round whose envelope to F answers a long poll: answer F's other parked
         fetches due within the poll wait now, so idle partitions share one phase per broker pair
         (partition/raft/mux.py)."""
+        peers = self.mux.fetch_answers_to()
+        if not peers:
+            return
         due_by = self.node.now_ms() + self.raft_config.fetch_max_wait_ms
-        for peer in self.mux.fetch_answers_to():
-            for r in self.replicas.values():
-                if r.core.is_leader and peer in r.core.voters:
-                    self._input(r, AnswerLongPolls(peer, due_by))
+        for peer in peers:
+            for r in [r for r in self.replicas.values() if peer in r.parked]:
+                self._input(r, AnswerLongPolls(peer, due_by))
 
     def _make_durable(self, dirty: list[HostedRaft]) -> None:
         """Every log a stage left unflushed fsynced once (in parallel), then every election

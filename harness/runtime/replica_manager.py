@@ -243,10 +243,13 @@ class ReplicaManager:
         for key in [k for k in self.raft.replicas if k not in hosted]:
             self._remove_raft(image, key)
         raft_topics: dict[str, bool] = {}
+        new_raft: list[tuple[str, str, Partition, PartitionLog]] = []
         for topic, part in assigned:
             key = (topic.topic_id, part.partition)
             if raft_topics.setdefault(topic.name, self._is_raft(image, topic.name)):
-                self._sync_raft(image, topic.name, topic.topic_id, part, overrides_of)
+                plog = self._sync_raft(image, topic.name, topic.topic_id, part, overrides_of)
+                if plog is not None:
+                    new_raft.append((topic.name, topic.topic_id, part, plog))
                 continue
             r = self.replicas.get(key)
             if r is None:
@@ -261,30 +264,32 @@ class ReplicaManager:
             if part != r.last_partition or eligible != r.last_eligible:
                 r.last_partition, r.last_eligible = part, eligible
                 self._step(r, MetadataUpdated(part, eligible))
-        if self.raft.replicas:
-            self.leadership.schedule_check()  # the image may now lack what this broker leads
+        # The cores of new raft partitions start together, after every log was opened (a
+        # thousand logs take seconds): their election timers all start from now.
+        for name, topic_id, part, plog in new_raft:
+            new = self.raft.create(name, topic_id, part.partition, part.replicas, plog,
+                                   self.topic_logs.effective(overrides_of[name]))  # fmt: skip
+            new.config_overrides = overrides_of[name]
 
     @staticmethod
     def _is_raft(image: MetadataImage, topic: str) -> bool:
         return image.topic_configs(topic).get(REPLICATION_MODE) == REPLICATION_MODE_RAFT
 
     def _sync_raft(self, image: MetadataImage, topic: str, topic_id: str, part: Partition,
-                   overrides_of: dict[str, dict[str, str]]) -> None:  # fmt: skip
-        """A raft partition assigned here: host it (its voters are its replicas, fixed at
-        creation), or apply a changed topic config to its log and core."""
+                   overrides_of: dict[str, dict[str, str]]) -> PartitionLog | None:  # fmt: skip
+        """A raft partition assigned here: its log opened if it is new (the caller hosts it,
+        its voters being its replicas, fixed at creation), or a changed topic config applied."""
         overrides = overrides_of.get(topic)
         if overrides is None:
             overrides = overrides_of[topic] = image.topic_config_overrides(topic)
         r = self.raft.replicas.get((topic_id, part.partition))
         if r is None:
-            plog = self._open_log(image, topic, topic_id, part.partition)
-            r = self.raft.create(topic, topic_id, part.partition, part.replicas, plog,
-                                 self.topic_logs.effective(overrides))  # fmt: skip
-            r.config_overrides = overrides
-        elif overrides != r.config_overrides:
+            return self._open_log(image, topic, topic_id, part.partition)
+        if overrides != r.config_overrides:
             r.config_overrides = overrides
             self.log_manager.set_config(topic, part.partition, self.topic_logs.log_config(overrides))
             self.raft.set_configs(r, self.topic_logs.effective(overrides))
+        return None
 
     def _caught_up(self, image: MetadataImage) -> bool:
         """Kafka's initial catch-up (BrokerServer publishes metadata to the ReplicaManager only

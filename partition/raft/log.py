@@ -20,6 +20,10 @@ snapshot methods raise and the driver must not apply retention to raft partition
 The `quorum-state` file (Kafka's FileQuorumStateStore JSON, in the partition directory) holds the
 partition's ElectionState. `persist_election_state` replaces it atomically (tmp, fsync, rename,
 fsync dir): the driver calls it for PersistElectionState, before any later effect runs.
+
+The partition's leader-epoch-checkpoint is written when the log flushes (LeaderEpochCache
+write_on_flush): Raft flushes before an append is acknowledged, and an election among many
+partitions then costs no extra fsync per partition on the driver's loop.
 """
 
 from __future__ import annotations
@@ -67,6 +71,10 @@ class RaftPartitionLog:
     def __init__(self, log: PartitionLog) -> None:
         self.log = log
         self.flush_count = 0
+        # Every append counts toward the majority only after the driver's fsync of this log
+        # (grouped per round), so the leader epoch checkpoint is written with that flush, not
+        # once more per new epoch on the loop (partition/log/epoch_cache.py, write_on_flush).
+        log.epoch_cache.write_on_flush()
 
     # -- RaftLog --------------------------------------------------------------------------------
 
