@@ -5,7 +5,7 @@ Raft group running quorum.raft's RaftCore over the partition's own log (sans-IO)
   HW, Kafka's error codes), composed with RaftCore through its public API;
 - `log`: RaftPartitionLog, the PartitionLog as the Raft log, the core's read view, quorum-state;
 - `election_states`: every partition's election state of one broker in one file (grouped votes);
-- `entries`: how Kafka batches map to Raft entries (one entry per offset);
+- `entries`: how Kafka batches map to Raft entries (one entry per batch, spanning its offsets);
 - `idempotence`: the KIP-98 check of produce requests appended together in one call;
 - `effects`: the effect list, its executor over the shared Raft executor, grouped-flush stages;
 - `mux`: RaftMux and TickGrid, one message per broker pair per round for all partitions;

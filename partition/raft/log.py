@@ -2,8 +2,8 @@
 (quorum.raft.log.RaftLogWriter), plus the data view the raft-mode replica core reads, plus the
 partition's `quorum-state` file.
 
-The mapping between batches and Raft entries is partition.raft.entries (one entry per offset, a
-batch = a head entry + continuations). Reads return whole batches; appends go through
+The mapping between batches and Raft entries is partition.raft.entries (one entry per batch,
+spanning its offsets). Reads return whole batches; appends go through
 PartitionLog.append_as_follower on every replica, the leader included: the bytes already carry
 their offsets and epoch (patched from the entries), the log validates CRC, offsets and epochs,
 records the epoch in the leader epoch cache (KIP-101), and keeps the idempotent producers' state
@@ -101,7 +101,7 @@ class RaftPartitionLog:
             raise ValueError(f"read at {start_offset} outside [{start}, {end}]")
         if start_offset == end:
             return []
-        return batches_to_entries(self.log.read(start_offset, max(max_bytes, 1)), start_offset)
+        return batches_to_entries(self.log.read(start_offset, max(max_bytes, 1)))
 
     def latest_snapshot(self) -> OffsetAndEpoch | None:
         return None

@@ -123,17 +123,21 @@ class _ProducePlan:
     """What one produce call will do: the entries to propose and where each answer goes."""
 
     first_offset: int  # where the call's proposal starts (the log end: no stage is pending)
-    records: list[bytes] = field(default_factory=list)
+    records: list[bytes] = field(default_factory=list)  # one Kafka batch each
+    counts: list[int] = field(default_factory=list)  # its offsets
+    offsets: int = 0  # their sum
     now: list[Effect] = field(default_factory=list)  # needing nothing: errors, acks=1 duplicates
     after_append: list[CompleteProduce] = field(default_factory=list)  # acks=1
     committed: list[Effect] = field(default_factory=list)  # acks=all duplicates, committed
     waiting: list[PendingProduce] = field(default_factory=list)  # acks=all
 
-    def add(self, entries: list[bytes]) -> tuple[int, int]:
-        """Queue a batch's entries; its (base, last) offsets."""
-        base = self.first_offset + len(self.records)
-        self.records += entries
-        return base, base + len(entries) - 1
+    def add(self, batches: list[bytes], counts: list[int]) -> tuple[int, int]:
+        """Queue a produce request's batches (one entry each); their (base, last) offsets."""
+        base = self.first_offset + self.offsets
+        self.records += batches
+        self.counts += counts
+        self.offsets += sum(counts)
+        return base, base + sum(counts) - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,7 +292,7 @@ class RaftReplica:
                         pass
                     case _:
                         assert_never(check.outcome)
-            base, last = plan.add(proposal(req.records, headers))
+            base, last = plan.add(*proposal(req.records, headers))
             if first.has_producer_id:
                 producers.record(first.producer_id, first.producer_epoch,
                                  BatchMetadata(first.base_sequence, first.last_sequence, base,
@@ -296,7 +300,7 @@ class RaftReplica:
             self._plan_answer(plan, req, base, last, now_ms)
         raft_effects: list[RaftEffect] = []
         if plan.records:
-            result, raft_effects = self._raft.propose(plan.records, now_ms)
+            result, raft_effects = self._raft.propose(plan.records, now_ms, plan.counts)
             if not isinstance(result, Accepted) or result.first_offset != plan.first_offset:
                 raise InvariantViolation(f"proposal at {plan.first_offset} answered {result}")
         self._pending += plan.waiting
