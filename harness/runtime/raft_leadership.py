@@ -17,8 +17,10 @@ it. This module makes the decision visible, without putting anything on its path
   replica still sends clients to the new leader, with the epoch they must present (KIP-320).
 
 In-sync voters (the ISR a raft partition shows): the leader and the voters that fetched from it
-within fetch.timeout.ms (partition.raft.status "follower"). Informational: acks=all waits for a
-majority of the voters whatever the ISR says (min.insync.replicas does not apply).
+within fetch.timeout.ms (partition.raft.status "follower"; in a new epoch, also those that have
+not fetched yet while the epoch is younger than that: raft_partitions.in_sync_voters).
+Informational: acks=all waits for a majority of the voters whatever the ISR says
+(min.insync.replicas does not apply).
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 import structlog
 
 from harness.runtime.context import BrokerLink, NodeContext
-from harness.runtime.raft_partitions import LIVE_ROLES, HostedRaft, RaftPartitions
+from harness.runtime.raft_partitions import HostedRaft, RaftPartitions, in_sync_voters
 from quorum.controller.messages import (
     RaftLeader,
     ReportRaftLeadersRequest,
@@ -42,12 +44,6 @@ log = structlog.get_logger()
 
 REPORT_INTERVAL_MS = 1_000
 ISR_CHECK_INTERVAL_MS = 5_000
-
-
-def in_sync_voters(r: HostedRaft) -> tuple[int, ...]:
-    """The leader and the voters that fetched within the fetch timeout, in assignment order."""
-    status = r.core.status()
-    return tuple(v.node_id for v in status.voters if v.role in LIVE_ROLES)
 
 
 class RaftLeadership:
@@ -105,6 +101,7 @@ class RaftLeadership:
             return []
         image = self.node.image
         me = self.node.node_id
+        now_ms = self.node.now_ms()
         out: list[RaftLeader] = []
         for r in self.partitions.replicas.values():
             if not r.core.is_leader:
@@ -113,14 +110,11 @@ class RaftLeadership:
             if part is None:
                 continue
             epoch = r.core.leader_epoch
-            if (part.leader, part.leader_epoch) == (me, epoch):
-                if not with_isr:
-                    continue
-                isr = in_sync_voters(r)
-                if isr == part.isr:
-                    continue
-            else:
-                isr = in_sync_voters(r)
+            if (part.leader, part.leader_epoch) == (me, epoch) and not with_isr:
+                continue
+            isr = tuple(in_sync_voters(r.core.status(), now_ms, r.core.config.raft.fetch_timeout_ms))
+            if (part.leader, part.leader_epoch, part.isr) == (me, epoch, isr):
+                continue
             out.append(RaftLeader(r.topic_id, r.partition, epoch, isr))
         return out
 

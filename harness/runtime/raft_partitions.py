@@ -66,6 +66,7 @@ from partition.raft import (
     RaftPartitionConfig,
     RaftPartitionInput,
     RaftPartitionLog,
+    RaftPartitionStatus,
     RaftReplica,
     ResignRequested,
     Stage,
@@ -96,6 +97,15 @@ ENVELOPE_MAX_BYTES = 8 << 20
 FSYNC_THREADS = 8
 # Voter roles (partition.raft.status) that count as in sync: fetched within fetch.timeout.ms.
 LIVE_ROLES = frozenset({"leader", "follower"})
+
+
+def in_sync_voters(status: RaftPartitionStatus, now_ms: int, fetch_timeout_ms: int) -> list[int]:
+    """The leader and the voters that fetched from it within the fetch timeout, in assignment
+    order. A voter that has not fetched yet in this epoch counts while the epoch is younger than
+    the timeout (the leader's check-quorum gives it that long too, quorum/raft/leader.py)."""
+    return [v.node_id for v in status.voters
+            if v.role in LIVE_ROLES or (v.role == "unknown" and v.last_fetch_ms is not None
+                                        and now_ms - v.last_fetch_ms <= fetch_timeout_ms)]  # fmt: skip
 
 
 class ClientAnswers(Protocol):
@@ -490,7 +500,8 @@ def status_row(r: HostedRaft, now_ms: int) -> dict[str, Any]:
         "voted_id": s.voted_id, "log_start_offset": s.log_start_offset,
         "log_end_offset": s.log_end_offset, "high_watermark": s.high_watermark,
         # Only the leader knows who fetches from it; a follower shows none (unknown here).
-        "isr": [v.node_id for v in s.voters if v.role in LIVE_ROLES] if r.core.is_leader else [],
+        "isr": in_sync_voters(s, now_ms, r.core.config.raft.fetch_timeout_ms)
+        if r.core.is_leader else [],
         "voters": [{"node_id": v.node_id, "role": v.role, "log_end_offset": v.log_end_offset,
                     "lag": v.lag,
                     "last_fetch_ago_ms": None if v.last_fetch_ms is None

@@ -102,6 +102,22 @@ def test_describe_status_and_metrics_show_the_raft_groups(rcluster: LiveCluster)
         assert poll(lambda i=i: produce(c, described(c, topic)["leader"], topic, f"d{i}"), 10,
                     "acks=all")  # fmt: skip
     image = described(c, topic)
+    leader = image["leader"]
+    # acks=1: answered with its offset once the leader appended it; acks=0: nothing to wait for.
+    path = f"/topics/{topic}/partitions/0/records"
+    status, body = c.client(leader).request("POST", f"{path}?acks=1", {"records": [{"value": "one"}]})
+    assert (status, body["base_offset"]) == (200, 4)  # after the epoch marker and d0-d2
+    status, _ = c.client(leader).request("POST", f"{path}?acks=0", {"records": [{"value": "zero"}]})
+    assert status == 200
+    follower = next(b for b in BROKERS if b != leader)
+    status, body = c.client(follower).request("POST", f"{path}?acks=all",
+                                              {"records": [{"value": "x"}]})  # fmt: skip
+    assert (status, body["error"], body["leader"]) == (421, "NOT_LEADER_OR_FOLLOWER", leader)
+    read = poll(lambda: (page := c.client(leader).get_json(f"{path}?offset=0"))["high_watermark"]
+                == 6 and page, 10, "acks=1 and acks=0 writes committed")  # fmt: skip
+    # The LeaderChange control batch at offset 0 is skipped: data records only.
+    assert [(r["offset"], r["value"]) for r in read["records"]] == [
+        (1, "d0"), (2, "d1"), (3, "d2"), (4, "one"), (5, "zero")]  # fmt: skip
 
     def shown() -> str | None:
         out = cli(c, "topic", "describe", topic)
@@ -117,11 +133,10 @@ def test_describe_status_and_metrics_show_the_raft_groups(rcluster: LiveCluster)
     fields = dict(f.split(": ", 1) for f in raft0.strip().removeprefix("Raft: ").split("\t"))
     assert fields["Leader"] == str(image["leader"])
     assert fields["Epoch"] == str(image["leader_epoch"])
-    assert fields["HighWatermark"] == fields["LogEndOffset"] == "4"  # marker + 3 records
+    assert fields["HighWatermark"] == fields["LogEndOffset"] == "6"  # marker + 5 records
     assert f"{image['leader']} (leader)" in fields["Voters"] and fields["AcksAllNeeds"] == "2"
     status = cli(c, "cluster", "status")
     assert "0 offline, 0 under-replicated, 0 under-min-ISR" in status
-    leader = image["leader"]
     metrics = c.client(leader, 2.0).request("GET", "/metrics")[1]
     led = next(line for line in metrics.splitlines()
                if line.startswith("kraftlab_raft_partition_leader_count "))  # fmt: skip
