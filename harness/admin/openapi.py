@@ -146,12 +146,21 @@ def _topic_paths() -> dict[str, Any]:
                 "type": "object", "required": ["isr"], "properties": {"isr": ids}}}}},
             "responses": {"200": _json({"type": "object"}), **_errors(400, 404, 421, 504)}}},
         "/partitions": {"get": {
-            "summary": "replicas hosted on this broker, as their replica cores see them",
+            "summary": "replicas hosted on this broker, as their replica cores see them "
+                       "(replication.mode=raft: the Raft role, epoch and voters)",
             "responses": {"200": _json({"type": "array", "items": {"type": "object",
                 "properties": {"topic": {"type": "string"}, "partition": int_,
-                               "role": {"enum": ["leader", "follower", "offline"]},
+                               "role": {"enum": ["leader", "follower", "offline", "unattached",
+                                                 "voted", "prospective", "candidate",
+                                                 "resigned"]},
+                               "replication_mode": {"enum": ["raft"]},
                                "leader_epoch": int_, "log_start_offset": int_,
-                               "log_end_offset": int_, "high_watermark": int_, "isr": ids}}})}}},
+                               "log_end_offset": int_, "high_watermark": int_, "isr": ids,
+                               "voters": {"type": "array", "items": {"type": "object",
+                                   "properties": {"node_id": int_, "role": {"type": "string"},
+                                                  "log_end_offset": int_,
+                                                  "lag": {"type": ["integer", "null"]}}}},
+                               "acks_all_needs": int_, "note": {"type": "string"}}}})}}},
         **_record_paths(),
     }
 

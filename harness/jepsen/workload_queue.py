@@ -95,7 +95,7 @@ class QueueOptions:
     min_insync_replicas: int = 2
     unclean_leader_election: bool = False
     idempotence: bool = True
-    replication_mode: str = "isr"  # "isr" | "quorum" (the topic's replication.mode)
+    replication_mode: str = "isr"  # "isr" | "quorum" | "raft" (the topic's replication.mode)
     producers: int = 3
     consumers: int = 2
     rate: float = 60.0  # sends per second, all producers together
@@ -107,8 +107,8 @@ class QueueOptions:
     def __post_init__(self) -> None:
         if self.acks not in ACKS:
             raise ValueError(f"acks must be one of {', '.join(ACKS)}, got {self.acks!r}")
-        if self.replication_mode not in ("isr", "quorum"):
-            raise ValueError("replication_mode must be 'isr' or 'quorum'")
+        if self.replication_mode not in ("isr", "quorum", "raft"):
+            raise ValueError("replication_mode must be 'isr', 'quorum' or 'raft'")
         if self.partitions < 1 or self.replication_factor < 1 or self.producers < 1:
             raise ValueError("partitions, replication_factor and producers must be >= 1")
         if self.consumers < 0 or self.rate <= 0 or self.op_timeout_s <= 0:
@@ -285,7 +285,8 @@ class QueueWorkload:
         if logs_dir is not None and logs_dir.is_dir():
             states = el.merge(states, el.broker_log_states(logs_dir, self.options.topic))
         per = el.leader_elections(states, self.leader_epochs_start,
-                                  quorum_mode=self.options.replication_mode == "quorum")
+                                  quorum_mode=self.options.replication_mode == "quorum",
+                                  raft_mode=self.options.replication_mode == "raft")
         changes = sum(el.epoch_changes(states.get(p, {}), e)
                       for p, e in self.leader_epochs_start.items())
         return {"partition_leader_elections": sum(per.values()),

@@ -164,9 +164,12 @@ def api_versions_body(version: int, error_code: int) -> Any:
 
 def metadata_body(node: BrokerNode, version: int, request: Any) -> Any:
     """Brokers (unfenced, with a Kafka listener) and topics from this broker's image.
-    Auto-creation is off: an unknown topic is UNKNOWN_TOPIC_OR_PARTITION."""
+    Auto-creation is off: an unknown topic is UNKNOWN_TOPIC_OR_PARTITION. A raft partition
+    hosted here names the leader its Raft replica knows when that is newer than the image
+    (harness/runtime/raft_leadership.py: clients find it with every controller down)."""
     cls = MetadataResponse[version]
     image = node.image
+    leader_for = None if node.broker is None else node.broker.replicas.leader_for
     brokers = []
     for b in image.brokers():
         endpoint = b.endpoint("kafka")
@@ -187,12 +190,13 @@ def metadata_body(node: BrokerNode, version: int, request: Any) -> Any:
             continue
         parts = []
         for p in image.partitions(topic.topic_id):
-            leader = -1 if p.leader == NO_LEADER else p.leader
+            leader, epoch = (p.leader, p.leader_epoch) if leader_for is None else leader_for(p)
+            leader = -1 if leader == NO_LEADER else leader
             offline = [r for r in p.replicas if not image.is_broker_usable(r)]
             error = Errors.LEADER_NOT_AVAILABLE if leader < 0 else Errors.NONE
             parts.append(tcls.MetadataResponsePartition(
                 error_code=error.code, partition_index=p.partition, leader_id=leader,
-                leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
+                leader_epoch=epoch, replica_nodes=list(p.replicas),
                 isr_nodes=list(p.isr), offline_replicas=offline))  # fmt: skip
         topics.append(tcls(error_code=0, name=name, topic_id=topic_uuid(topic.topic_id),
                            is_internal=name in INTERNAL_TOPICS, partitions=parts))  # fmt: skip
@@ -389,26 +393,23 @@ def list_offsets_body(node: BrokerNode, version: int, request: Any) -> Any:
 
 def _list_offset(replicas: Any, topic: str, partition: int, timestamp: int,
                  current_leader_epoch: int) -> tuple[Errors, int, int, int]:  # fmt: skip
-    r = replicas.by_name.get((topic, partition))
-    if r is None:
-        _, error, _, _ = replicas.lookup(topic, partition)
+    error, view = replicas.offsets_view(topic, partition)  # any replication mode
+    if view is None:
         return error, -1, -1, -1
-    core = r.core
-    if not core.is_leader:
+    if not view.is_leader:
         return Errors.NOT_LEADER_OR_FOLLOWER, -1, -1, -1
-    if current_leader_epoch >= 0 and current_leader_epoch != core.leader_epoch:
-        error = (Errors.FENCED_LEADER_EPOCH if current_leader_epoch < core.leader_epoch
+    if current_leader_epoch >= 0 and current_leader_epoch != view.leader_epoch:
+        error = (Errors.FENCED_LEADER_EPOCH if current_leader_epoch < view.leader_epoch
                  else Errors.UNKNOWN_LEADER_EPOCH)  # fmt: skip
         return error, -1, -1, -1
-    status = core.status()
     if timestamp == EARLIEST_TIMESTAMP:
-        return Errors.NONE, status.log_start_offset, -1, core.leader_epoch
+        return Errors.NONE, view.log_start_offset, -1, view.leader_epoch
     if timestamp == LATEST_TIMESTAMP:
-        return Errors.NONE, status.high_watermark, -1, core.leader_epoch
+        return Errors.NONE, view.high_watermark, -1, view.leader_epoch
     if timestamp == MAX_TIMESTAMP or timestamp >= 0:
-        offset, found_ms = offset_for_timestamp(r.log, status.log_start_offset, status.high_watermark,
-                                         timestamp)  # fmt: skip
-        return Errors.NONE, offset, found_ms, core.leader_epoch if offset >= 0 else -1
+        offset, found_ms = offset_for_timestamp(view.log, view.log_start_offset,
+                                                view.high_watermark, timestamp)  # fmt: skip
+        return Errors.NONE, offset, found_ms, view.leader_epoch if offset >= 0 else -1
     return Errors.INVALID_REQUEST, -1, -1, -1
 
 

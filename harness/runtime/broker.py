@@ -96,7 +96,11 @@ class BrokerLifecycle:
         """Ask the controller to let us go; True once it said should_shut_down."""
         if not self.session.registered:
             return True  # never registered: nothing to hand over
-        log.info("broker.controlled_shutdown_requested", broker_epoch=self.broker_epoch)
+        # Raft partitions led here hand over first (EndQuorumEpoch): their voters elect a
+        # successor at once; the controller is not asked (replication.mode=raft).
+        handed_over = self.replicas.raft.resign_all()
+        log.info("broker.controlled_shutdown_requested", broker_epoch=self.broker_epoch,
+                 raft_leaderships_resigned=handed_over)
         self.session.request_shutdown(self.node.now_ms())
         self._step()
         try:
