@@ -31,7 +31,12 @@ MAX_MESSAGE_BYTES = "max.message.bytes"
 
 LONG_MAX = 2**63 - 1  # Kafka's Long.MAX_VALUE: "never" for flush.messages / flush.ms
 
-REPLICATION_MODES = ("isr", "quorum")
+# replication.mode values: Kafka's ISR, kraftlab's controller-run majority election, and a Raft
+# group per partition whose replicas elect their own leader (partition/raft).
+REPLICATION_MODE_ISR = "isr"
+REPLICATION_MODE_QUORUM = "quorum"
+REPLICATION_MODE_RAFT = "raft"
+REPLICATION_MODES = (REPLICATION_MODE_ISR, REPLICATION_MODE_QUORUM)
 
 TOPIC_CONFIG_DEFAULTS: Mapping[str, str] = {
     MIN_INSYNC_REPLICAS: "1",
