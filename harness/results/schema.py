@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 
 SCHEMA_VERSION = 1
 SOURCES = ("sim", "jepsen")
-REPLICATION_MODES = ("isr", "quorum")
+REPLICATION_MODES = ("isr", "quorum", "raft")
 ACKS = ("0", "1", "all")
 # The matrix's nemesis names (issue 8). Jepsen runs map their fault names onto these; other
 # kebab-case names are accepted so new shapes need no schema change.
