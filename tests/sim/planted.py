@@ -9,6 +9,7 @@ from harness.drive.raftlog import RaftLogStore
 from harness.sim.actors.kv_client import Operation
 from harness.sim.actors.raft_host import HostedPartition, RaftHost, RaftSettings
 from harness.sim.actors.raft_node import RaftNode
+from partition.log import PartitionLog
 from quorum.raft.core import RaftCore
 from quorum.raft.effects import Effect, ElectionState
 from quorum.raft.messages import RaftMessage, VoteRequest
@@ -114,3 +115,12 @@ def followers_ack_unflushed(settings: RaftSettings) -> RaftSettings:
     reports a log end the disk may not hold (RaftConfig.flush_on_append=False)."""
     raft = replace(settings.config.raft, flush_on_append=False)
     return replace(settings, config=replace(settings.config, raft=raft))
+
+
+class NoRecoveryFlushHost(RaftHost):
+    """PLANTED BUG: a replica rebuilt after a kill -9 trusts its log as it finds it: appends its
+    killed process never fsynced (still in the page cache) are counted by its first fetch,
+    though a power loss can still take them away."""
+
+    def recovery_flush(self, plog: PartitionLog) -> None:
+        pass

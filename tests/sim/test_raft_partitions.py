@@ -9,7 +9,8 @@ lost).
 - seeds under partitions, kills, pauses and power loss of unflushed data (of a broker, of the
   partition leader, of a majority at once): no violation (thousands in the slow sweep);
 - planted bugs (followers counting an unflushed append toward the majority; a driver that
-  skips the flush) are caught, and the real parts pass the seeds that catch them;
+  skips the flush) are caught, and the real parts pass the seeds that catch them; a replica
+  rebuilt after a kill -9 must fsync the log its killed process left (a scripted case);
 - the leader cut from its followers only: the majority side elects a new leader within the
   fetch timeout plus an election timeout and stays writable; quorum mode, whose leadership is
   the controller's, stays unwritable for the whole fault;
@@ -27,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from harness.sim.actors.raft_host import RaftSettings
+from harness.sim.actors.raft_host import RaftHost, RaftSettings
 from harness.sim.faults.shapes import CLUSTER_KINDS
 from harness.sim.runs.cluster import raft_settings_for
 from harness.sim.runs.cluster_run import (
@@ -39,7 +40,10 @@ from harness.sim.runs.cluster_run import (
 )
 from harness.sim.runs.runner import quiet_logging
 from harness.sim.runs.scenario_run import FAULT_START_MS, ScenarioConfig, ScenarioRun
-from tests.sim.planted import SkipFlushHost, followers_ack_unflushed
+from partition.log import Record, encode_batch
+from partition.raft import RaftPartitionConfig, data_partition_raft_config
+from partition.replica import ACKS_ALL, ProduceRequest
+from tests.sim.planted import NoRecoveryFlushHost, SkipFlushHost, followers_ack_unflushed
 
 NEMESIS = parse_nemesis("partition,crash,pause,power-loss")
 RAFT = ClusterRunConfig(replication_mode="raft", nemesis=NEMESIS)
@@ -132,6 +136,62 @@ def test_planted_bug_is_caught(name: str, config: ClusterRunConfig,
                                     "CoreInvariant"}, found.violations
     # The real parts pass that seed.
     assert run_cluster(found.config).ok
+
+
+def _killed_mid_fsync_then_power_loss(host_class: type[RaftHost]) -> dict[str, int]:
+    """Leader L, followers A and B; B is cut off. A write x reaches A, and A is killed while its
+    fsync of x is in flight (x stays in its page cache), then restarted: its first fetch reports
+    x, which L commits. A then loses power, L is killed, B heals: A and B elect a leader between
+    them. The replicas' violations at the end."""
+    raft = data_partition_raft_config(election_timeout_ms=1000, election_backoff_max_ms=1000,
+                                      fetch_timeout_ms=5000, request_timeout_ms=1000,
+                                      fetch_max_wait_ms=100)  # L leads alone until A returns
+    settings = RaftSettings(RaftPartitionConfig(raft), fsync_ms=5, host_class=host_class)
+    run = ClusterRun(ClusterRunConfig(seed=1, replication_mode="raft", voters=0, producers=0,
+                                      consumers=0, nemesis=()), settings)
+    run.start()
+    cluster, world = run.cluster, run.cluster.world
+
+    def until(done: Callable[[], bool], within_ms: int, what: str) -> None:
+        end = world.now_ms + within_ms
+        while not done():
+            assert world.now_ms < end, what
+            cluster.run_until(world.now_ms + 1)
+
+    def replica(broker: int) -> Any:
+        host = cluster.brokers[broker].raft
+        assert host is not None
+        return next(iter(host.replicas.values()))
+
+    until(lambda: (led := cluster.leader_and_high_watermark()) is not None and led[1] > 0,
+          5000, "a leader with a commit")
+    leader = cluster.raft_leader()
+    assert leader is not None
+    a, b = (x for x in sorted(cluster.brokers) if x != leader)
+    world.network.cut_between(b, world.node_ids)
+    x_offset = replica(leader).core.log_end_offset
+    world.send(1999, leader, ProduceRequest(cluster.topic_id, 0, 1, encode_batch([Record(b"7")]),
+                                            ACKS_ALL, 5000))
+    until(lambda: (cluster.brokers[a].raft is not None
+                   and cluster.brokers[a].raft.fsync_done_ms is not None
+                   and replica(a).store.end_offset > x_offset), 50, "A fsyncing x")
+    world.kill(a)
+    world.restart(a)
+    until(lambda: replica(leader).core.high_watermark > x_offset, 3000, "x committed")
+    cluster.brokers[a].crash(None)  # power loss: every unflushed byte gone
+    world.kill(leader)
+    world.network.heal()
+    world.restart(a)
+    cluster.run_until(world.now_ms + 8000)
+    assert cluster.raft_leader() in (a, b)  # A and B elected and committed in a new epoch
+    return dict(cluster.replicas.counters.violations)
+
+
+def test_a_replica_rebuilt_after_a_kill_fsyncs_its_log_before_counting_it() -> None:
+    # Without the recovery flush, x was committed on a copy only a page cache held: the new
+    # leader's epoch marker takes its offset (a committed record rewritten).
+    assert _killed_mid_fsync_then_power_loss(NoRecoveryFlushHost) == {"divergence-below-hw": 1}
+    assert _killed_mid_fsync_then_power_loss(RaftHost) == {}
 
 
 # -- leadership without the controller ----------------------------------------------------------
