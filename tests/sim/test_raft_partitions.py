@@ -98,6 +98,7 @@ def test_no_violation_with_raft_controllers_and_three_producers() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(4 * 3600)
 def test_no_violation_across_thousands_of_seeds() -> None:
     _sweep(range(SWEEP_SEEDS + 1, SLOW_SEEDS + 1), SWEEP)
 

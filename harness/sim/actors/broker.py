@@ -38,11 +38,10 @@ Model of the data-plane broker:
   hosted by a RaftHost (harness.sim.actors.raft_host) on the same log, built like the
   ReplicaCore (once registered, voters = the partition's replicas) and kept when the
   registration is lost (no controller is on a raft partition's leadership path). The broker
-  reports the leaderships its replicas win to the controller (ReportRaftLeadersRequest, as the
-  runtime's raft_leadership does: after a round that elected it, and every
-  heartbeat interval while the image lacks its leader, epoch or in-sync voters), and answers a
-  client's Metadata request from its Raft state when that is newer than its image
-  (`metadata_leader`).
+  reports the leaderships its replicas win to the controller (ReportRaftLeadersRequest, recorded
+  by quorum/controller/raft_leaders.py: after a round that elected it, and every heartbeat
+  interval while the image lacks its leader, epoch or in-sync voters), and answers a client's
+  Metadata request from its Raft state when that is newer than its image (`metadata_leader`).
 
 Invariants reported to the ReplicaChecker (harness.sim.checks.replicas) as they happen: every HW
 move, every leader epoch the broker learns, every lost tail.
@@ -79,14 +78,13 @@ from partition.replica.messages import (
 from quorum.controller import AlterPartitionResponse
 from quorum.controller.messages import (
     AlterPartitionRequest,
-    RaftLeader,
     ReportRaftLeadersRequest,
     ReportReplicaPositionRequest,
 )
 from quorum.metadata.configs import REPLICATION_MODE_RAFT
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import ApplyResult
-from quorum.metadata.records import NO_LEADER, Endpoint, Partition
+from quorum.metadata.records import Endpoint, Partition
 from quorum.raft.log import Entry
 
 # Kafka does not fsync per write: the OS writes dirty pages back after ~30 s (Linux
@@ -408,27 +406,11 @@ class Broker:
         if (raft.became_leader or now_ms >= self.next_report_ms) and self.broker_epoch >= 0:
             raft.became_leader = False
             self.next_report_ms = now_ms + self.timing.heartbeat_interval_ms
-            leaders = self._unrecorded_leaders()
+            leaders = raft.unrecorded_leaders(self.partition)
             if leaders:
                 self._call(ReportRaftLeadersRequest(self.node_id, self.broker_epoch, leaders))
         elif now_ms >= self.next_report_ms:
             self.next_report_ms = now_ms + self.timing.heartbeat_interval_ms
-
-    def _unrecorded_leaders(self) -> tuple[RaftLeader, ...]:
-        """Partitions led here whose leader, epoch or in-sync voters the image lacks."""
-        assert self.raft is not None
-        part = self.partition
-        out: list[RaftLeader] = []
-        for key, r in self.raft.replicas.items():
-            if not r.core.is_leader:
-                continue
-            isr = self.raft.in_sync_voters(r)
-            epoch = r.core.leader_epoch
-            shown = (None if part is None or (part.topic_id, part.partition) != key
-                     else (part.leader, part.leader_epoch, part.isr))
-            if shown != (self.node_id, epoch, isr):
-                out.append(RaftLeader(key[0], key[1], epoch, isr))
-        return tuple(out)
 
     def metadata_leader(self) -> int | None:
         """The partition's leader as this broker answers a Metadata request: its replica's view
@@ -437,14 +419,9 @@ class Broker:
         (the client asks another broker)."""
         if self.core is not None:
             return self.core.partition.leader if self.core.partition is not None else -1
-        part = self.partition
-        if self.raft is None or part is None:
+        if self.raft is None or self.partition is None:
             return None
-        known = self.raft.leader_of((part.topic_id, part.partition))
-        if known is not None and (known[1] > part.leader_epoch
-                                  or (known[1] == part.leader_epoch and part.leader == NO_LEADER)):
-            return known[0]
-        return part.leader
+        return self.raft.metadata_leader(self.partition)
 
     def _core_input(self, message: Any, now_ms: int) -> None:
         if self.core is not None:

@@ -23,7 +23,10 @@ fsynced (SIGKILL keeps the page cache; Linux writes it back later). The whole lo
 before the core reads it, or this replica's first fetches would report records a later power
 loss can still take away (rule 1 again, across a restart).
 
-The host answers clients through the broker (`RaftHostEnv`) and shows the ReplicaChecker
+The host answers clients through the broker (`RaftHostEnv`); for the broker it also says who
+leads as a Metadata answer gives it (`metadata_leader`: the image's, unless the Raft group's view
+here is newer) and which leaderships the controller's image lacks (`unrecorded_leaders`, the
+broker's ReportRaftLeadersRequest). It shows the ReplicaChecker
 (harness.sim.checks.replicas) every leader it elects, every HW move (the records newly below it
 are compared with the first committed copy, from the log start again after each restart) and
 every round's HW (never back within a process).
@@ -61,6 +64,8 @@ from partition.raft import (
 )
 from partition.raft.effects import RaftEffect
 from partition.replica import FetchResponse, ProduceResponse
+from quorum.controller.messages import RaftLeader
+from quorum.metadata.records import NO_LEADER, Partition
 from quorum.raft.effects import ElectionState, LeaderChanged
 from quorum.raft.log import OffsetAndEpoch
 
@@ -197,16 +202,33 @@ class RaftHost:
             segment.flush()
         plog.storage.fsync_dir(plog.directory)
 
-    def leader_of(self, key: PartitionKey) -> tuple[int, int] | None:
-        """(leader, epoch) as this replica knows them; None if not hosted or no leader known."""
-        r = self.replicas.get(key)
-        if r is None or r.core.leader_id < 0:
-            return None
-        return r.core.leader_id, r.core.leader_epoch
+    # -- leadership, as the rest of the cluster sees it ---------------------------------------------
 
-    def in_sync_voters(self, r: HostedPartition) -> tuple[int, ...]:
-        """The leader and the voters that fetched within the fetch timeout, in voter order."""
-        return tuple(v.node_id for v in r.core.status().voters if v.role in LIVE_ROLES)
+    def metadata_leader(self, part: Partition) -> int:
+        """The leader of `part` a Metadata answer gives: the image's, unless this broker's replica
+        knows a newer Raft epoch with a leader (or the same epoch, where the image names none)."""
+        r = self.replicas.get((part.topic_id, part.partition))
+        if r is None or r.core.leader_id < 0:
+            return part.leader
+        epoch = r.core.leader_epoch
+        if epoch > part.leader_epoch or (epoch == part.leader_epoch and part.leader == NO_LEADER):
+            return r.core.leader_id
+        return part.leader
+
+    def unrecorded_leaders(self, part: Partition | None) -> tuple[RaftLeader, ...]:
+        """The partitions led here whose leader, epoch or in-sync voters (the leader and the
+        voters that fetched within the fetch timeout, in voter order) the image `part` lacks."""
+        out: list[RaftLeader] = []
+        for key, r in self.replicas.items():
+            if not r.core.is_leader:
+                continue
+            isr = tuple(v.node_id for v in r.core.status().voters if v.role in LIVE_ROLES)
+            epoch = r.core.leader_epoch
+            shown = (None if part is None or (part.topic_id, part.partition) != key
+                     else (part.leader, part.leader_epoch, part.isr))
+            if shown != (self.node_id, epoch, isr):
+                out.append(RaftLeader(key[0], key[1], epoch, isr))
+        return tuple(out)
 
     # -- inputs ------------------------------------------------------------------------------------
 
@@ -360,7 +382,7 @@ class RaftHost:
         return _ReplicaView(self.node_id, True, r.plog, None)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _ReplicaView:
     """A raft replica as the ReplicaChecker reads it (harness.sim.checks.replicas.HostedReplica:
     no ReplicaCore, so the ISR-mode HW bound is not applied; raft_commit_bound is)."""
