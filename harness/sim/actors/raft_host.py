@@ -8,7 +8,10 @@ A *round* is one input of the broker actor (a message, its timer, a refused conn
    run (its log is being fsynced): then it waits in the partition's queue (rule 1 of
    partition.raft.effects: RaftCore reads its log end at the start of every call, and must never
    count an append that is not fsynced).
-2. Each call's effects are cut by `flush_stages`; stage 0 runs at once.
+2. Each call's effects are cut by `flush_stages`; stage 0 runs at once. A stage that carries
+   its election state apart (`persist`, where flush_stages takes PersistElectionState out of
+   the effects to group votes) has it made durable after the stage's fsync, before the next
+   stage; otherwise PersistElectionState runs among the stage's effects, durable at once.
 3. End of round: phase merging after a timer round (AnswerLongPolls); then the grouped fsync:
    every log a stage left dirty is fsynced once for the round (`make_durable`), and it takes
    `fsync_ms` of simulated time: the next stages run when it completes, and what arrives
@@ -110,6 +113,7 @@ class HostedPartition:
     core: RaftReplica
     stages: list[Stage] = field(default_factory=list)
     needs_flush: bool = False
+    vote: ElectionState | None = None  # a stage's election state, durable after its fsync
     queued: deque[RaftPartitionInput | None] = field(default_factory=deque)
     checked_up_to: int = 0  # the checker compared this process's commits up to here
     hw_seen: int = 0  # its HW at the end of the last round (0 in a new process)
@@ -299,10 +303,16 @@ class RaftHost:
         self._touched[r.key] = r
 
     def _advance(self, r: HostedPartition, now_ms: int) -> None:
-        while r.stages and not r.needs_flush:
+        while True:
+            if r.vote is not None and not r.needs_flush:
+                r.store.persist_election_state(r.vote)  # durable (tmp, fsync, rename)
+                r.vote = None
+            if not r.stages or r.needs_flush:
+                break
             stage = r.stages.pop(0)
             execute_partition_effects(stage.effects, r)
             r.needs_flush = stage.flush_after
+            r.vote = getattr(stage, "persist", None)  # (module docstring, 2.)
         self._touched[r.key] = r
 
     def make_durable(self, partitions: list[HostedPartition]) -> None:
