@@ -2,16 +2,17 @@
 
     kraftlab sim matrix --out DIR [--seeds N] [--first-seed S] [--runs N]
                         [--engine local|spark] [--master URL] [--jobs J] [--full]
-                        [--modes isr,quorum] [--acks 1,all] [--min-isr 1,2]
+                        [--modes isr,quorum,raft] [--acks 1,all] [--min-isr 1,2]
                         [--unclean false,true] [--elr false,true] [--rf 3,5]
                         [--leader-epoch true,false]
                         [--nemeses a,b,...] [--durations 1,5,30] [--histories]
                         [--metadata raft|abstract]
 
-Without --full and without any of the dimension options it runs the default matrix (both modes,
-the main settings, every nemesis, RF 3, faults of 1 and 5 s, 20 seeds; harness/sim/runs/matrix.py
-DEFAULT_SETTINGS); --full (or any dimension option) starts from the product of every dimension
-(MatrixSpec's defaults). --runs N keeps the first N runs. Rows: DIR/part-*.parquet in the
+Without --full and without any of the dimension options it runs the default matrix (the three
+modes, the main settings, every nemesis, RF 3, faults of 1 and 5 s, 20 seeds;
+harness/sim/runs/matrix.py DEFAULT_SETTINGS); --full (or any dimension option) starts from the
+product of every dimension (MatrixSpec's defaults; raft cells only with unclean and ELR off and
+leader epochs on, which is all raft mode has). --runs N keeps the first N runs. Rows: DIR/part-*.parquet in the
 run-summary schema (harness/results/schema.py,
 docs/compare.md); --histories also writes DIR/histories/<run_id>.jsonl (local engine).
 --metadata: the controller side of every run: `raft` (default; 3 simulated Raft voters, on which
@@ -52,7 +53,7 @@ def add_kind(kinds: Any) -> None:
     m.add_argument("--master", default="local[*]", help="Spark master (engine spark)")
     m.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
     m.add_argument("--full", action="store_true", help="the product of every dimension")
-    for name, help_ in (("modes", "isr,quorum"), ("acks", "1,all"), ("min-isr", "1,2"),
+    for name, help_ in (("modes", "isr,quorum,raft"), ("acks", "1,all"), ("min-isr", "1,2"),
                         ("unclean", "false,true"), ("elr", "false,true"), ("rf", "3,5"),
                         ("leader-epoch", "leader.epoch.enable values, e.g. true,false"),
                         ("nemeses", "comma-separated nemesis names"),
@@ -85,7 +86,7 @@ def build_spec(args: argparse.Namespace) -> Any:
     from harness.sim.faults.shapes import SCENARIO_NEMESES as NEMESES
     from harness.sim.runs.matrix import DEFAULT_SEEDS, MatrixSpec, default_spec
 
-    dims = {"modes": (str, ("isr", "quorum")), "acks": (str, ("1", "all")),
+    dims = {"modes": (str, ("isr", "quorum", "raft")), "acks": (str, ("1", "all")),
             "min_isr": (int, (1, 2, 3, 4, 5)), "unclean": (_BOOLS.__getitem__, None),
             "elr": (_BOOLS.__getitem__, None), "rf": (int, (1, 3, 5)),
             "leader_epoch": (_BOOLS.__getitem__, None),
