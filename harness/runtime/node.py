@@ -1,6 +1,6 @@
 """The asyncio driver of one controller: feeds the sans-IO Raft core, runs its effects for real.
 
-Shape (aioquic's asyncio adapter; STYLE.md): every input (a message from the transport, a timer,
+Shape (aioquic's asyncio adapter): every input (a message from the transport, a timer,
 a proposal batch, a read barrier, a refused connection) goes `core.<input>(..., now_ms)` ->
 `execute_effects(effects, env)` (harness/drive/effects.py, the same function the simulator uses) ->
 re-arm ONE `loop.call_at` timer at `core.next_deadline_ms()`. Effects run synchronously and in order
@@ -58,6 +58,7 @@ from harness.runtime.quorum_state import QuorumStateFile
 from harness.runtime.replica_manager import ReplicaFetchBatch, ReplicaFetchBatchResponse
 from harness.runtime.status import quorum_replication, quorum_status
 from partition.log.storage import FileStorage
+from partition.raft import RaftEnvelope
 from quorum import codec
 from quorum.metadata import DecodeError, ImageError, MetadataImage, encode_record
 from quorum.metadata.image import ApplyResult
@@ -230,6 +231,11 @@ class ControllerNode:
             elif self.rpc_server is not None:
                 self.rpc_server.on_response(message)
             return
+        if isinstance(message, RaftEnvelope):
+            if self.broker is None:
+                raise FrameError("a controller hosts no raft partitions")
+            self.broker.replicas.raft.on_envelope(src, message)
+            return
         if isinstance(message, ReplicaFetchBatch | ReplicaFetchBatchResponse):
             if self.broker is None:
                 raise FrameError("a controller hosts no data replicas")
@@ -245,6 +251,8 @@ class ControllerNode:
 
     def _on_unreachable(self, peer: int) -> None:
         self._step(self.core.peer_unreachable, peer)
+        if self.broker is not None:
+            self.broker.replicas.raft.peer_unreachable(peer)
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -254,7 +262,7 @@ class ControllerNode:
     def _step(self, fn: Any, *args: Any) -> None:
         """Feed one input to the core and run its effects. Any exception here is a bug or a
         broken invariant (InvariantViolation): the process stops at once rather than run on with
-        a core and a disk that may disagree (STYLE.md: a crash in a real node)."""
+        a core and a disk that may disagree (a broken invariant crashes a real node)."""
         try:
             self._run(fn(*args, self.now_ms()))
         except Exception as exc:

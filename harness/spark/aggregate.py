@@ -27,7 +27,7 @@ from pyspark.sql import functions as F
 
 from harness.results.schema import OPTIONAL_COLUMNS, SCHEMA, SchemaError
 
-# The configuration a row was run with (issue 8), then the fault it was run under.
+# The configuration a row was run with, then the fault it was run under.
 CONFIG_KEYS = ("source", "replication_mode", "acks", "min_insync_replicas",
                "unclean_leader_election", "eligible_leader_replicas", "replication_factor",
                "leader_epoch_enable")

@@ -26,6 +26,7 @@ from quorum.controller.messages import (
 from quorum.controller.placement import assign_replicas
 from quorum.controller.result import ControllerResult, PendingRecords
 from quorum.metadata.configs import (
+    INTERNAL_TOPICS,
     MIN_INSYNC_REPLICAS,
     REPLICATION_MODE,
     REPLICATION_MODE_RAFT,
@@ -83,7 +84,7 @@ def create_topic(req: CreateTopicRequest, image: MetadataImage) -> ControllerRes
     if len(configs) != len(req.configs):
         return fail(Errors.INVALID_CONFIG, "duplicate config names")
     for name, value in sorted(configs.items()):
-        problem = validate_topic_config(name, value)
+        problem = validate_topic_config(name, value, internal=req.name in INTERNAL_TOPICS)
         if problem is not None:
             return fail(Errors.INVALID_CONFIG, problem)
     configs = {name: canonical_topic_config(name, value) for name, value in configs.items()}

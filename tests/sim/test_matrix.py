@@ -23,7 +23,7 @@ def _quiet_logging() -> None:
     quiet_logging()  # tests/conftest.py restores the previous configuration afterwards
 
 
-def test_full_matrix_is_issue_8s_product() -> None:
+def test_full_matrix_is_the_whole_product() -> None:
     spec = MatrixSpec(seeds=1)
     configs = spec.configs()
     classic = [c for c in configs if c.replication_mode != "raft"]

@@ -21,11 +21,11 @@ import multiprocessing
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
-from harness.results.schema import NemesisEvent, RunSummary, SecondCounts, Window
+from harness.results.row import NemesisEvent, RunSummary, SecondCounts, Window
 from harness.sim.faults.shapes import SCENARIO_NEMESES as NEMESES
 from harness.sim.runs.scenario_run import (
     WORKLOAD_START_MS,
@@ -102,9 +102,9 @@ class MatrixSpec:
 # The main settings (mode, acks, min.insync.replicas, unclean, ELR, leader.epoch.enable) for
 # the default matrix, each there for a claim of the comparison (harness/spark/conclude.py rules):
 # ISR's durability ladder (acks=1, acks=all with min ISR 1 and 2), unclean election at min ISR 1
-# and 2 (the cut-off leader losing leadership, reference 2.6, and the loss/availability trade),
+# and 2 (the cut-off leader losing leadership, and the loss/availability trade),
 # pre-KIP-101 truncation against its epoch-enabled twin (divergence needs an unclean election
-# or a lost disk tail: a clean election never hands leadership to a shorter log), ELR (2.7),
+# or a lost disk tail: a clean election never hands leadership to a shorter log), ELR (KIP-966),
 # quorum mode, and raft mode's acks=all (a Raft group per partition: docs/replication.md)
 # beside quorum mode's (min.insync.replicas does not apply to it: the 2 pairs its rows with
 # quorum's). A raft run costs about 1.5 times an ISR run: the one raft row adds about a sixth
@@ -123,8 +123,8 @@ DEFAULT_SETTINGS: tuple[tuple[str, str, int, bool, bool, bool], ...] = (
 )
 
 
-# Issue 8: "the default matrix (both modes, the main settings, every nemesis, 20 seeds) in
-# under 10 minutes on 2 cores"; docs/benchmarks.md has the measured time.
+# Budget: the default matrix (both modes, the main settings, every nemesis, 20 seeds) runs in
+# under 10 minutes on 2 cores; docs/benchmarks.md has the measured time.
 DEFAULT_SEEDS = 20
 
 
@@ -251,9 +251,9 @@ def config_from_dict(values: dict[str, Any]) -> ScenarioConfig:
 
 
 class Progress:
-    """Runs done, runs/s, simulated seconds per wall second, on stderr: one line redrawn every
-    second on a terminal; a new line every `log_interval_s` otherwise (a log file or CI output
-    gets readable lines, not thousands of carriage returns)."""
+    """Runs done, runs/s, simulated seconds per wall second and the time left, on stderr: one
+    line redrawn every second on a terminal; a new line every `log_interval_s` otherwise (a log
+    file or CI output gets readable lines, not thousands of carriage returns)."""
 
     def __init__(self, total: int, stream: Any = sys.stderr, log_interval_s: float = 15.0) -> None:
         self.total = total
@@ -269,7 +269,12 @@ class Progress:
         self.interval_s = 1.0 if self.terminal else log_interval_s
 
     def add(self, sim_ms: int) -> None:
-        self.done += 1
+        self.advance(1, sim_ms)
+
+    def advance(self, runs: int, sim_ms: int) -> None:
+        """`runs` more runs done, `sim_ms` simulated ms between them (the Spark engine reports
+        whole tasks at a time)."""
+        self.done += runs
         self.sim_ms += sim_ms
         now = time.monotonic()
         due = self._last is None or now - self._last >= self.interval_s
@@ -290,9 +295,20 @@ class Progress:
     def line(self) -> str:
         width = 30
         filled = width * self.done // max(self.total, 1)
+        rate = self.done / self.wall_s
         return (f"[{'#' * filled}{'.' * (width - filled)}] {self.done}/{self.total} runs "
-                f"{self.done / self.wall_s:.1f} runs/s "
-                f"{self.sim_ms / 1000 / self.wall_s:.0f} sim s/wall s")
+                f"{rate:.1f} runs/s "
+                f"{self.sim_ms / 1000 / self.wall_s:.0f} sim s/wall s"
+                f"{eta(self.total - self.done, rate)}")
+
+
+def eta(left: int, rate: float) -> str:
+    """` ETA 1h02m` from runs left and runs/s; empty before the first run and at the end."""
+    if left <= 0 or rate <= 0:
+        return ""
+    seconds = int(left / rate)
+    hours, rest = divmod(seconds, 3600)
+    return f" ETA {hours}h{rest // 60:02d}m" if hours else f" ETA {rest // 60}m{rest % 60:02d}s"
 
 
 def _work(args: tuple[dict[str, Any], bool]) -> RunOutput:
@@ -329,19 +345,3 @@ def run_local(configs: Sequence[ScenarioConfig], jobs: int | None = None,
             collect(pool.imap(_work, tasks, chunksize=max(1, min(8, len(tasks) // (jobs * 8)))))
     return outputs
 
-
-def iter_chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
-
-
-def run_default(out: Any, seeds: int = DEFAULT_SEEDS, jobs: int | None = None,
-                stream: Any = sys.stderr, metadata: str = "raft") -> tuple[Any, float]:
-    """The default matrix (what `kraftlab compare` runs) written to `out`: (parquet path,
-    wall seconds)."""
-    from harness.results.schema import write_dataset
-
-    configs = default_spec(seeds, metadata).configs()
-    progress = Progress(len(configs), stream)
-    outputs = run_local(configs, jobs, progress=progress)
-    return write_dataset([o.row for o in outputs], out, part="local"), progress.wall_s
