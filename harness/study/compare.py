@@ -508,7 +508,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="./kraftlab-report", help="report directory")
     parser.add_argument("--preset", choices=("default", "tiny", "large"), default="default",
-                        help="the scenario matrix: default (5,220 runs), tiny (54 runs), large "
+                        help="the scenario matrix: default (5,800 runs), tiny (60 runs), large "
                              "(110,080 runs, for a cluster); docs/compare.md")
     parser.add_argument("--seeds", type=int, default=None,
                         help="seeds per matrix cell (default: the preset's; 20 for default)")

@@ -1,9 +1,9 @@
 """Named scenario matrices for `kraftlab compare --preset NAME` (docs/compare.md).
 
 - `default`: the matrix of the README's main command (harness/sim/runs/matrix.py
-  `default_spec`: 9 settings, RF 3, every nemesis, faults of 1 and 5 s, 20 seeds, 5,220 runs).
-- `tiny`: the same 9 settings (every arm of the comparison), RF 3, two faults held 5 s (the
-  live queue runs' fault, `kill-leader`, and `isolate-partition-leader`), 3 seeds: 54 runs,
+  `default_spec`: 10 settings, RF 3, every nemesis, faults of 1 and 5 s, 20 seeds, 5,800 runs).
+- `tiny`: the same 10 settings (every arm of the comparison), RF 3, two faults held 5 s (the
+  live queue runs' fault, `kill-leader`, and `isolate-partition-leader`), 3 seeds: 60 runs,
   for an end-to-end check in a minute.
 - `large`: the full cross product, for a cluster: both modes, acks 1 and all, every
   min.insync.replicas from 1 to RF, unclean election and ELR on and off, leader epochs on and

@@ -61,11 +61,11 @@ def test_compare_end_to_end_with_the_live_phase(tmp_path: Path) -> None:
         for name in ("report.html", "results.json", "history.jsonl"):
             assert (run / name).is_file(), f"{mode}: {name} missing\n{said[-3000:]}"
         verdicts[mode] = json.loads((run / "results.json").read_text())["verdict"]
-    # Phase 2: 9 settings x 2 faults x 2 seeds, written by Spark.
+    # Phase 2: 10 settings (raft's acks=all among them) x 2 faults x 2 seeds, written by Spark.
     rows = read_dataset(out / "runs")
     configs = preset_spec("tiny", 2).configs()
     assert sorted(r.run_id for r in rows) == sorted(c.key() for c in configs)
-    assert len(rows) == 36 and list((out / "runs").glob("part-*.snappy.parquet"))
+    assert len(rows) == 40 and list((out / "runs").glob("part-*.snappy.parquet"))
     # Phase 3: the analysis over both sources, and the index.
     analysis = out / "analysis"
     for name in ("compare.md", "groups.csv", "pairs.csv", "availability_vs_consistency.png",
@@ -90,7 +90,7 @@ def test_compare_end_to_end_with_the_live_phase(tmp_path: Path) -> None:
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
 def test_compare_runs_matrix_and_analysis_in_one_spark_session(tmp_path: Path) -> None:
-    # The default suite's smaller variant of the test above: no live phase, 9 runs, the rows
+    # The default suite's smaller variant of the test above: no live phase, 10 runs, the rows
     # given as a URI outside OUT (as `--rows hdfs://...` on a cluster).
     out, rows = tmp_path / "report", tmp_path / "shared" / "rows"
     done = subprocess.run(
@@ -100,16 +100,16 @@ def test_compare_runs_matrix_and_analysis_in_one_spark_session(tmp_path: Path) -
         cwd=tmp_path, env=clean_env(PYTHONPATH=str(ROOT)), capture_output=True, text=True,
         timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert len(read_dataset(rows)) == 9 and not (out / "runs").exists()
-    assert "sim: 9" in (out / "analysis" / "compare.md").read_text()
+    assert len(read_dataset(rows)) == 10 and not (out / "runs").exists()
+    assert "sim: 10" in (out / "analysis" / "compare.md").read_text()
     lines = done.stderr.splitlines()
     # One session: started once, before the matrix; the analysis' stages follow in it.
     starts = [i for i, line in enumerate(lines) if line.endswith("] start Spark")]
-    matrix = next(i for i, line in enumerate(lines) if "9 runs as Spark tasks on local[2]" in line)
+    matrix = next(i for i, line in enumerate(lines) if "10 runs as Spark tasks on local[2]" in line)
     assert len(starts) == 1 and starts[0] < matrix
-    assert any("9/9 runs" in line for line in lines[matrix:])
+    assert any("10/10 runs" in line for line in lines[matrix:])
     index = (out / "report.md").read_text()
-    assert "Spark tasks on `local[2]`" in index and f"`{rows.as_uri()}` (9 runs" in index
+    assert "Spark tasks on `local[2]`" in index and f"`{rows.as_uri()}` (10 runs" in index
 
 
 def _run(mode: str, verdict: str, code: int) -> dict:

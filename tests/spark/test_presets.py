@@ -14,12 +14,12 @@ from harness.study.presets import preset_spec
 
 def test_the_default_preset_is_the_default_matrix_row_for_row() -> None:
     assert preset_spec("default").configs() == default_spec().configs()
-    assert len(preset_spec("default").configs()) == 5220
+    assert len(preset_spec("default").configs()) == 5800
 
 
 def test_tiny_covers_every_arm_with_two_faults() -> None:
     configs = preset_spec("tiny").configs()
-    assert len(configs) == 9 * 2 * 3
+    assert len(configs) == 10 * 2 * 3
     arms = {(c.replication_mode, c.acks, c.min_insync_replicas, c.unclean_leader_election,
              c.eligible_leader_replicas, c.leader_epoch_enable) for c in configs}
     assert arms == set(DEFAULT_SETTINGS)
@@ -44,7 +44,7 @@ def test_large_is_the_full_cross_product() -> None:
 
 def test_seeds_and_faults_change_a_preset() -> None:
     configs = preset_spec("default", seeds=2, faults=("flapping", "none")).configs()
-    assert len(configs) == 9 * (1 + 2) * 2
+    assert len(configs) == 10 * (1 + 2) * 2
     assert {c.nemesis for c in configs} == {"flapping", "none"}
 
 
