@@ -122,7 +122,7 @@ def stop(cluster: Standalone, timeout_s: float = 30.0) -> None:
         for pid in cluster.pids:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, os.WNOHANG)  # reap our own children so they stop being alive
-        time.sleep(0.1)
+        time.sleep(0.1)  # poll interval of the shutdown deadline loop
     for pid in pids:
         if _alive(pid):
             os.kill(pid, signal.SIGKILL)
