@@ -39,6 +39,10 @@ class KafkaCluster(LiveCluster):
 
     def create_topic(self, name: str, partitions: int = 1, *configs: str) -> None:
         extra = [a for kv in configs for a in ("--config", kv)]
+        # RF 3 needs all three brokers unfenced. The cluster runs with a 3 s session timeout, so
+        # on a loaded machine a broker restarted by an earlier test (or one that missed its
+        # heartbeats) may be fenced for a moment; wait for it as an operator would.
+        cl.wait_for_brokers(self.file, BROKERS, 60)
         self.cli("topic", "create", name, "--partitions", str(partitions),
                  "--replication-factor", "3", *extra)  # fmt: skip
 
