@@ -11,7 +11,17 @@ import argparse
 from types import ModuleType
 from typing import Any
 
-from harness.bench import check, consume, failover, kafka_produce, log, produce, quorum, raftcore
+from harness.bench import (
+    check,
+    consume,
+    failover,
+    fsync,
+    kafka_produce,
+    log,
+    produce,
+    quorum,
+    raftcore,
+)
 
 KINDS: dict[str, ModuleType] = {
     "log": log,
@@ -22,6 +32,7 @@ KINDS: dict[str, ModuleType] = {
     "produce": produce,
     "consume": consume,
     "kafka-produce": kafka_produce,
+    "fsync": fsync,
 }
 
 
