@@ -1,7 +1,7 @@
 """Partition leader elections of a queue run, counted from the leader states the metadata went
 through, by the same rule as the simulation and the nodes' metrics.
 
-Rule (harness/sim/actors/data_world.py `_count_change`, harness/runtime/metrics.py `MetadataCounters`): an
+Rule (harness/sim/checks/replicas.py `count_change`, harness/runtime/metrics.py `MetadataCounters`): an
 election is a change of a partition's leader to a real broker; a change to no leader (-1) is
 not one. A partition's leader_epoch grows by exactly one with every change of its leader
 (quorum/metadata/records.py: `leader` is set in a PartitionChange only when it changes, Kafka

@@ -8,10 +8,10 @@ controllers), brokers, and the data plane with producers and consumers.
         [--jobs J]
 
 runs seeds S..S+N-1 (S defaults to 1). Per seed, by default (`--plane both`):
-- the metadata run (harness/sim/runs/cluster_simulation.py): 3 controllers, B brokers registering
+- the metadata run (harness/sim/runs/metadata_run.py): 3 controllers, B brokers registering
   and heartbeating, an admin client creating/deleting topics and electing leaders, the quorum
   nemesis, then a liveness phase; metadata invariants after every event;
-- the data run (harness/sim/runs/data_cluster.py): V Raft controllers (the active controller runs on
+- the data run (harness/sim/runs/cluster_run.py): V Raft controllers (the active controller runs on
   the Raft leader) and B brokers hosting a topic of one partition (RF R) on the real replica
   state machine, P producers (acks), C consumers, and a random fault schedule drawn from the
   seed (`--nemesis`: kinds partition, crash, pause, power, or shape names); checked: no
@@ -26,14 +26,11 @@ Exit code: 0 no violation, 1 at least one, 2 invalid options.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import sys
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
-PLANES = ("both", "data", "metadata")
+PLANES = ("both", "data", "metadata")  # harness.sim.runs.cluster_seeds.PLANES
 
 
 def add_kind(kinds: Any) -> None:
@@ -115,7 +112,7 @@ def _check(args: argparse.Namespace) -> str | None:
         return "--producers must be 0..8, --consumers 0..4"
     if args.data_duration_ms < 5000:
         return "--data-duration-ms must be >= 5000"
-    from harness.sim.runs.data_cluster import parse_nemesis
+    from harness.sim.runs.cluster_run import parse_nemesis
 
     try:
         parse_nemesis(args.nemesis)
@@ -131,11 +128,12 @@ def replay_command(seed: int, args: argparse.Namespace) -> str:
     )
 
 
-def _data_config(seed: int, args: argparse.Namespace) -> Any:
-    from harness.sim.runs.data_cluster import ClusterDataConfig, parse_nemesis
+def _plan(args: argparse.Namespace) -> Any:
+    from harness.sim.runs.cluster_run import ClusterRunConfig, parse_nemesis
+    from harness.sim.runs.cluster_seeds import SeedPlan
 
-    return ClusterDataConfig(
-        seed=seed,
+    data = ClusterRunConfig(
+        seed=1 if args.seed is None else args.seed,
         voters=args.voters,
         brokers=args.brokers,
         replication_factor=args.replication_factor,
@@ -148,92 +146,44 @@ def _data_config(seed: int, args: argparse.Namespace) -> Any:
         duration_ms=args.data_duration_ms,
         nemesis=parse_nemesis(args.nemesis),
     )
+    return SeedPlan(args.plane, args.brokers, args.duration_ms, data)
 
 
-@dataclass(frozen=True, slots=True)
-class SeedOutcome:
-    """What one seed printed and counted (small and picklable: workers send it back)."""
-
-    seed: int
-    failed: bool
-    lines: tuple[str, ...]
-    sim_ms: int
-    totals: tuple[tuple[str, int], ...] = ()
-
-
-_ARGS: argparse.Namespace | None = None  # the options, inherited by forked workers
-
-
-def _run_seed(seed: int) -> SeedOutcome:
-    from harness.sim.runs.cluster_simulation import cluster_config, run_cluster_seed
-    from harness.sim.runs.data_cluster import run_cluster_data
-
-    args = _ARGS
-    assert args is not None
-    single = (args.seeds or 1) == 1
+def _lines(outcome: Any, args: argparse.Namespace, single: bool) -> list[str]:
+    """What one seed prints."""
     lines: list[str] = []
-    failed = False
-    sim_ms = 0
-    totals: dict[str, int] = {}
-    if args.plane in ("both", "metadata"):
-        result = run_cluster_seed(cluster_config(seed, args.brokers, args.duration_ms))
-        sim_ms += result.sim_ms
+    seed, meta, data = outcome.seed, outcome.metadata, outcome.data
+    if meta is not None:
         if single:
             lines.append(
-                f"seed {seed} metadata: digest {result.digest} events {result.events} "
-                f"simulated {result.sim_ms} ms admin ops {result.stats.get('admin_ops')} "
-                f"partition epochs {result.stats.get('partition_epochs_seen')}"
+                f"seed {seed} metadata: digest {meta.digest} events {meta.events} "
+                f"simulated {meta.sim_ms} ms admin ops {meta.admin_ops} "
+                f"partition epochs {meta.partition_epochs}"
             )
-        if not result.ok:
-            failed = True
-            lines.append(f"VIOLATION seed {seed} (metadata): {result.violation}")
+        if meta.violation is not None:
+            lines.append(f"VIOLATION seed {seed} (metadata): {meta.violation}")
             if args.trace:
-                lines += [f"  {line}" for line in result.trace_tail]
+                lines += [f"  {line}" for line in meta.trace_tail]
             lines.append(f"replay: {replay_command(seed, args)}")
-    if args.plane in ("both", "data"):
-        data = run_cluster_data(_data_config(seed, args))
-        sim_ms += data.sim_ms
-        totals = {
-            "acked": data.acked,
-            "lost": data.lost,
-            "divergent": data.divergent_offsets,
-            "elections": data.leader_elections,
-            "faults": len(data.faults),
-        }
-        lines.append(data.summary() + (f" | digest {data.digest}" if single else ""))
+    if data is not None:
+        lines.append(data.summary + (f" | digest {data.digest}" if single else ""))
         if not data.ok:
-            failed = True
             lines += [f"  {line}" for line in data.examples]
             if args.trace:
                 lines += [
                     f"  fault {start}-{end} ms {shape} ({target})"
                     for start, end, shape, target in data.faults
                 ]
-            lines.append(
-                f"replay: kraftlab sim cluster --plane data {data.config.replay_args()} --trace"
-            )
-    return SeedOutcome(seed, failed, tuple(lines), sim_ms, tuple(sorted(totals.items())))
-
-
-def _outcomes(seeds: range, jobs: int) -> Iterator[SeedOutcome]:
-    """In seed order, whatever `jobs` is (runs are independent and deterministic)."""
-    from harness.sim.runs.runner import quiet_logging
-
-    if jobs <= 1:
-        for seed in seeds:
-            yield _run_seed(seed)
-        return
-    context = multiprocessing.get_context("fork")
-    with context.Pool(jobs, initializer=quiet_logging) as pool:
-        yield from pool.imap(_run_seed, seeds, chunksize=1)
+            lines.append(f"replay: kraftlab sim cluster --plane data {data.replay_args} --trace")
+    return lines
 
 
 def run_cluster(args: argparse.Namespace) -> int:
     import logging
 
+    from harness.sim.runs.cluster_seeds import run_seeds
     from harness.sim.runs.runner import quiet_logging
 
-    global _ARGS
     quiet_logging(logging.ERROR)
     error = _check(args)
     if error:
@@ -246,8 +196,9 @@ def run_cluster(args: argparse.Namespace) -> int:
     sim_ms = 0
     totals = {"acked": 0, "lost": 0, "divergent": 0, "elections": 0, "faults": 0}
     last_progress = started
+    plan = _plan(args)
     if args.plane != "metadata":
-        sample = _data_config(first, args)
+        sample = plan.data
         print(
             f"data plane: {sample.voters} controllers, {sample.brokers} brokers, RF "
             f"{sample.replication_factor}, acks={sample.acks}, min.insync.replicas="
@@ -255,21 +206,18 @@ def run_cluster(args: argparse.Namespace) -> int:
             f"{str(sample.unclean_leader_election).lower()}, nemesis {args.nemesis}",
             flush=True,
         )
-    _ARGS = args
-    try:
-        for i, outcome in enumerate(_outcomes(range(first, first + count), args.jobs), 1):
-            sim_ms += outcome.sim_ms
-            for key, value in outcome.totals:
+    for i, outcome in enumerate(run_seeds(plan, range(first, first + count), args.jobs), 1):
+        sim_ms += outcome.sim_ms
+        if outcome.data is not None:
+            for key, value in outcome.data.totals:
                 totals[key] += value
-            for line in outcome.lines:
-                print(line, flush=True)
-            failures += outcome.failed
-            now = time.monotonic()
-            if now - last_progress >= 2 or i == count:
-                last_progress = now
-                print(f"[{i}/{count}] violations={failures}", file=sys.stderr, flush=True)
-    finally:
-        _ARGS = None
+        for line in _lines(outcome, args, count == 1):
+            print(line, flush=True)
+        failures += outcome.failed
+        now = time.monotonic()
+        if now - last_progress >= 2 or i == count:
+            last_progress = now
+            print(f"[{i}/{count}] violations={failures}", file=sys.stderr, flush=True)
     wall_s = max(time.monotonic() - started, 1e-9)
     data_part = ""
     if args.plane != "metadata":

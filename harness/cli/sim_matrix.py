@@ -79,7 +79,7 @@ def _split(value: str, convert: Any, allowed: tuple[Any, ...] | None, name: str)
 
 
 def build_spec(args: argparse.Namespace) -> Any:
-    from harness.sim.faults.data_nemesis import NEMESES
+    from harness.sim.faults.shapes import SCENARIO_NEMESES as NEMESES
     from harness.sim.runs.matrix import DEFAULT_SEEDS, MatrixSpec, default_spec
 
     dims = {"modes": (str, ("isr", "quorum")), "acks": (str, ("1", "all")),

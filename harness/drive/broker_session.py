@@ -1,5 +1,5 @@
 """The broker side of KIP-631's broker lifecycle as a sans-IO state machine, shared by the asyncio
-broker (harness/runtime/broker.py) and the simulator (harness/sim/actors/cluster_node.py) so the two drivers
+broker (harness/runtime/broker.py) and the simulator (harness/sim/actors/broker.py) so the two drivers
 cannot drift apart (DESIGN.md: one core, two drivers).
 
 Inputs: `poll(now_ms, leader_id, applied_offset)` (returns the one request to send now, if any),

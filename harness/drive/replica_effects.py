@@ -1,7 +1,7 @@
 """Executing a replica core's effects (partition/replica/effects.py), in order, for a driver.
 
 One function shared by every driver of ReplicaCore (the broker runtime's ReplicaManager, and
-the simulator's Broker in harness/sim/actors/data_world.py), so the effect semantics cannot drift apart
+the simulator's Broker in harness/sim/actors/broker.py), so the effect semantics cannot drift apart
 (DESIGN.md: one core, two drivers; STYLE.md: one execute_effects, `assert_never` over the union):
 
 - the six log effects go to `LocalReplicaLog.execute` (the PartitionLog, through LogManager so a

@@ -1,6 +1,7 @@
-"""Controller RPCs between nodes: envelopes that carry quorum.controller requests (broker
-registration, heartbeats, AlterPartition, ...) over the node transport, and the active-controller
-driver that answers them on the Raft leader.
+"""Controller RPCs between nodes: the envelopes (harness/drive/controller_rpc.py, shared with the
+simulator) carry quorum.controller requests (broker registration, heartbeats, AlterPartition, ...)
+over the node transport; this module forwards them and drives the active controller that
+answers them on the Raft leader.
 
 Wire: `ControllerRpcRequest(request_id, request, origin)` travels on the sender's outbound
 connection; the answer is `ControllerRpcResponse(request_id, response)` sent back to `origin`.
@@ -23,13 +24,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Hashable
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
+from harness.drive.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
 from harness.runtime.context import NodeContext
-from quorum import codec
 from quorum.controller import (
     ControllerConfig,
     ControllerRequest,
@@ -44,23 +44,6 @@ from quorum.metadata.errors import Errors
 from quorum.metadata.image import ApplyResult
 
 log = structlog.get_logger()
-
-
-@codec.register("node.ControllerRpcRequest")
-@dataclass(frozen=True, slots=True)
-class ControllerRpcRequest:
-    request_id: int
-    request: Any  # a quorum.controller ControllerRequest (nested record, tagged)
-    origin: int  # the node the answer goes to
-    forwarded: bool = False
-
-
-@codec.register("node.ControllerRpcResponse")
-@dataclass(frozen=True, slots=True)
-class ControllerRpcResponse:
-    request_id: int
-    response: Any  # a ControllerResponse
-    leader_id: int = -1  # hint: the active controller this node knows (-1: none)
 
 
 def controller_config(node: NodeContext) -> ControllerConfig:

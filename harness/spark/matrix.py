@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.sim.runs.data_simulation import DataRunConfig
+from harness.sim.runs.scenario_run import ScenarioConfig
 
 
 def _run_slice(configs: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -30,7 +30,7 @@ def _run_slice(configs: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
         yield run_one(config_from_dict(values)).row.to_record()
 
 
-def run_spark(configs: Sequence[DataRunConfig], out: Path, master: str | None,
+def run_spark(configs: Sequence[ScenarioConfig], out: Path, master: str | None,
               slices: int | None = None) -> int:
     """Run every config as Spark tasks and write the rows under `out`; returns the row count."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)

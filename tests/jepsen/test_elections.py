@@ -1,6 +1,6 @@
 """Partition leader elections of a queue run (harness/check/elections.py): changes to a real
 leader, not leader-epoch bumps, so a quorum-mode failover (fence at -1, then elect) counts once,
-as in the simulation (harness/sim/actors/data_world.py `_count_change`) and the nodes' metrics."""
+as in the simulation (harness/sim/checks/replicas.py `count_change`) and the nodes' metrics."""
 
 from __future__ import annotations
 

@@ -152,7 +152,7 @@ def test_quorum_mode_fence_report_and_epoch_marker_reach_the_env_and_the_log() -
 
 
 def test_hw_observer_sees_each_move_after_it_is_applied() -> None:
-    """The simulator's invariant hook (harness/sim/actors/data_world.py Broker): called once per
+    """The simulator's invariant hook (harness/sim/actors/broker.py Broker): called once per
     UpdateHighWatermark with the HW before and after, the log already holding `after`."""
     core, local, env = leader_setup(isr=(101, 102))
     seen: list[tuple[int, int, int]] = []

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from harness.drive.raftlog import RaftLogStore
-from harness.sim.actors.client import Operation
-from harness.sim.actors.node import SimNode
+from harness.sim.actors.kv_client import Operation
+from harness.sim.actors.raft_node import RaftNode
 from quorum.raft.core import RaftCore
 from quorum.raft.effects import Effect, ElectionState
 from quorum.raft.messages import RaftMessage, VoteRequest
@@ -58,7 +58,7 @@ class UnsyncedLogStore(RaftLogStore):
         return
 
 
-class LocalReadNode(SimNode):
+class LocalReadNode(RaftNode):
     """PLANTED BUG (driver): answers a linearizable read from its own image at once, with no
     read barrier, on whatever node the client reached (a stale follower, a deposed leader)."""
 
@@ -71,7 +71,7 @@ class LocalReadNode(SimNode):
         self.replies.append((op, "ok", value, None, None))
 
 
-class SilentLocalReadNode(SimNode):
+class SilentLocalReadNode(RaftNode):
     """PLANTED BUG: the same local reads, hidden from the per-read check, so only the Jepsen
     linearizability checker run over the history at the end of the run can catch them."""
 
@@ -82,13 +82,13 @@ class SilentLocalReadNode(SimNode):
         self.replies.append((op, "ok", self.image_value(op.key), None, None))
 
 
-class DoubleVoteNode(SimNode):
+class DoubleVoteNode(RaftNode):
     core_class = DoubleVoteCore
 
 
-class StaleLogVoteNode(SimNode):
+class StaleLogVoteNode(RaftNode):
     core_class = StaleLogVoteCore
 
 
-class UnsyncedLogNode(SimNode):
+class UnsyncedLogNode(RaftNode):
     log_store_class = UnsyncedLogStore

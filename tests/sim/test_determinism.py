@@ -59,13 +59,13 @@ def test_determinism_self_test_flags_a_run_that_reads_the_wall_clock(
     from harness.cli.main import main
     from harness.sim.runs.simulation import Simulation
 
-    real_note = Simulation._note
+    real_note = Simulation.note
 
     def leaky_note(self: Simulation, line: str) -> None:
         # A simulator bug: wall-clock time leaks into the trace.
         real_note(self, f"{line} {time.perf_counter_ns()}")
 
-    monkeypatch.setattr(Simulation, "_note", leaky_note)
+    monkeypatch.setattr(Simulation, "note", leaky_note)
     assert main(["sim", "quorum", "--seeds", "1", "--determinism", "--jobs", "1"]) == 1
     assert "NONDETERMINISM seed 1" in capsys.readouterr().out
     monkeypatch.undo()

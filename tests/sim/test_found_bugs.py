@@ -9,8 +9,8 @@ core, now fixed (quorum/raft; core-level tests in tests/raft/test_liveness.py):
 
 from __future__ import annotations
 
-from harness.sim.actors.node import SimNode
-from harness.sim.actors.quorum_state import SimQuorumStateStore
+from harness.sim.actors.raft_disk import SimQuorumStateStore
+from harness.sim.actors.raft_node import RaftNode
 from harness.sim.checks.invariants import SafetyChecker
 from quorum.raft.config import RaftConfig
 from quorum.raft.effects import ElectionState
@@ -19,7 +19,7 @@ from quorum.raft.messages import ErrorCode, FetchRequest, FetchResponse
 
 def test_a_voter_that_does_not_lead_never_names_itself_leader() -> None:
     config = RaftConfig(election_timeout_ms=100, fetch_timeout_ms=300)
-    node = SimNode(3, (1, 2, 3), config, SafetyChecker())
+    node = RaftNode(3, (1, 2, 3), config, SafetyChecker())
     # It led epoch 5 before a restart: the quorum-state file says so.
     SimQuorumStateStore(node.storage).write(ElectionState(5, voted_id=3, leader_id=3))
     node.start(0, seed=7)
@@ -37,7 +37,7 @@ def test_a_voter_that_does_not_lead_never_names_itself_leader() -> None:
 
 def test_an_observer_backs_off_when_every_voter_refuses() -> None:
     config = RaftConfig(election_timeout_ms=100, fetch_timeout_ms=300)
-    node = SimNode(101, (1, 2, 3), config, SafetyChecker())
+    node = RaftNode(101, (1, 2, 3), config, SafetyChecker())
     node.start(0, seed=7)
     now_ms = node.next_deadline_ms() or 0
     node.tick(now_ms)

@@ -1,5 +1,5 @@
-"""`kraftlab sim matrix` (harness/sim/runs/matrix.py, matrix_cli.py): the matrix enumeration, one
-valid summary row per run in K's schema, determinism, and the CLI writing Parquet."""
+"""`kraftlab sim matrix` (harness/sim/runs/matrix.py, harness/cli/sim_matrix.py): the matrix enumeration, one
+valid summary row per run in the run-summary schema, determinism, and the CLI writing Parquet."""
 
 from __future__ import annotations
 
@@ -10,13 +10,12 @@ import pytest
 
 from harness.cli.main import main
 from harness.results.schema import read_dataset, validate_row
-from harness.sim.actors.data_quorum import RaftControllerNode
-from harness.sim.actors.data_world import World
-from harness.sim.faults.data_nemesis import NEMESES
-from harness.sim.runs import data_simulation
-from harness.sim.runs.data_simulation import DataRunConfig, DataSimulation, run_data
+from harness.sim.checks.replicas import ReplicaChecker
+from harness.sim.faults.shapes import SCENARIO_NEMESES as NEMESES
+from harness.sim.runs import cluster as cluster_module
 from harness.sim.runs.matrix import DEFAULT_SETTINGS, MatrixSpec, default_spec, run_one, summarize
 from harness.sim.runs.runner import quiet_logging
+from harness.sim.runs.scenario_run import ScenarioConfig, ScenarioRun, run_scenario
 
 
 @pytest.fixture(autouse=True)
@@ -40,9 +39,9 @@ def test_default_matrix_has_both_modes_and_every_nemesis() -> None:
 
 
 def test_same_config_same_history_and_row() -> None:
-    config = DataRunConfig(seed=5, acks="1", min_insync_replicas=1, nemesis="zombie-leader",
+    config = ScenarioConfig(seed=5, acks="1", min_insync_replicas=1, nemesis="zombie-leader",
                            fault_duration_ms=1000)
-    a, b = run_data(config), run_data(config)
+    a, b = run_scenario(config), run_scenario(config)
     assert [e.to_json() for e in a.history.events] == [e.to_json() for e in b.history.events]
     row_a = dataclasses.replace(summarize(a), wall_duration_ms=0)
     row_b = dataclasses.replace(summarize(b), wall_duration_ms=0)
@@ -50,7 +49,7 @@ def test_same_config_same_history_and_row() -> None:
 
 
 def test_summary_row_follows_the_schema_and_counts_the_loss() -> None:
-    out = run_one(DataRunConfig(seed=1, acks="1", min_insync_replicas=1, nemesis="zombie-leader",
+    out = run_one(ScenarioConfig(seed=1, acks="1", min_insync_replicas=1, nemesis="zombie-leader",
                                 fault_duration_ms=5000))
     row = out.row
     validate_row(row)
@@ -87,7 +86,7 @@ def test_compare_index_reports_the_matrix_speed_from_the_rows(tmp_path: Path) ->
     from harness.results.schema import write_dataset
     from harness.study.compare import matrix_speed
 
-    rows = [run_one(DataRunConfig(seed=s, nemesis="none")).row for s in (1, 2)]
+    rows = [run_one(ScenarioConfig(seed=s, nemesis="none")).row for s in (1, 2)]
     path = write_dataset(rows, tmp_path / "runs", part="local")
     total_s = sum(r.duration_ms for r in rows) / 1000  # 2 x 11 s of workload
     assert total_s == 22.0
@@ -112,8 +111,8 @@ def test_matrix_runs_on_a_raft_quorum_unless_told_abstract(tmp_path: Path) -> No
     assert [(r.metadata_quorum, "raft" in r.run_id) for r in abstract] == [("abstract", False)]
 
 
-def _raft_sim(nemesis: str, seed: int = 1) -> DataSimulation:
-    return DataSimulation(DataRunConfig(seed=seed, nemesis=nemesis, fault_duration_ms=5000,
+def _raft_sim(nemesis: str, seed: int = 1) -> ScenarioRun:
+    return ScenarioRun(ScenarioConfig(seed=seed, nemesis=nemesis, fault_duration_ms=5000,
                                         start_jitter_ms=500, metadata="raft"))
 
 
@@ -121,47 +120,49 @@ def test_controller_nemeses_act_on_the_raft_voters() -> None:
     # isolate-controller-leader: the active voter is cut from every voter and broker for the
     # fault; the others elect a new active controller of a higher epoch.
     sim = _raft_sim("isolate-controller-leader")
-    quorum = sim.world.controller
-    assert isinstance(quorum, RaftControllerNode)
+    cluster = sim.cluster
+    assert cluster.voters and cluster.abstract is None
     seen: dict[str, tuple[int | None, int]] = {}
 
     def look(at: str) -> None:
-        active = quorum.active_controller()
-        epochs = [quorum.voters[v].epoch for v in quorum.voter_ids if quorum.voters[v].up]
+        active = cluster.active_controller()
+        epochs = [node.epoch for node in cluster.voters.values() if node.up]
         seen[at] = (active, max(epochs))
 
-    sim.world.queue.at(2999, look, "before")
-    sim.world.queue.at(4500, look, "during")
+    cluster.world.queue.call_at(2999, look, "before")
+    cluster.world.queue.call_at(4500, look, "during")
     result = sim.run()
     (old, old_epoch), (new, new_epoch) = seen["before"], seen["during"]
     assert old is not None and new is not None and new != old and new_epoch > old_epoch
     assert [(s.start_ms, s.end_ms, s.kind) for s in result.timeline] == [
         (3000, 8000, "partition")]
-    assert result.lost_writes == 0 and quorum.stats["controller_epochs"] >= 2
+    assert result.lost_writes == 0 and cluster.stats["controller_epochs"] >= 2
 
     # metadata-quorum-down: a majority of the voters crashed for the fault, back at its end.
     sim = _raft_sim("metadata-quorum-down")
-    quorum = sim.world.controller
+    voters = sim.cluster.voters
     up: dict[int, int] = {}
     for t in (2999, 4000, 8100):
-        sim.world.queue.at(t, lambda t=t: up.__setitem__(
-            t, sum(quorum.voters[v].up for v in quorum.voter_ids)))
+        sim.cluster.world.queue.call_at(t, lambda t=t: up.__setitem__(
+            t, sum(node.up for node in voters.values())))
     sim.run()
     assert up == {2999: 3, 4000: 1, 8100: 3}
 
     # zombie-leader: the partition leader is cut from every voter (not from "controller 0").
     sim = _raft_sim("zombie-leader")
-    cuts: list[set[frozenset[int]]] = []
-    sim.world.queue.at(4000, lambda: cuts.append(set(sim.world.network.cut)))
+    world = sim.cluster.world
+    cuts: list[set[tuple[int, int]]] = []
+    world.queue.call_at(4000, lambda: cuts.append(set(world.network.describe_cut())))
     result = sim.run()
-    leader = {b for pair in cuts[0] for b in pair if b in sim.world.brokers}
+    leader = {b for pair in cuts[0] for b in pair if b in sim.cluster.brokers}
     assert len(leader) == 1
-    assert cuts[0] == {frozenset((*leader, v)) for v in sim.world.controller.voter_ids}
+    voter_ids = world.controller_ids
+    assert cuts[0] == {(*leader, v) for v in voter_ids} | {(v, *leader) for v in voter_ids}
     assert result.leader_elections >= 1
 
 
-class _PrefixPinned(World):
-    """A world that never learns of a loss: divergence-below-hw stays an invariant."""
+class _PrefixPinned(ReplicaChecker):
+    """Replica checks that never learn of a loss: divergence-below-hw stays an invariant."""
 
     prefix_may_change = property(lambda self: False, lambda self, value: None)
 
@@ -171,17 +172,17 @@ def test_divergence_below_hw_is_an_invariant_only_without_legitimate_loss(
     # An unclean election hands leadership to a shorter log: the new leader reuses the lost
     # offsets, so records below the old HW change. That is the loss (lost_writes), counted
     # apart, not a broken invariant that would fail `kraftlab sim matrix`.
-    config = DataRunConfig(seed=1, acks="all", min_insync_replicas=1,
+    config = ScenarioConfig(seed=1, acks="all", min_insync_replicas=1,
                            unclean_leader_election=True, nemesis="isolate-partition-leader",
                            fault_duration_ms=5000, start_jitter_ms=500)
-    sim = DataSimulation(config)
+    sim = ScenarioRun(config)
     result = sim.run()
     assert result.unclean_elections == 1 and result.lost_writes > 0
     assert "divergence-below-hw" not in result.violations
-    assert sim.world.counters.divergence_after_loss == 18
+    assert sim.cluster.replicas.counters.divergence_after_loss == 18
     assert run_one(config).invariant_violations == ()
     # The same rewrite where the prefix must hold is reported, offset by offset.
-    monkeypatch.setattr(data_simulation, "World", _PrefixPinned)
-    pinned = DataSimulation(config)
+    monkeypatch.setattr(cluster_module, "ReplicaChecker", _PrefixPinned)
+    pinned = ScenarioRun(config)
     assert pinned.run().violations["divergence-below-hw"] == 18
-    assert pinned.world.counters.divergence_after_loss == 0
+    assert pinned.cluster.replicas.counters.divergence_after_loss == 0

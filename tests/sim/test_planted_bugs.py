@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.sim.actors.node import SimNode
+from harness.sim.actors.raft_node import RaftNode
 from harness.sim.runs.runner import quiet_logging
 from harness.sim.runs.simulation import SimConfig, SimResult, run_seed
 from tests.sim.planted import (
@@ -24,7 +24,7 @@ def _quiet_logging() -> None:
 MAX_SEEDS = 60
 
 
-def first_violation(node_class: type[SimNode], voters: int = 3) -> SimResult | None:
+def first_violation(node_class: type[RaftNode], voters: int = 3) -> SimResult | None:
     for seed in range(1, MAX_SEEDS + 1):
         result = run_seed(SimConfig(seed=seed, voters=voters), node_class)
         if not result.ok:
@@ -55,7 +55,7 @@ PLANTED = [
     ],
 )
 def test_planted_bug_is_caught(
-    node_class: type[SimNode], voters: int, invariants: set[str]
+    node_class: type[RaftNode], voters: int, invariants: set[str]
 ) -> None:
     found = first_violation(node_class, voters)
     assert found is not None, f"{node_class.__name__}: no violation in {MAX_SEEDS} seeds"

@@ -7,13 +7,18 @@ them does not alter a run's trace.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from harness.sim.actors.node import SimNode
+from typing import Any, Protocol
 
 
-def diagnose_lagging(node: SimNode, leader: SimNode) -> str:
+class RaftProcess(Protocol):
+    """A simulated Raft node as these functions read it: its core and its log store (None
+    while it is down)."""
+
+    core: Any
+    store: Any
+
+
+def diagnose_lagging(node: RaftProcess, leader: RaftProcess) -> str:
     """Why a node does not catch up with the leader, in a stable word (for reports and for
     telling known core bugs apart from new problems):
 

@@ -26,8 +26,17 @@ watermark moves, leader changes, crashes and recoveries) and keeps the global fa
   log as of the offset it was answered at, and that offset covers every write acknowledged to
   any client before the read was invoked.
 
+Metadata invariants (`PartitionImageChecker`), checked on a node's image every time it applied
+something (the metadata run's controllers and brokers, the data-plane runs' controller voters):
+- PartitionLeaderInIsr: a partition's leader is in its ISR (or -1), unless the election was
+  unclean (leader_recovery_state RECOVERING, KIP-704);
+- MonotonicPartitionEpochs: in one node incarnation, a partition's leader_epoch and
+  partition_epoch never decrease;
+- SingleLeaderPerEpoch: across all nodes and all time, one (partition, leader_epoch) names one
+  leader.
+
 A violation is recorded with the simulated time; the simulation stops at the first one, so the
-seed that found it replays to exactly that point.
+seed that found it replays to exactly that point. The checkers only read what they check.
 """
 
 from __future__ import annotations
@@ -35,8 +44,18 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
-from quorum.metadata.records import DecodeError, KvCas, KvDelete, KvPut, decode_record
+from quorum.metadata.image import MetadataImage
+from quorum.metadata.records import (
+    NO_LEADER,
+    DecodeError,
+    KvCas,
+    KvDelete,
+    KvPut,
+    LeaderRecoveryState,
+    decode_record,
+)
 from quorum.raft.log import Entry, RaftLog
 
 _MAX_READ_BYTES = 1 << 30
@@ -396,4 +415,63 @@ class SafetyChecker:
                     node,
                     f"read of {key!r} at offset {applied_end} returned {value!r}, the committed "
                     f"log says {expected!r}",
+                )
+
+
+class ImageHolder(Protocol):
+    """A process with a metadata image: its id, its process start number, its image."""
+
+    node_id: int
+    incarnation: int
+    image: MetadataImage
+
+
+class PartitionImageChecker:
+    """The invariants above, checked on a node's image each time it applied something; failures
+    go to `checker.fail` (a SafetyViolation stops the run)."""
+
+    def __init__(self, checker: SafetyChecker) -> None:
+        self.checker = checker
+        self.leader_of: dict[tuple[str, int, int], int] = {}
+        self.seen: dict[tuple[int, int], dict[tuple[str, int], tuple[int, int]]] = {}
+        self.checked_offset: dict[int, tuple[int, int]] = {}
+
+    def check(self, node: ImageHolder) -> None:
+        image = node.image
+        key = (node.node_id, node.incarnation)
+        if self.checked_offset.get(node.node_id) == (node.incarnation, image.applied_offset):
+            return
+        self.checked_offset[node.node_id] = (node.incarnation, image.applied_offset)
+        seen = self.seen.setdefault(key, {})
+        for topic, part in image.all_partitions():
+            where = f"{topic.name}-{part.partition} at offset {image.applied_offset}"
+            self.checker.count("cluster_partition_checks")
+            if (
+                part.leader != NO_LEADER
+                and part.leader not in part.isr
+                and part.leader_recovery_state != LeaderRecoveryState.RECOVERING
+            ):
+                self.checker.fail(
+                    "PartitionLeaderInIsr",
+                    node.node_id,
+                    f"{where}: leader {part.leader} not in ISR {part.isr}",
+                )
+            tp = (topic.topic_id, part.partition)
+            before = seen.get(tp)
+            now = (part.leader_epoch, part.partition_epoch)
+            if before is not None and (now[0] < before[0] or now[1] < before[1]):
+                self.checker.fail(
+                    "MonotonicPartitionEpochs",
+                    node.node_id,
+                    f"{where}: (leader_epoch, partition_epoch) {before} -> {now}",
+                )
+            seen[tp] = now
+            epoch_key = (topic.topic_id, part.partition, part.leader_epoch)
+            known = self.leader_of.setdefault(epoch_key, part.leader)
+            if known != part.leader:
+                self.checker.fail(
+                    "SingleLeaderPerEpoch",
+                    node.node_id,
+                    f"{where}: leader_epoch {part.leader_epoch} led by {known} "
+                    f"and by {part.leader}",
                 )

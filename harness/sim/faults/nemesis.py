@@ -1,15 +1,20 @@
-"""The simulator's nemesis: picks the next fault from the seed and applies it to the cluster.
+"""The simulator's one nemesis: it applies the shapes of harness.sim.faults.shapes.SHAPES to a
+run (a FaultTarget, harness.sim.faults.fault) in one of three ways:
 
-Faults (Jepsen's vocabulary): network partitions (random halves, one node isolated, the leader
-isolated, a voter majority against a minority, a bridge where one node sees both sides, a one-way
-cut where one node can receive but not send or the reverse), heal, graceful shutdown (the leader
-resigns with EndQuorumEpoch, everything is flushed, the process stops),
-process crash (simulated storage loses what was not fsynced, possibly a torn last write), restart,
-and pause (no deliveries, no timers, for a while: SIGSTOP). Crashes may take down a majority:
-safety must hold regardless; only the liveness phase needs a majority back.
+- `step()`: the quorum runs' random steps (Jepsen's vocabulary): a kind drawn by the weights of
+  the run's NemesisProfile (crash, restart, partition, heal, pause), a partition shape drawn
+  uniformly; instant faults, healed by later steps or by the liveness phase. Crashes may take
+  down a majority: safety must hold regardless; only the liveness phase needs a majority back.
+- `schedule(name, start_ms, duration_ms)`: the scenario matrix's one shape per run, applied at
+  `start_ms` and healed `duration_ms` later (plus the shape's restart after the end);
+- `schedule_random(shapes, ...)`: `kraftlab sim cluster`'s schedule, one shape at a time drawn
+  from a list, each with a drawn duration and a drawn gap before the next.
+`heal_all()` ends every fault (network healed, stopped processes restarted, paused ones resumed).
 
-Invariants: every choice draws from the one seeded rng, over sorted node lists, so one seed gives
-one fault schedule; each step returns a short description that goes into the trace digest.
+Invariants: every choice draws from the one rng given to the nemesis, in event order, over node
+lists in a fixed order, so one seed gives one fault schedule; each applied shape returns a short
+description (it goes into the quorum runs' trace digest and the cluster run's fault list); the
+timeline of span faults is kept for the run summary.
 """
 
 from __future__ import annotations
@@ -17,40 +22,17 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
-from harness.sim.kernel.network import SimNetwork
-
-
-class NemesisTarget(Protocol):
-    """What the nemesis needs from the simulation."""
-
-    network: SimNetwork
-
-    @property
-    def node_ids(self) -> Sequence[int]: ...
-
-    @property
-    def voter_ids(self) -> Sequence[int]: ...
-
-    def is_up(self, node_id: int) -> bool: ...
-
-    def is_paused(self, node_id: int) -> bool: ...
-
-    def believed_leader(self) -> int | None: ...
-
-    def crash(self, node_id: int) -> None: ...
-
-    def shutdown(self, node_id: int) -> None: ...
-
-    def restart(self, node_id: int) -> None: ...
-
-    def pause(self, node_id: int, duration_ms: int) -> None: ...
+from harness.sim.faults.fault import Fault, FaultTarget, Span
+from harness.sim.faults.shapes import QUORUM_PARTITIONS, SHAPES, STEP_KINDS
 
 
 @dataclass(frozen=True, slots=True)
 class NemesisProfile:
-    """How often and how hard the nemesis strikes during the safety phase."""
+    """How often and how hard the random steps strike during the safety phase.
+
+    `shutdown_weight` is drawn (so a seed's draws stay what they were) but the step does not
+    use it: STEP_KINDS has no shutdown; the shape exists for runs that name it."""
 
     min_interval_ms: int = 50
     max_interval_ms: int = 400
@@ -79,137 +61,116 @@ class NemesisProfile:
         )
 
 
+def check_shape(name: str) -> None:
+    if name not in SHAPES:
+        raise ValueError(f"unknown nemesis {name!r}; known: {', '.join(SHAPES)}")
+
+
 class Nemesis:
-    """One fault per step; `step` returns what it did, e.g. 'crash 2' or 'partition [[1], [2, 3]]'."""
+    """Applies SHAPES to `target` with `rng`; counts kinds, keeps the timeline of span faults."""
 
-    __slots__ = ("_rng", "counts", "profile")
+    __slots__ = ("_rng", "counts", "heal_ms", "profile", "target", "timeline")
 
-    def __init__(self, rng: random.Random, profile: NemesisProfile) -> None:
+    def __init__(
+        self,
+        target: FaultTarget,
+        rng: random.Random,
+        profile: NemesisProfile | None = None,
+    ) -> None:
+        self.target = target
         self._rng = rng
-        self.profile = profile
+        self.profile = profile or NemesisProfile()
         self.counts: dict[str, int] = {}
+        self.timeline: list[Span] = []
+        self.heal_ms: int | None = None
+
+    # -- applying one shape ------------------------------------------------------------------
+
+    def apply(self, name: str, end_ms: int | None = None) -> str:
+        """Apply shape `name` now (until `end_ms`; None: an instant fault); its description."""
+        fault = Fault(self.target, self._rng, end_ms, self.profile.max_pause_ms)
+        description = SHAPES[name].apply(fault)
+        self.timeline += fault.timeline
+        if fault.heal_ms is not None:
+            self.heal_ms = max(self.heal_ms or 0, fault.heal_ms)
+        return description
+
+    # -- the quorum runs' random steps -------------------------------------------------------
 
     def next_interval_ms(self) -> int:
         return self._rng.randint(self.profile.min_interval_ms, self.profile.max_interval_ms)
 
-    def step(self, target: NemesisTarget) -> str:
+    def step(self) -> str:
+        """One random instant fault; what it did, e.g. 'crash 2' or 'partition halves [...]'."""
         p = self.profile
-        kinds = ("crash", "restart", "partition", "heal", "pause")
-        weights = (
-            p.crash_weight,
-            p.restart_weight,
-            p.partition_weight,
-            p.heal_weight,
-            p.pause_weight,
-        )
-        kind = self._rng.choices(kinds, weights=weights)[0]
+        weights = [getattr(p, f"{kind}_weight") for kind in STEP_KINDS]
+        kind = self._rng.choices(STEP_KINDS, weights=weights)[0]
         self.counts[kind] = self.counts.get(kind, 0) + 1
-        match kind:
-            case "crash":
-                return self._crash(target)
-            case "restart":
-                return self._restart(target)
-            case "partition":
-                return self._partition(target)
-            case "heal":
-                target.network.heal()
-                return "heal"
-            case "pause":
-                return self._pause(target)
-            case "shutdown":
-                return self._shutdown(target)
-        raise AssertionError(kind)
-
-    def _shutdown(self, target: NemesisTarget) -> str:
-        up = [n for n in target.node_ids if target.is_up(n) and not target.is_paused(n)]
-        if not up:
-            return "shutdown (none up)"
-        leader = target.believed_leader()
-        # Mostly the leader: a controlled shutdown is where EndQuorumEpoch matters (KIP-595).
-        victim = leader if leader in up and self._rng.random() < 0.7 else self._rng.choice(up)
-        target.shutdown(victim)
-        return f"shutdown {victim}"
-
-    def _crash(self, target: NemesisTarget) -> str:
-        up = [n for n in target.node_ids if target.is_up(n)]
-        if not up:
-            return "crash (none up)"
-        leader = target.believed_leader()
-        # Crash the leader a third of the time: it is where the interesting states are.
-        if leader is not None and leader in up and self._rng.random() < 0.33:
-            victim = leader
-        else:
-            victim = self._rng.choice(up)
-        target.crash(victim)
-        return f"crash {victim}"
-
-    def _restart(self, target: NemesisTarget) -> str:
-        down = [n for n in target.node_ids if not target.is_up(n)]
-        if not down:
-            return "restart (none down)"
-        node = self._rng.choice(down)
-        target.restart(node)
-        return f"restart {node}"
-
-    def _pause(self, target: NemesisTarget) -> str:
-        candidates = [n for n in target.node_ids if target.is_up(n) and not target.is_paused(n)]
-        if not candidates:
-            return "pause (none)"
-        node = self._rng.choice(candidates)
-        duration_ms = self._rng.randint(10, self.profile.max_pause_ms)
-        target.pause(node, duration_ms)
-        return f"pause {node} {duration_ms}ms"
-
-    def _partition(self, target: NemesisTarget) -> str:
-        nodes = list(target.node_ids)
-        shape = self._rng.choice(
-            ("halves", "isolate", "isolate-leader", "majority", "bridge", "one-way")
-        )
-        groups: list[list[int]]
-        match shape:
-            case "halves":
-                shuffled = nodes[:]
-                self._rng.shuffle(shuffled)
-                cut = self._rng.randint(1, len(shuffled) - 1)
-                groups = [sorted(shuffled[:cut]), sorted(shuffled[cut:])]
-            case "isolate" | "isolate-leader":
-                leader = target.believed_leader() if shape == "isolate-leader" else None
-                lone = leader if leader is not None else self._rng.choice(nodes)
-                groups = [[lone], [n for n in nodes if n != lone]]
-            case "majority":
-                voters = list(target.voter_ids)
-                self._rng.shuffle(voters)
-                majority = voters[: len(voters) // 2 + 1]
-                minority = voters[len(voters) // 2 + 1 :]
-                for n in nodes:
-                    if n not in target.voter_ids:
-                        (majority if self._rng.random() < 0.5 else minority).append(n)
-                groups = [sorted(majority), sorted(minority)]
-            case "bridge":
-                shuffled = nodes[:]
-                self._rng.shuffle(shuffled)
-                bridge = shuffled[0]
-                rest = shuffled[1:]
-                cut = max(1, len(rest) // 2)
-                groups = [sorted(rest[:cut]), sorted(rest[cut:])]
-                target.network.partition(groups)
-                return f"partition bridge {bridge} {groups}"
-            case "one-way":
-                leader = target.believed_leader()
-                side = leader if leader is not None and self._rng.random() < 0.5 else None
-                one = side if side is not None else self._rng.choice(nodes)
-                others = [n for n in nodes if n != one]
-                if self._rng.random() < 0.5:
-                    target.network.cut_one_way([one], others)
-                    return f"partition one-way {one} cannot send"
-                target.network.cut_one_way(others, [one])
-                return f"partition one-way {one} cannot receive"
-            case _:
-                raise AssertionError(shape)
-        target.network.partition(groups)
-        return f"partition {shape} {groups}"
+        name = self._rng.choice(QUORUM_PARTITIONS) if kind == "partition" else kind
+        return self.apply(name)
 
     def crash_rng(self) -> random.Random | None:
         """The rng a crash uses to keep a random prefix of unsynced writes (torn writes), or
         None to lose every unsynced byte."""
         return self._rng if self.profile.torn_writes else None
+
+    # -- span faults: the data-plane runs ----------------------------------------------------
+
+    def schedule(self, name: str, start_ms: int, duration_ms: int) -> None:
+        """Shape `name` from `start_ms` for `duration_ms` ("none": no fault)."""
+        if name == "none":
+            return
+        check_shape(name)
+        self.target.queue.call_at(start_ms, self.apply, name, start_ms + duration_ms)
+
+    def schedule_random(
+        self,
+        shapes: Sequence[str],
+        start_ms: int,
+        last_start_ms: int,
+        duration_ms: tuple[int, int],
+        gap_ms: tuple[int, int],
+        faults: list[tuple[int, int, str, str]],
+    ) -> None:
+        """One fault at a time from `start_ms`: a shape drawn from `shapes`, a duration drawn
+        from `duration_ms` (cut to end by `last_start_ms`, unless shorter than its minimum), a
+        gap drawn from `gap_ms`; none starts at or after `last_start_ms`. Each fault is appended
+        to `faults` as (start ms, end ms, shape, target)."""
+        for name in shapes:
+            check_shape(name)
+        if shapes:
+            self.target.queue.call_at(
+                start_ms, self._next_random, tuple(shapes), last_start_ms, duration_ms, gap_ms,
+                faults,
+            )
+
+    def _next_random(
+        self,
+        shapes: tuple[str, ...],
+        last_start_ms: int,
+        duration_ms: tuple[int, int],
+        gap_ms: tuple[int, int],
+        faults: list[tuple[int, int, str, str]],
+    ) -> None:
+        now_ms = self.target.queue.now_ms
+        if now_ms >= last_start_ms:
+            return
+        name = self._rng.choice(shapes)
+        low, high = duration_ms
+        end_ms = now_ms + min(self._rng.randint(low, high), max(last_start_ms - now_ms, low))
+        description = self.apply(name, end_ms)
+        faults.append((now_ms, end_ms, name, description))
+        self.target.queue.call_at(
+            end_ms + self._rng.randint(*gap_ms), self._next_random, shapes, last_start_ms,
+            duration_ms, gap_ms, faults,
+        )
+
+    def heal_all(self) -> None:
+        """End every fault: heal the network, restart what is down, resume what is paused."""
+        t = self.target
+        t.network.heal()
+        for n in t.node_ids:
+            if not t.is_up(n):
+                t.restart(n)
+            elif t.is_paused(n):
+                t.resume(n)

@@ -1,19 +1,47 @@
-"""The simulator's event queue and event kinds: a virtual clock in integer ms.
+"""The simulator's event queue and event kinds: a virtual clock in integer ms. Every simulated run
+(the quorum run, the metadata run, the data-plane runs) schedules on this one queue.
+
+Two families of events:
+- data events (`Deliver`, `TimerFired`, `ConnectionRefused`, `Resume`, the kv client's and the
+  run's phases), dispatched by the run that owns the queue;
+- `Call`: an actor's own scheduled work (a flush, a retry, a producer's next send), run as
+  `fn(*args)` by whoever pops it.
 
 Invariants:
 - events pop in (time_ms, seq) order, where `seq` is the order they were scheduled in; two events
   at the same millisecond therefore always run in the same order for the same seed (the
   deterministic tie-break FoundationDB's and TigerBeetle's simulators rely on);
-- time never goes backwards: scheduling before `now_ms` is a programming error (ValueError);
+- time never goes backwards: scheduling before `now_ms` is a programming error (ValueError); a
+  caller whose deadline is already due says so by scheduling at `now_ms` (a core's
+  next_deadline_ms may lie in the past; the caller decides that "due" means "now");
 - events are frozen dataclasses whose `repr` is deterministic, so the trace digest of a run
   (harness.sim.runs.simulation) is a hash of every event that ran, in order.
+
+The queue is the one clock of a run: its `now_ms` advances only as events are popped, and
+nothing in a simulated run reads the wall clock. For what lives outside a run's objects (log
+lines), the queue mirrors each popped event's time into `SIM_CLOCK`, which the structlog
+processor of harness.sim.runs.runner stamps on every line (`sim_ms`), so a seed's log is
+byte-identical run to run (one run at a time per process: runs fan out over processes).
 """
 
 from __future__ import annotations
 
 import heapq
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
+
+
+class SimClock:
+    """A simulated time in integer milliseconds."""
+
+    __slots__ = ("now_ms",)
+
+    def __init__(self) -> None:
+        self.now_ms = 0
+
+
+SIM_CLOCK = SimClock()  # the time of the event being run, for log lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +138,21 @@ class LivenessProbe:
     """During the liveness phase: check progress (leader, marker committed, convergence)."""
 
 
+@dataclass(frozen=True, slots=True, repr=False)
+class Call:
+    """An actor's own scheduled work: `fn(*args)` runs when the event pops."""
+
+    fn: Callable[..., None]
+    args: tuple[Any, ...] = field(default=())
+
+    def __repr__(self) -> str:
+        name = getattr(self.fn, "__qualname__", type(self.fn).__name__)
+        return f"Call({name}{self.args!r})"
+
+
 Event = (
     Deliver
+    | Call
     | TimerFired
     | ConnectionRefused
     | NemesisStep
@@ -127,14 +168,15 @@ Event = (
 
 
 class EventQueue:
-    """A priority queue of events keyed by (time_ms, seq)."""
+    """A priority queue of events keyed by (time_ms, seq); `now_ms` is the run's clock."""
 
-    __slots__ = ("_heap", "_seq", "now_ms")
+    __slots__ = ("_heap", "_seq", "events", "now_ms")
 
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, Event]] = []
         self._seq = 0
         self.now_ms = 0
+        self.events = 0  # events popped so far
 
     def schedule(self, at_ms: int, event: Event) -> None:
         if at_ms < self.now_ms:
@@ -144,10 +186,24 @@ class EventQueue:
         self._seq += 1
         heapq.heappush(self._heap, (at_ms, self._seq, event))
 
+    def call_at(self, at_ms: int, fn: Callable[..., None], *args: Any) -> None:
+        """Schedule `fn(*args)` at `at_ms` (refused, like any event, before `now_ms`)."""
+        self.schedule(at_ms, Call(fn, args))
+
     def pop(self) -> tuple[int, Event]:
         at_ms, _, event = heapq.heappop(self._heap)
         self.now_ms = at_ms
+        SIM_CLOCK.now_ms = at_ms
+        self.events += 1
         return at_ms, event
+
+    def advance_to(self, at_ms: int) -> None:
+        """Let time pass with nothing happening: the clock moves to `at_ms` if that is later.
+        Only valid when no event is due before `at_ms` (they would then run in the past)."""
+        head = self.peek_time_ms()
+        if head is not None and head < at_ms:
+            raise ValueError(f"advancing to {at_ms} ms would skip an event at {head} ms")
+        self.now_ms = max(self.now_ms, at_ms)
 
     def peek_time_ms(self) -> int | None:
         return self._heap[0][0] if self._heap else None

@@ -1,6 +1,7 @@
-"""The simulated network: per-message delay (with reordering), drop and duplication, and
-partitions that the nemesis opens and heals. Pure bookkeeping: the simulation schedules the
-deliveries this module decides on.
+"""The simulated network, the one every simulated run uses: per-message delay (with reordering),
+drop and duplication, and cut links that the nemesis opens and heals. Pure bookkeeping: the run
+schedules the deliveries this module decides on (`Deliver` events, harness.sim.kernel.events)
+and checks `can_reach` again when each one arrives.
 
 Model (what real TCP + iptables would do to the nodes' traffic):
 - every message gets its own delay, uniform in [min_delay_ms, max_delay_ms], and with
@@ -9,8 +10,11 @@ Model (what real TCP + iptables would do to the nodes' traffic):
   (independent delays), while `faults_enabled`; the liveness phase turns these off;
 - a partition is a set of cut directed links; a message crosses a link only if the link is open
   both when it is sent and when it arrives (a cut in between drops it, as iptables would);
-- partitions never involve clients: the client reaches every live node (it models an admin
-  client on another network).
+- the quorum run's kv client is not on this network: it reaches every live node (it models an
+  admin client on another network); the data-plane runs' producers and consumers are, and the
+  nemesis may cut them off;
+- the data-plane runs use a quiet profile (QUIET: 1-3 ms, no drop, duplicate or slow message):
+  their faults are the nemesis' cuts, kills and pauses.
 
 Invariants: every random draw comes from the one seeded `random.Random` given to the network,
 in the order messages are sent, so one seed reproduces every delay, drop and duplicate.
@@ -46,6 +50,15 @@ class NetworkProfile:
             drop_probability=rng.choice((0.0, 0.01, 0.05, 0.15)),
             duplicate_probability=rng.choice((0.0, 0.01, 0.05)),
         )
+
+
+QUIET = NetworkProfile(
+    min_delay_ms=1,
+    max_delay_ms=3,
+    slow_probability=0.0,
+    drop_probability=0.0,
+    duplicate_probability=0.0,
+)
 
 
 class SimNetwork:
@@ -86,6 +99,12 @@ class SimNetwork:
         other direction still flows (a half-broken NIC or firewall rule)."""
         dsts = sorted(destinations)
         self._cut = frozenset((a, b) for a in sorted(sources) for b in dsts if a != b)
+
+    def cut_between(self, node: int, others: Iterable[int]) -> None:
+        """Add to the current cut every link between `node` and each of `others`, both ways
+        (the data-plane shapes build their partitions a node at a time)."""
+        links = {(a, b) for o in others if o != node for a, b in ((node, o), (o, node))}
+        self._cut = self._cut | links
 
     def heal(self) -> None:
         self._cut = frozenset()

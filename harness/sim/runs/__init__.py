@@ -1,1 +1,3 @@
-"""One simulated run, many seeds, and the scenario matrix: what a seed runs and what it reports."""
+"""What a seed runs and reports: the World (kernel + actors + fault target), the quorum and
+metadata runs, the data-plane Cluster and its runs (scenario, cluster, KIP-101), many seeds, the
+scenario matrix."""

@@ -1,11 +1,12 @@
-"""`kraftlab sim matrix`: the scenario matrix of issue 8 over the data-plane simulation, one
-summary row per run in K's run-summary schema (harness/results/schema.py).
+"""`kraftlab sim matrix`: the scenario matrix of the replication-mode comparison (docs/compare.md)
+over the data-plane simulation, one summary row per run in the run-summary schema
+(harness/results/schema.py).
 
 The matrix is replication.mode x acks x min.insync.replicas x unclean x ELR x RF x nemesis x
 fault duration x seeds (`MatrixSpec`); `default_spec()` is the matrix `kraftlab compare` runs
 (both modes, the main settings DEFAULT_SETTINGS, every nemesis, faults of 1 and 5 s, 20 seeds,
 seeded start times). `summarize(result)` turns one run
-(harness/sim/runs/data_simulation.py) into a RunSummary; it is a pure function of the run's config
+(harness/sim/runs/scenario_run.py) into a RunSummary; it is a pure function of the run's config
 except `wall_duration_ms`, so two engines give equal rows apart from that column.
 
 Engines: `run_local` fans runs out over worker processes (multiprocessing, one per core) and
@@ -25,17 +26,17 @@ from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from harness.results.schema import NemesisEvent, RunSummary, SecondCounts, Window
-from harness.sim.faults.data_nemesis import NEMESES
-from harness.sim.runs.data_simulation import (
+from harness.sim.faults.shapes import SCENARIO_NEMESES as NEMESES
+from harness.sim.runs.scenario_run import (
     WORKLOAD_START_MS,
-    DataRunConfig,
-    DataRunResult,
-    run_data,
+    ScenarioConfig,
+    ScenarioResult,
+    run_scenario,
 )
 
 # World violations that are simulator invariants (the run is wrong, not a finding): `kraftlab sim
 # matrix` exits 1 on any. divergence-below-hw is one only where it must hold (leader epochs on,
-# no unclean election, no lost disk tail: data_world.World.on_high_watermark); elsewhere the
+# no unclean election, no lost disk tail: checks/replicas.py on_high_watermark); elsewhere the
 # world counts it apart (Counters.divergence_after_loss), since the loss rewrites the prefix.
 BROKEN_INVARIANTS = ("hw-above-isr-leo", "leader-epoch-regressed", "divergence-below-hw:",
                      "quorum-safety")
@@ -44,8 +45,8 @@ MODES = ("isr", "quorum")
 ACKS = ("1", "all")
 DURATIONS_MS = (1000, 5000, 30000)
 # Seeds alone vary only the network's 1-3 ms delays and a few victim choices, which left the
-# runs of one cell almost identical (session 2); seeded broker and producer start times
-# (DataRunConfig.start_jitter_ms) also vary where the fault falls against writes in flight,
+# runs of one cell almost identical; seeded broker and producer start times
+# (ScenarioConfig.start_jitter_ms) also vary where the fault falls against writes in flight,
 # heartbeats, fetches and HW checkpoints.
 MATRIX_START_JITTER_MS = 500
 
@@ -64,17 +65,17 @@ class MatrixSpec:
     seeds: int = 20
     first_seed: int = 1
     start_jitter_ms: int = MATRIX_START_JITTER_MS
-    # The metadata side (DataRunConfig.metadata): issue 8's runs are whole clusters, so a Raft
+    # The metadata side (ScenarioConfig.metadata): the comparison's runs are whole clusters, so a Raft
     # quorum of 3 simulated voters by default; "abstract" keeps the single fixed-delay controller.
     metadata: str = "raft"
     settings: tuple[tuple[str, str, int, bool, bool, bool], ...] | None = None  # explicit
     # (mode, acks, min_isr, unclean, elr, leader_epoch) instead of the product of the lists
 
-    def configs(self) -> list[DataRunConfig]:
+    def configs(self) -> list[ScenarioConfig]:
         """Every run, in a fixed order (settings, rf, nemesis, duration, seed)."""
         settings = self.settings or tuple(itertools.product(
             self.modes, self.acks, self.min_isr, self.unclean, self.elr, self.leader_epoch))
-        out: list[DataRunConfig] = []
+        out: list[ScenarioConfig] = []
         for (mode, acks, min_isr, unclean, elr, epochs), rf in itertools.product(settings,
                                                                                 self.rf):
             if min_isr > rf:
@@ -83,7 +84,7 @@ class MatrixSpec:
                 durations = self.durations_ms[:1] if nemesis == "none" else self.durations_ms
                 for duration, seed in itertools.product(
                         durations, range(self.first_seed, self.first_seed + self.seeds)):
-                    out.append(DataRunConfig(
+                    out.append(ScenarioConfig(
                         seed=seed, replication_mode=mode, acks=acks, min_insync_replicas=min_isr,
                         unclean_leader_election=unclean, eligible_leader_replicas=elr,
                         leader_epoch_enable=epochs,
@@ -94,7 +95,7 @@ class MatrixSpec:
 
 
 # The main settings (mode, acks, min.insync.replicas, unclean, ELR, leader.epoch.enable) for
-# the default matrix, each there for a claim of issue 8 (harness/spark/conclude.py rules):
+# the default matrix, each there for a claim of the comparison (harness/spark/conclude.py rules):
 # ISR's durability ladder (acks=1, acks=all with min ISR 1 and 2), unclean election at min ISR 1
 # and 2 (the cut-off leader losing leadership, reference 2.6, and the loss/availability trade),
 # pre-KIP-101 truncation against its epoch-enabled twin (divergence needs an unclean election
@@ -126,7 +127,7 @@ def default_spec(seeds: int = DEFAULT_SEEDS, metadata: str = "raft") -> MatrixSp
 # -- one run -> one row -------------------------------------------------------------------------
 
 
-def _per_second(result: DataRunResult) -> tuple[SecondCounts, ...]:
+def _per_second(result: ScenarioResult) -> tuple[SecondCounts, ...]:
     first = WORKLOAD_START_MS // 1000
     last = (result.workload_end_ms - 1) // 1000
     counts = {s: dict.fromkeys(("wa", "ws", "wf", "wi", "ra", "rs", "rf", "ri"), 0)
@@ -154,12 +155,12 @@ def _per_second(result: DataRunResult) -> tuple[SecondCounts, ...]:
                               c["ri"]) for s, c in sorted(counts.items()))
 
 
-def _ok_write_times(result: DataRunResult) -> list[int]:
+def _ok_write_times(result: ScenarioResult) -> list[int]:
     return [e.time // 1_000_000 for e in result.history.events
             if e.f == "send" and e.type == "ok"]
 
 
-def _windows(result: DataRunResult) -> tuple[Window, ...]:
+def _windows(result: ScenarioResult) -> tuple[Window, ...]:
     times = [t for t in _ok_write_times(result) if t <= result.workload_end_ms]
     out = []
     previous = times[0] if times else WORKLOAD_START_MS
@@ -170,21 +171,21 @@ def _windows(result: DataRunResult) -> tuple[Window, ...]:
     return tuple(out)
 
 
-def _recovery_ms(result: DataRunResult) -> int | None:
+def _recovery_ms(result: ScenarioResult) -> int | None:
     if result.heal_ms is None:
         return None
     after = [t for t in _ok_write_times(result) if t >= result.heal_ms]
     return after[0] - result.heal_ms if after else None
 
 
-def summarize(result: DataRunResult) -> RunSummary:
+def summarize(result: ScenarioResult) -> RunSummary:
     c = result.config
     counts = result.queue.counts
     acked = sum(1 for e in result.history.events if e.f == "send" and e.type == "ok")
     # Replicas disagreeing below their HWs at the end (KIP-101 divergence). Not the client-side
     # `inconsistent-offsets` nor the transient `divergence-below-hw`: both also count the offsets
     # of lost writes reused by later ones, which is loss (counted in lost_writes), and made 31 of
-    # 405 epoch-enabled ISR runs look divergent in session 1.
+    # 405 epoch-enabled ISR runs look divergent in an earlier count.
     divergent = result.divergent_offsets
     return RunSummary(
         run_id=c.key(), source="sim", seed=c.seed, replication_mode=c.replication_mode,
@@ -220,21 +221,21 @@ class RunOutput:
     history: tuple[dict[str, Any], ...] = ()
 
 
-def run_one(config: DataRunConfig, keep_history: bool = False) -> RunOutput:
+def run_one(config: ScenarioConfig, keep_history: bool = False) -> RunOutput:
     """One run (logging is left as configured: workers and the CLI quiet it)."""
-    result = run_data(config)
+    result = run_scenario(config)
     bad = tuple(x for x in result.violation_examples
                 if any(name in x for name in BROKEN_INVARIANTS))
     history = tuple(e.to_json() for e in result.history.events) if keep_history else ()
     return RunOutput(summarize(result), result.sim_ms, bad, history)
 
 
-def config_to_dict(config: DataRunConfig) -> dict[str, Any]:
+def config_to_dict(config: ScenarioConfig) -> dict[str, Any]:
     return {f.name: getattr(config, f.name) for f in fields(config) if f.name != "timing"}
 
 
-def config_from_dict(values: dict[str, Any]) -> DataRunConfig:
-    return replace(DataRunConfig(), **values)
+def config_from_dict(values: dict[str, Any]) -> ScenarioConfig:
+    return replace(ScenarioConfig(), **values)
 
 
 # -- the local engine -----------------------------------------------------------------------------
@@ -295,7 +296,7 @@ def _quiet_worker() -> None:
     quiet_logging()
 
 
-def run_local(configs: Sequence[DataRunConfig], jobs: int | None = None,
+def run_local(configs: Sequence[ScenarioConfig], jobs: int | None = None,
               keep_history: bool = False, progress: Progress | None = None,
               on_output: Callable[[RunOutput], None] | None = None) -> list[RunOutput]:
     """Every run, results in the order of `configs` (runs are independent and pure)."""

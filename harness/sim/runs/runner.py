@@ -19,7 +19,8 @@ from typing import Any
 
 import structlog
 
-from harness.sim.runs.simulation import SIM_CLOCK, SimConfig, run_seed
+from harness.sim.kernel.events import SIM_CLOCK
+from harness.sim.runs.simulation import SimConfig, run_seed
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +44,7 @@ class RunSummary:
         return None if self.violation is None else self.violation.split(" at ", 1)[0]
 
 
-_CODE_ROOTS = ("quorum", "partition", "harness/sim", "harness/drive/raftlog.py", "harness/drive/effects.py")
+_CODE_ROOTS = ("quorum", "partition", "harness/sim", "harness/drive")
 
 
 def code_fingerprint() -> str:

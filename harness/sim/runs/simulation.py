@@ -1,6 +1,9 @@
-"""One deterministic simulation run of the metadata quorum: the event loop that drives voters and
-observers (harness.sim.actors.node), the seeded network, the nemesis and the client, and checks the
-invariants (harness.sim.checks.invariants) after every event.
+"""One deterministic simulation run of the metadata quorum: a World (harness.sim.runs.world: the
+kernel's queue and network, the voters and observers as RaftNode actors, harness.sim.actors) with
+the one nemesis (harness.sim.faults) and the key/value client around it, checking the invariants
+(harness.sim.checks.invariants) after every event. The metadata run (`kraftlab sim cluster --plane
+metadata`, harness.sim.runs.metadata_run) is this run with a `Plane` added: controllers and
+brokers as parts of the nodes, an admin client, its own checks.
 
 A run has two phases (TigerBeetle's VOPR, FoundationDB): a *safety* phase of `duration_ms` with
 faults (partitions, crashes that lose unsynced data, pauses, drops, duplicates, reordering) and a
@@ -21,10 +24,10 @@ import random
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from harness.sim.actors.client import SimClient
-from harness.sim.actors.node import NodeFactory, SimNode
+from harness.sim.actors.kv_client import KvClient
+from harness.sim.actors.raft_node import NodeFactory, RaftNode
 from harness.sim.checks.findings import diagnose_lagging, where
 from harness.sim.checks.invariants import SafetyChecker, SafetyViolation, Violation
 from harness.sim.faults.nemesis import Nemesis, NemesisProfile
@@ -33,37 +36,20 @@ from harness.sim.kernel.events import (
     ClientRequest,
     ClientStep,
     ClientTimeout,
-    ConnectionRefused,
-    Deliver,
     Event,
-    EventQueue,
     LivenessProbe,
     NemesisStep,
     PhaseChange,
-    Resume,
     Snapshot,
-    TimerFired,
 )
-from harness.sim.kernel.network import NetworkProfile, SimNetwork
+from harness.sim.kernel.network import NetworkProfile
+from harness.sim.runs.world import REFUSED_DELAY_MS, World
 from quorum.raft.config import RaftConfig
 from quorum.raft.errors import InvariantViolation
-
-
-class _SimClock:
-    """The simulated time of the event being run, for log lines (harness.sim.runs.runner)."""
-
-    __slots__ = ("now_ms",)
-
-    def __init__(self) -> None:
-        self.now_ms = 0
-
-
-SIM_CLOCK = _SimClock()
 
 FIRST_OBSERVER_ID = 101  # API.md: broker ids start at 101
 LIVENESS_PROBE_INTERVAL_MS = 20
 CLIENT_LINK_MAX_DELAY_MS = 5
-REFUSED_DELAY_MS = 1
 STORM_WINDOW_MS = 100
 STORM_EVENTS = 20_000  # events in one window that mean a livelock (event storm)
 HISTORY_CHECK_S = 10.0  # wall-clock budget of the linearizability search (verdict unknown after)
@@ -131,10 +117,33 @@ def draw_raft_config(rng: random.Random) -> RaftConfig:
     )
 
 
+class Plane(Protocol):
+    """What a run adds to this one (the metadata run's controllers, brokers and admin client):
+    it is bound to the simulation before the run, starts with it, handles its own events, checks
+    every node after each of its inputs, adds to the liveness condition and to the stats."""
+
+    def bind(self, sim: Simulation) -> None: ...
+
+    def start(self) -> None: ...
+
+    def dispatch(self, at_ms: int, event: Any) -> bool: ...
+
+    def after(self, node: Any) -> None: ...
+
+    def liveness_missing(self) -> str | None: ...
+
+    def stats(self) -> dict[str, Any]: ...
+
+
 class Simulation:
     """A single seeded run. `run()` returns a SimResult; a violation stops the run."""
 
-    def __init__(self, config: SimConfig, node_factory: NodeFactory | None = None) -> None:
+    def __init__(
+        self,
+        config: SimConfig,
+        node_factory: NodeFactory | None = None,
+        plane: Plane | None = None,
+    ) -> None:
         self.config = config
         self.rng = random.Random(config.seed)
         rng = self.rng
@@ -143,16 +152,24 @@ class Simulation:
         self.observer_ids = tuple(range(FIRST_OBSERVER_ID, FIRST_OBSERVER_ID + observers))
         self._node_ids = self.voter_ids + self.observer_ids
         self.raft_config = draw_raft_config(rng)
-        self.network = SimNetwork(rng, NetworkProfile.draw(rng))
-        self.nemesis = Nemesis(rng, NemesisProfile.draw(rng))
+        network_profile = NetworkProfile.draw(rng)
+        nemesis_profile = NemesisProfile.draw(rng)
         clients = config.clients if config.clients is not None else rng.randint(1, 6)
-        self.client = SimClient(rng, clients, self.voter_ids)
+        self.client = KvClient(rng, clients, self.voter_ids)
         self.checker = SafetyChecker()
-        self.queue = EventQueue()
-        factory = node_factory or SimNode
-        self.nodes: dict[int, SimNode] = {
-            n: factory(n, self.voter_ids, self.raft_config, self.checker) for n in self._node_ids
-        }
+        self.world = world = World(rng, network_profile)
+        self.queue = world.queue
+        self.network = world.network
+        self.nemesis = Nemesis(world, rng, nemesis_profile)
+        world.crash_rng = self.nemesis.crash_rng
+        world.after_hooks.append(self._ship_replies)
+        world.on_held = self._client_request
+        factory = node_factory or RaftNode
+        for n in self._node_ids:
+            node = factory(n, self.voter_ids, self.raft_config, self.checker)
+            world.add(node, "controller" if n in self.voter_ids else "broker")
+        self.nodes: dict[int, RaftNode] = world.actors
+        self.plane = plane
         self.phase = "safety"
         self.done = False
         self.liveness_deadline_ms = 0
@@ -162,64 +179,34 @@ class Simulation:
         self._digest = hashlib.blake2b(digest_size=16)
         self._trace: deque[str] = deque(maxlen=config.trace_tail)
         self.events = 0
-        self.timer_spins = 0
         self._instant_ms = -1
         self._instant_events = 0
         self._window_kinds: Counter[str] = Counter()
         self.history_verdict = "unchecked"
         self.snapshot_interval_ms = rng.choice((150, 400, 1000))
-
-    # -- NemesisTarget ----------------------------------------------------------------------------
+        if plane is not None:
+            plane.bind(self)
+            world.after_hooks.append(plane.after)
 
     @property
     def node_ids(self) -> Sequence[int]:
         return self._node_ids
 
-    def is_up(self, node_id: int) -> bool:
-        return self.nodes[node_id].up
-
-    def is_paused(self, node_id: int) -> bool:
-        return self.nodes[node_id].paused
-
-    def believed_leader(self) -> int | None:
-        """The live node that leads the highest epoch any live node leads, if any."""
-        best: tuple[int, int] | None = None
-        for n in self._node_ids:
-            node = self.nodes[n]
-            if node.up and node.is_leader and (best is None or node.epoch > best[0]):
-                best = (node.epoch, n)
-        return None if best is None else best[1]
-
-    def crash(self, node_id: int) -> None:
-        self.nodes[node_id].crash(self.nemesis.crash_rng())
-        self.checker.on_crash(node_id)
-
-    def shutdown(self, node_id: int) -> None:
-        """Controlled shutdown: a leader resigns (EndQuorumEpoch to its successors), the driver
-        flushes, the process exits. Nothing unsynced is lost: the log is flushed and the
-        quorum-state file was written durably."""
-        node = self.nodes[node_id]
-        node.shutdown(self.queue.now_ms)
-        self._after(node)  # ship the EndQuorumEpoch requests
-        node.crash(None)
-        self.checker.on_crash(node_id)
+    def active_controller(self) -> int | None:
+        return self.world.active_controller()
 
     def restart(self, node_id: int) -> None:
-        node = self.nodes[node_id]
-        node.start(self.queue.now_ms, self.rng.getrandbits(32))
-        self._after(node)
-
-    def pause(self, node_id: int, duration_ms: int) -> None:
-        pause_id = self.nodes[node_id].pause()
-        self.queue.schedule(self.queue.now_ms + duration_ms, Resume(node_id, pause_id))
+        self.world.restart(node_id)
 
     # -- the loop -----------------------------------------------------------------------------------
 
     def run(self) -> SimResult:
         q = self.queue
+        if self.plane is not None:
+            self.plane.start()
         for n in self._node_ids:
             self.nodes[n].start(0, self.rng.getrandbits(32))
-            self._after(self.nodes[n])
+            self.world.after(self.nodes[n])
         q.schedule(self.nemesis.next_interval_ms(), NemesisStep())
         for p in self.client.processes:
             q.schedule(self.client.think_time_ms(), ClientStep(p))
@@ -231,7 +218,6 @@ class Simulation:
                 at_ms, event = q.pop()
                 self.events += 1
                 self.checker.now_ms = at_ms
-                SIM_CLOCK.now_ms = at_ms
                 line = f"{at_ms} {event!r}"
                 self._digest.update(line.encode())
                 self._trace.append(line)
@@ -265,26 +251,15 @@ class Simulation:
         )
 
     def _dispatch(self, at_ms: int, event: Event) -> None:
+        if self.world.dispatch(at_ms, event):
+            return
+        if self.plane is not None and self.plane.dispatch(at_ms, event):
+            return
         match event:
-            case Deliver(src=src, dst=dst, message=message):
-                self._deliver(at_ms, src, dst, message, event)
-            case TimerFired(node=n, generation=generation):
-                node = self.nodes[n]
-                if node.up and not node.paused and generation == node.timer_generation:
-                    node.armed_deadline_ms = None
-                    node.tick(at_ms)
-                    self._after(node, timer_fired=True)
-            case ConnectionRefused(node=n, peer=peer):
-                node = self.nodes[n]
-                if node.up and not node.paused:
-                    node.peer_unreachable(peer, at_ms)
-                    self._after(node)
             case NemesisStep():
                 if self.phase == "safety":
-                    self._note(f"nemesis {self.nemesis.step(self)}")
+                    self.note(f"nemesis {self.nemesis.step()}")
                     self.queue.schedule(at_ms + self.nemesis.next_interval_ms(), NemesisStep())
-            case Resume(node=n, pause_id=pause_id):
-                self._resume(self.nodes[n], pause_id)
             case ClientStep(process=p):
                 self._client_step(at_ms, p)
             case ClientRequest():
@@ -303,7 +278,7 @@ class Simulation:
                 node = self.nodes[n]
                 if node.up and not node.paused:
                     node.take_snapshot(at_ms)
-                    self._after(node)
+                    self.world.after(node)
                 following = self._node_ids[(self._node_ids.index(n) + 1) % len(self._node_ids)]
                 self.queue.schedule(at_ms + self.snapshot_interval_ms, Snapshot(following))
             case PhaseChange():
@@ -338,43 +313,15 @@ class Simulation:
                 f"[event-storm] {self._instant_events} events within {STORM_WINDOW_MS} ms: {top}",
             )
 
-    def _note(self, line: str) -> None:
+    def note(self, line: str) -> None:
+        """A line of the run's trace (and digest) that is not an event: a fault, a phase."""
         self._digest.update(line.encode())
         self._trace.append(line)
 
-    # -- nodes and the network ----------------------------------------------------------------------
-
-    def _deliver(self, at_ms: int, src: int, dst: int, message: Any, event: Deliver) -> None:
-        node = self.nodes.get(dst)
-        if node is None or not self.network.can_reach(src, dst):
-            return
-        if not node.up:
-            # The process is gone: the sender's connection is refused (TCP RST), if it can hear it.
-            if self.network.can_reach(dst, src) and self.nodes[src].up:
-                self.queue.schedule(at_ms + REFUSED_DELAY_MS, ConnectionRefused(src, dst))
-            return
-        if node.paused:
-            node.buffered.append(event)  # the kernel keeps it until the process runs again
-            return
-        node.handle(src, message, at_ms)
-        self._after(node)
-
-    def _after(self, node: SimNode, timer_fired: bool = False) -> None:
-        """Ship what `node` produced (messages, client replies) and re-arm its timer.
-
-        A core whose deadline is still due right after its timer fired would spin forever at one
-        instant of virtual time (on a real machine it burns CPU until the clock moves): the
-        timer is re-armed 1 ms later and the spin is counted (`timer_spins`, a finding to report,
-        not a safety violation)."""
-        now_ms = self.queue.now_ms
-        if node.outbox:
-            outbox, node.outbox = node.outbox, []
-            for to, message in outbox:
-                if to not in self.nodes:
-                    continue
-                for delay_ms in self.network.delays_ms(node.node_id, to):
-                    self.queue.schedule(now_ms + delay_ms, Deliver(node.node_id, to, message))
+    def _ship_replies(self, node: RaftNode) -> None:
+        """The world's after-hook: answers to the kv client leave with the node's messages."""
         if node.replies:
+            now_ms = self.queue.now_ms
             replies, node.replies = node.replies, []
             for op, type_, value, hint, error in replies:
                 delay_ms = self.rng.randint(0, CLIENT_LINK_MAX_DELAY_MS)
@@ -382,38 +329,6 @@ class Simulation:
                     now_ms + delay_ms,
                     ClientReply(op.process, op.op_index, type_, value, hint, error),
                 )
-        if not node.up or node.paused:
-            return
-        deadline_ms = node.next_deadline_ms()
-        if deadline_ms is None:
-            if node.armed_deadline_ms is not None:
-                node.timer_generation += 1
-                node.armed_deadline_ms = None
-            return
-        if timer_fired and deadline_ms <= now_ms:
-            self.timer_spins += 1
-            deadline_ms = now_ms + 1
-        deadline_ms = max(deadline_ms, now_ms)
-        if deadline_ms != node.armed_deadline_ms:
-            node.timer_generation += 1
-            node.armed_deadline_ms = deadline_ms
-            self.queue.schedule(deadline_ms, TimerFired(node.node_id, node.timer_generation))
-
-    def _resume(self, node: SimNode, pause_id: int) -> None:
-        if not node.up or not node.paused or node.pause_id != pause_id:
-            return
-        node.paused = False
-        node.armed_deadline_ms = None
-        buffered, node.buffered = node.buffered, []
-        for event in buffered:
-            match event:
-                case Deliver(src=src, message=message):
-                    node.handle(src, message, self.queue.now_ms)
-                case ClientRequest():
-                    self._client_request(self.queue.now_ms, event)
-            self._after(node)
-        node.tick(self.queue.now_ms)
-        self._after(node)
 
     # -- the client -----------------------------------------------------------------------------------
 
@@ -439,13 +354,13 @@ class Simulation:
             node.buffered.append(event)
             return
         node.client_request(op, at_ms)
-        self._after(node)
+        self.world.after(node)
 
     # -- liveness -------------------------------------------------------------------------------------
 
     def _begin_liveness(self, at_ms: int) -> None:
         self.phase = "liveness"
-        self._note("liveness: heal, restart, resume")
+        self.note("liveness: heal, restart, resume")
         self.network.heal()
         self.network.faults_enabled = False
         for n in self._node_ids:
@@ -453,7 +368,7 @@ class Simulation:
             if not node.up:
                 self.restart(n)
             elif node.paused:
-                self._resume(node, node.pause_id)
+                self.world.resume(n)
         budget_ms = self.config.liveness_budget_ms
         if budget_ms is None:
             budget_ms = max(6000, 30 * self.raft_config.election_timeout_ms)
@@ -464,7 +379,7 @@ class Simulation:
         missing = self._liveness_missing(at_ms)
         if missing is None:
             self.done = True
-            self._note(f"liveness reached at {at_ms} ms")
+            self.note(f"liveness reached at {at_ms} ms")
             return
         if at_ms >= self.liveness_deadline_ms:
             self.checker.fail("Liveness", None, f"not converged after the budget: {missing}")
@@ -472,7 +387,7 @@ class Simulation:
 
     def _liveness_missing(self, at_ms: int) -> str | None:
         """None once converged, else what is still missing."""
-        leader_id = self.believed_leader()
+        leader_id = self.active_controller()
         if leader_id is None:
             return "no leader"
         leader = self.nodes[leader_id]
@@ -481,7 +396,7 @@ class Simulation:
             if committed is None:
                 self.marker_attempts += 1
                 data = leader.propose_marker(f"{self.config.seed}-{self.marker_attempts}", at_ms)
-                self._after(leader)
+                self.world.after(leader)
                 if data is None:
                     return f"leader {leader_id} refused the marker"
                 self.marker = (leader_id, leader.epoch)
@@ -507,7 +422,7 @@ class Simulation:
                         n,
                         f"key {key!r} = {value!r} at offset {node.applied_end}, log says {expected!r}",
                     )
-        return None
+        return None if self.plane is None else self.plane.liveness_missing()
 
     def _check_history(self) -> None:
         """The client's history must be linearizable (kv model) by harness.jepsen's checker, the
@@ -546,10 +461,11 @@ class Simulation:
             "committed": self.checker.model.applied_end,
             "epochs": len(self.checker.leader_of_epoch),
             "checks": self.checker.checks,
-            "timer_spins": self.timer_spins,
+            "timer_spins": self.world.timer_spins,
             "history": self.history_verdict,
             "paths": dict(sorted(self.checker.paths.items())),
             "nemesis": dict(sorted(self.nemesis.counts.items())),
+            **(self.plane.stats() if self.plane is not None else {}),
         }
 
 

@@ -1,15 +1,15 @@
 """Issue 5 acceptance, seeded data-plane simulation: with acks=all, min.insync.replicas=2, RF 3
 and no unclean election, under partitions, process crashes and pauses, no acknowledged write is
 lost, no two replicas disagree below the HW, and the leader's HW never passes the ISR's LEO.
-(Power loss of the last in-sync replica is the KIP-966 case: tests/sim/test_data_literature.py.)
+(Power loss of the last in-sync replica is the KIP-966 case: tests/sim/test_scenario_literature.py.)
 """
 
 from __future__ import annotations
 
 import pytest
 
-from harness.sim.runs.data_simulation import DataRunConfig, run_data
 from harness.sim.runs.runner import quiet_logging
+from harness.sim.runs.scenario_run import ScenarioConfig, run_scenario
 
 
 @pytest.fixture(autouse=True)
@@ -29,7 +29,7 @@ def test_acks_all_min_isr_2_loses_nothing(nemesis: str) -> None:
     acked_total = 0
     for seed in SEEDS:
         duration = 1000 if seed % 2 else 5000
-        result = run_data(DataRunConfig(seed=seed, acks="all", min_insync_replicas=2,
+        result = run_scenario(ScenarioConfig(seed=seed, acks="all", min_insync_replicas=2,
                                         nemesis=nemesis, fault_duration_ms=duration))
         counts = result.queue.counts
         assert result.drained, f"seed {seed}: no leader to drain after the heal"
@@ -43,7 +43,7 @@ def test_acks_all_min_isr_2_loses_nothing(nemesis: str) -> None:
 
 
 def test_no_fault_run_commits_everything_in_order() -> None:
-    result = run_data(DataRunConfig(seed=7, nemesis="none"))
+    result = run_scenario(ScenarioConfig(seed=7, nemesis="none"))
     assert result.anomalies() == {}
     sends = result.queue.stats["sends"]
     assert sends["fail"] == 0 and sends["info"] == 0 and sends["ok"] > 200

@@ -1,12 +1,12 @@
 """Both KIP-101 scenarios (reference section 2, items 1 and 2) as deterministic simulation
-runs (harness/sim/runs/data_scenarios.py): reproduced with leader.epoch.enable=false, prevented with
+runs (harness/sim/runs/kip101.py): reproduced with leader.epoch.enable=false, prevented with
 the default."""
 
 from __future__ import annotations
 
 import pytest
 
-from harness.sim.runs.data_scenarios import silent_divergence, truncation_to_hw_loss
+from harness.sim.runs.kip101 import silent_divergence, truncation_to_hw_loss
 from harness.sim.runs.runner import quiet_logging
 
 
@@ -32,8 +32,8 @@ def test_silent_divergence_without_leader_epochs() -> None:
     assert outcome.diverged()
     values = sorted(dict(entries)[1] for entries in outcome.logs.values())
     assert values == ["1", "2"]  # offset 1 is m1 on A and m2 on B
-    # Without leader epochs the committed prefix is not protected: the world counts the
-    # rewrite (data_world.Counters.divergence_after_loss) instead of flagging an invariant.
+    # Without leader epochs the committed prefix is not protected: the replica checks count
+    # the rewrite (checks/replicas.py Counters.divergence_after_loss), not an invariant.
     assert outcome.violations.get("divergence-below-hw-after-loss", 0) >= 1
     assert "divergence-below-hw" not in outcome.violations
 

@@ -1,36 +1,46 @@
-"""A simulated quorum node: the real Raft core (quorum.raft.core.RaftCore) on a RaftLogStore over
-its own SimStorage (harness.drive.raftlog, partition/log), an election-state file on the same storage
-(harness.sim.actors.quorum_state), and a MetadataImage fed by CommitAdvanced. The node is the simulator's
-`env` for the one shared `execute_effects` (harness.drive.effects), so the simulator executes effects
-exactly as the asyncio node does.
+"""A simulated process of the metadata quorum, voter or observer: the real Raft core
+(quorum.raft.core.RaftCore) on a RaftLogStore over its own SimStorage (harness.drive.raftlog,
+partition/log) seen through an ObservedLog, an election-state file on the same storage
+(both in harness.sim.actors.raft_disk), and a MetadataImage fed by CommitAdvanced. The node is the
+simulator's `env` for the one shared `execute_effects` (harness.drive.effects), so the simulator
+executes effects exactly as the asyncio node does. It also answers the quorum runs' key/value
+client (harness.sim.actors.kv_client) from its image, as the real node's admin API does.
+
+Roles a node hosts are parts (`NodePart`): the active controller on a voter
+(harness.sim.actors.controller), the broker lifecycle on an observer
+(harness.sim.actors.broker). A part sees the node's non-Raft inputs it accepts, every
+entry applied to the image (Kafka's RaftClient.Listener.handleCommit), and takes a step after
+every input; the node's deadline is the earliest of its core's and its parts'. Nothing else
+about a node is extended: planted bugs replace `core_class`, `log_store_class`, `new_image` or
+override the client-facing methods.
 
 Lifecycle: `start` (boot or restart: recover the log from storage, reload the election state,
 rebuild the image from the newest snapshot; the HW restarts at the snapshot and the image catches
 up as the core learns the HW again), `crash` (SimStorage.crash: unsynced bytes are lost, possibly
-a torn last write; in-memory state is gone; pending client requests never get an answer),
-`pause` (the simulation stops delivering and ticking).
+a torn last write; in-memory state is gone; pending client requests never get an answer), `stop`
+(SIGKILL: memory gone, the page cache kept), `pause` (the world stops delivering and ticking).
 
-Invariants: every log write goes through `ObservedLog`, which shows it to the SafetyChecker
-before it happens (append, truncate) or after (flush); the image applies entries strictly in
+Invariants: every log write goes through the ObservedLog; the image applies entries strictly in
 offset order and only below the HW; a client write is acknowledged only once it is applied at
-the offset the leader appended it at, with the data the client sent.
+the offset the leader appended it at, with the data the client sent; a message that is neither
+a Raft message nor accepted by a part is dropped (it never reaches the core).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
-from typing import Any, assert_never
+from typing import Any, Protocol, assert_never
 
 from harness.drive.effects import execute_effects
 from harness.drive.raftlog import RaftLogStore
-from harness.sim.actors.client import Operation
-from harness.sim.actors.quorum_state import SimQuorumStateStore
+from harness.sim.actors.kv_client import Operation
+from harness.sim.actors.raft_disk import ObservedLog, SimQuorumStateStore
 from harness.sim.checks.invariants import SafetyChecker, read_range
-from harness.sim.kernel.events import ClientRequest, Deliver
+from partition.log import LogConfig
 from partition.log.storage import SimStorage
 from quorum.metadata.errors import Errors
-from quorum.metadata.image import MetadataImage
+from quorum.metadata.image import ApplyResult, MetadataImage
 from quorum.metadata.records import KvPut, encode_record
 from quorum.raft.config import RaftConfig
 from quorum.raft.core import Accepted, NotLeader, RaftCore
@@ -41,94 +51,39 @@ from quorum.raft.effects import (
     ReadBarrierFailed,
 )
 from quorum.raft.log import Entry, OffsetAndEpoch
+from quorum.raft.messages import RaftMessage
 
 LOG_DIRECTORY = "metadata-log"
 NOT_LEADER = Errors.NOT_LEADER_OR_FOLLOWER.name
 
 
-class ObservedLog:
-    """The node's RaftLogWriter as the driver sees it: forwards to the store and shows every
-    write to the SafetyChecker (LogMatching before an append, the HW floor before a truncation,
-    the durable end after a flush)."""
+class NodePart(Protocol):
+    """A role hosted on a RaftNode (the part keeps a reference to its node)."""
 
-    def __init__(self, node_id: int, store: RaftLogStore, checker: SafetyChecker) -> None:
-        self._node_id = node_id
-        self._store = store
-        self._checker = checker
+    def reset(self) -> None:
+        """Fresh in-memory state: the node (re)started or crashed."""
+        ...
 
-    # -- RaftLog: reads go straight to the store ------------------------------------------------
+    def accepts(self, message: Any) -> bool:
+        """True for the non-Raft inputs this part handles."""
+        ...
 
-    @property
-    def start_offset(self) -> int:
-        return self._store.start_offset
+    def handle(self, src: int, message: Any, now_ms: int) -> None: ...
 
-    @property
-    def end_offset(self) -> int:
-        return self._store.end_offset
+    def on_applied(self, entry: Entry, result: ApplyResult | None) -> None:
+        """`entry` was just applied to the node's image (with the image's own result)."""
+        ...
 
-    def last_epoch(self) -> int:
-        return self._store.last_epoch()
+    def step(self, now_ms: int) -> None:
+        """After every input of the node (message, timer, refused connection)."""
+        ...
 
-    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
-        return self._store.end_offset_for_epoch(epoch)
-
-    def read(self, start_offset: int, max_bytes: int) -> list[Entry]:
-        return self._store.read(start_offset, max_bytes)
-
-    def latest_snapshot(self) -> OffsetAndEpoch | None:
-        return self._store.latest_snapshot()
-
-    def snapshot_size(self, snapshot: OffsetAndEpoch) -> int:
-        return self._store.snapshot_size(snapshot)
-
-    def read_snapshot(self, snapshot: OffsetAndEpoch, position: int, max_bytes: int) -> bytes:
-        return self._store.read_snapshot(snapshot, position, max_bytes)
-
-    # -- RaftLogWriter: writes are shown to the checker -----------------------------------------
-
-    def append(self, entries: Sequence[Entry]) -> None:
-        self._checker.on_append(self._node_id, entries, self._store)
-        self._store.append(entries)
-        if entries and self._store.end_offset != entries[-1].offset + 1:
-            self._checker.fail(
-                "LogContract",
-                self._node_id,
-                f"append up to {entries[-1].offset} left log end {self._store.end_offset}",
-            )
-
-    def flush(self) -> None:
-        self._store.flush()
-        self._checker.on_flush(self._node_id, self._store)
-
-    def truncate_to(self, end_offset: int) -> None:
-        self._checker.on_truncate(self._node_id, end_offset)
-        expected = min(end_offset, self._store.end_offset)
-        self._store.truncate_to(end_offset)
-        if self._store.end_offset != expected:
-            # quorum/raft/log.py: after truncate_to(n), end_offset == n.
-            self._checker.fail(
-                "LogContract",
-                self._node_id,
-                f"truncate_to({end_offset}) left log end {self._store.end_offset}",
-            )
-
-    def write_snapshot(self, snapshot: OffsetAndEpoch, data: bytes) -> None:
-        self._store.write_snapshot(snapshot, data)
-
-    def write_snapshot_chunk(self, snapshot: OffsetAndEpoch, position: int, data: bytes) -> None:
-        self._store.write_snapshot_chunk(snapshot, position, data)
-
-    def complete_snapshot(self, snapshot: OffsetAndEpoch) -> None:
-        self._store.complete_snapshot(snapshot)
-
-    def delete_before(self, offset: int) -> None:
-        self._checker.count("delete_prefix")
-        self._store.delete_before(offset)
+    def next_deadline_ms(self) -> int | None: ...
 
 
-class SimNode:
-    """One voter or observer of the simulated cluster. `core_class` and `log_store_class` are
-    the real RaftCore and RaftLogStore; tests plant bugs by subclassing them."""
+class RaftNode:
+    """One voter or observer. `core_class` and `log_store_class` are the real RaftCore and
+    RaftLogStore; tests plant bugs by subclassing them."""
 
     core_class: type[RaftCore] = RaftCore
     log_store_class: type[RaftLogStore] = RaftLogStore
@@ -139,17 +94,20 @@ class SimNode:
         voter_ids: Sequence[int],
         raft_config: RaftConfig,
         checker: SafetyChecker,
+        log_config: LogConfig | None = None,
     ) -> None:
         self.node_id = node_id
         self.voter_ids = tuple(voter_ids)
         self.raft_config = raft_config
         self.checker = checker
+        self.log_config = log_config
         self.storage = SimStorage()
+        self.parts: list[NodePart] = []
         self.up = False
         self.paused = False
         self.pause_id = 0
         self.incarnation = 0
-        self.buffered: list[Deliver | ClientRequest] = []
+        self.buffered: list[Any] = []  # the world's events held while paused
         self.outbox: list[tuple[int, Any]] = []
         # (operation, type ok|fail|info, read value, leader hint, Kafka error name)
         self.replies: list[tuple[Operation, str, Any, int | None, str | None]] = []
@@ -161,7 +119,7 @@ class SimNode:
         self.core: Any = None
         self.store: Any = None
         self._log: ObservedLog | None = None
-        self.image = MetadataImage()
+        self.image = self.new_image()
         self.high_watermark = 0
         self.epoch = 0
         self.leader_id: int | None = None
@@ -169,6 +127,13 @@ class SimNode:
         self.pending_writes: dict[int, Operation] = {}
         self.pending_reads: dict[int, tuple[Operation, int | None]] = {}
         self._next_request_id = 0
+        for part in self.parts:
+            part.reset()
+
+    def attach(self, part: NodePart) -> None:
+        """Host `part` from now on (a role: the active controller, the broker lifecycle)."""
+        self.parts.append(part)
+        part.reset()
 
     @property
     def applied_end(self) -> int:
@@ -178,8 +143,14 @@ class SimNode:
     # -- lifecycle ----------------------------------------------------------------------------------
 
     def open_log(self) -> Any:
-        """Recover the Raft log from this node's storage (L's RaftLogStore)."""
-        return self.log_store_class.open(self.storage, LOG_DIRECTORY)
+        """Recover the Raft log from this node's storage (the RaftLogStore)."""
+        if self.log_config is None:
+            return self.log_store_class.open(self.storage, LOG_DIRECTORY)
+        return self.log_store_class.open(self.storage, LOG_DIRECTORY, self.log_config)
+
+    def new_image(self) -> MetadataImage:
+        """The empty image a (re)started node applies the log to."""
+        return MetadataImage()
 
     def load_election_state(self) -> ElectionState:
         return self.state_store.read()
@@ -212,7 +183,13 @@ class SimNode:
         )
 
     def crash(self, rng: random.Random | None) -> None:
+        """Power loss: unsynced bytes are lost (a random prefix of them kept with `rng`)."""
         self.storage.crash(rng)
+        self.stop()
+
+    def stop(self) -> None:
+        """The process is gone (SIGKILL): memory lost, the page cache (storage) kept. The
+        checker forgets its in-memory HW (KRaft relearns it from the leader)."""
         self.up = False
         self.paused = False
         self.buffered = []
@@ -221,11 +198,12 @@ class SimNode:
         self.timer_generation += 1
         self.armed_deadline_ms = None
         self._reset_memory()
+        self.checker.on_crash(self.node_id)
 
     def shutdown(self, now_ms: int) -> None:
         """Resign if leading (KIP-595 EndQuorumEpoch) and flush the log; the caller then stops
         the process (crash with nothing unsynced left to lose)."""
-        self._run(self.core.resign(now_ms))
+        self.run_effects(self.core.resign(now_ms))
         self.store.close()
 
     def pause(self) -> int:
@@ -240,17 +218,38 @@ class SimNode:
     # -- inputs ------------------------------------------------------------------------------------
 
     def handle(self, src: int, message: Any, now_ms: int) -> None:
-        self._run(self.core.handle(src, message, now_ms))
+        for part in self.parts:
+            if part.accepts(message):
+                part.handle(src, message, now_ms)
+                break
+        else:
+            if isinstance(message, RaftMessage):
+                self.run_effects(self.core.handle(src, message, now_ms))
+        self.step(now_ms)
 
     def tick(self, now_ms: int) -> None:
-        self._run(self.core.tick(now_ms))
+        self.run_effects(self.core.tick(now_ms))
+        self.step(now_ms)
 
     def peer_unreachable(self, peer: int, now_ms: int) -> None:
-        self._run(self.core.peer_unreachable(peer, now_ms))
+        self.run_effects(self.core.peer_unreachable(peer, now_ms))
+        self.step(now_ms)
+
+    def step(self, now_ms: int) -> None:
+        """Every part's step, after an input (only while the core runs)."""
+        if self.core is None:
+            return
+        for part in self.parts:
+            part.step(now_ms)
 
     def next_deadline_ms(self) -> int | None:
         deadline = self.core.next_deadline_ms()
-        return None if deadline is None else int(deadline)
+        deadlines = [] if deadline is None else [int(deadline)]
+        for part in self.parts:
+            part_deadline = part.next_deadline_ms()
+            if part_deadline is not None:
+                deadlines.append(part_deadline)
+        return min(deadlines) if deadlines else None
 
     def take_snapshot(self, now_ms: int) -> None:
         """Snapshot the image at its applied offset (KIP-630), if newer than the latest one."""
@@ -260,14 +259,14 @@ class SimNode:
             return
         snapshot = OffsetAndEpoch(end, self.image.applied_epoch)
         self.store.write_snapshot(snapshot, self.image.snapshot())
-        self._run(self.core.snapshot_taken(snapshot, now_ms))
+        self.run_effects(self.core.snapshot_taken(snapshot, now_ms))
 
     def client_request(self, op: Operation, now_ms: int) -> None:
         if op.f == "read":
             self._next_request_id += 1
             request_id = self._next_request_id
             self.pending_reads[request_id] = (op, None)
-            self._run(self.core.read_barrier(request_id, now_ms))
+            self.run_effects(self.core.read_barrier(request_id, now_ms))
             return
         offset, effects = self._propose(op.record_bytes(), now_ms)
         if offset is None:
@@ -275,7 +274,7 @@ class SimNode:
             return
         op.offset = offset
         self.pending_writes[offset] = op
-        self._run(effects)
+        self.run_effects(effects)
 
     def propose_marker(self, value: str, now_ms: int) -> bytes | None:
         """The liveness phase's proposal; returns its bytes, or None if not accepted."""
@@ -283,7 +282,7 @@ class SimNode:
         offset, effects = self._propose(data, now_ms)
         if offset is None:
             return None
-        self._run(effects)
+        self.run_effects(effects)
         return data
 
     def _propose(self, data: bytes, now_ms: int) -> tuple[int | None, list[Any]]:
@@ -305,7 +304,8 @@ class SimNode:
 
     # -- the env of execute_effects ------------------------------------------------------------------
 
-    def _run(self, effects: Sequence[Any]) -> None:
+    def run_effects(self, effects: Sequence[Any]) -> None:
+        """Execute `effects` in order with the shared executor, this node as its env."""
         if effects:
             execute_effects(effects, self)
 
@@ -345,12 +345,14 @@ class SimNode:
         if self.store.start_offset <= start < self.high_watermark:
             for entry in read_range(self.store, start, self.high_watermark):
                 result = self.image.apply_entry(entry)
+                for part in self.parts:
+                    part.on_applied(entry, result)
                 op = self.pending_writes.pop(entry.offset, None)
                 if op is not None:
                     self._answer_write(op, entry, result)
         self._answer_reads()
 
-    def _answer_write(self, op: Operation, entry: Entry, result: Any) -> None:
+    def _answer_write(self, op: Operation, entry: Entry, result: ApplyResult | None) -> None:
         if entry.data != op.record_bytes():
             # Replaced by another leader's entry: it can never commit.
             self.replies.append((op, "fail", None, self.leader_id, NOT_LEADER))
@@ -392,4 +394,4 @@ class SimNode:
         self._answer_reads()
 
 
-NodeFactory = Callable[[int, Sequence[int], RaftConfig, SafetyChecker], SimNode]
+NodeFactory = Callable[[int, Sequence[int], RaftConfig, SafetyChecker], RaftNode]

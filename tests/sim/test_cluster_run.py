@@ -1,6 +1,6 @@
 """Issue 5 acceptance on the whole simulated cluster (`kraftlab sim cluster`, data plane): the
-data world (brokers on the real ReplicaCore, producers, consumers) with its metadata on a Raft
-quorum of controller voters (harness/sim/actors/data_quorum.py), under seeded faults.
+data plane (brokers on the real ReplicaCore, producers, consumers) with its metadata on a Raft
+quorum of controller voters (harness/sim/runs/cluster.py), under seeded faults.
 
 - same seed, same run (digest, history, faults);
 - acks=all, min.insync.replicas=2, RF 3, no unclean election, under partitions, process crashes
@@ -18,14 +18,14 @@ from collections import Counter
 
 import pytest
 
-from harness.sim.actors.data_quorum import RaftControllerNode
-from harness.sim.actors.data_world import ControllerNode, World, WorldTiming
-from harness.sim.runs.data_cluster import (
-    NEMESIS_KINDS,
-    ClusterDataConfig,
-    ClusterDataRun,
+from harness.sim.actors.abstract_controller import AbstractController
+from harness.sim.faults.shapes import CLUSTER_KINDS
+from harness.sim.runs.cluster import VOTER_BASE, Cluster, DataTiming
+from harness.sim.runs.cluster_run import (
+    ClusterRun,
+    ClusterRunConfig,
     parse_nemesis,
-    run_cluster_data,
+    run_cluster,
 )
 from harness.sim.runs.runner import quiet_logging
 from partition.replica import ReplicaConfig
@@ -37,7 +37,7 @@ def _quiet_logging() -> None:
     quiet_logging()  # tests/conftest.py restores the previous configuration afterwards
 
 
-SAFE = ClusterDataConfig(
+SAFE = ClusterRunConfig(
     acks="all",
     min_insync_replicas=2,
     replication_factor=3,
@@ -48,12 +48,12 @@ SAFE = ClusterDataConfig(
 
 def test_same_seed_same_run() -> None:
     first, again = (
-        run_cluster_data(ClusterDataConfig(seed=4, nemesis=SAFE.nemesis)) for _ in range(2)
+        run_cluster(ClusterRunConfig(seed=4, nemesis=SAFE.nemesis)) for _ in range(2)
     )
     assert first.faults and first.faults == again.faults
     assert first.digest == again.digest and first.events == again.events
     assert first.summary() == again.summary()
-    other = run_cluster_data(ClusterDataConfig(seed=5, nemesis=SAFE.nemesis))
+    other = run_cluster(ClusterRunConfig(seed=5, nemesis=SAFE.nemesis))
     assert other.digest != first.digest
 
 
@@ -61,7 +61,7 @@ def test_acks_all_min_isr_2_loses_nothing_under_partitions_crashes_and_pauses() 
     shapes: Counter[str] = Counter()
     acked = elections = controller_epochs = 0
     for seed in range(1, 21):
-        result = run_cluster_data(ClusterDataConfig(seed=seed, nemesis=SAFE.nemesis))
+        result = run_cluster(ClusterRunConfig(seed=seed, nemesis=SAFE.nemesis))
         assert result.ok, (seed, result.violations, result.examples, result.faults)
         assert result.lost == 0 and result.divergent_offsets == 0, seed
         assert result.drained, f"seed {seed}: no partition leader after the heal"
@@ -72,7 +72,7 @@ def test_acks_all_min_isr_2_loses_nothing_under_partitions_crashes_and_pauses() 
     # Not vacuous: every kind of fault ran, on brokers and on controllers, partition leaders
     # and active controllers changed, and thousands of writes were acknowledged.
     for kind in ("partition", "crash", "pause"):
-        assert any(shapes[s] for s in NEMESIS_KINDS[kind]), (kind, shapes)
+        assert any(shapes[s] for s in CLUSTER_KINDS[kind]), (kind, shapes)
     assert shapes["crash-controller-leader"] and shapes["quorum-down"]
     assert shapes["pause-controller-leader"] and shapes["isolate-controller-leader"]
     assert shapes["quorum-cut"]
@@ -80,10 +80,10 @@ def test_acks_all_min_isr_2_loses_nothing_under_partitions_crashes_and_pauses() 
     assert acked > 20 * 300
 
 
-def _first_loss(config: ClusterDataConfig, seeds: range) -> tuple[int, int] | None:
+def _first_loss(config: ClusterRunConfig, seeds: range) -> tuple[int, int] | None:
     for seed in seeds:
-        result = run_cluster_data(
-            ClusterDataConfig(
+        result = run_cluster(
+            ClusterRunConfig(
                 **{**{f: getattr(config, f) for f in config.__dataclass_fields__}, "seed": seed}
             )
         )
@@ -95,7 +95,7 @@ def _first_loss(config: ClusterDataConfig, seeds: range) -> tuple[int, int] | No
 
 def test_acks_1_loses_an_acknowledged_write() -> None:
     found = _first_loss(
-        ClusterDataConfig(
+        ClusterRunConfig(
             acks="1", min_insync_replicas=2, nemesis=parse_nemesis("partition,crash,pause")
         ),
         range(1, 21),
@@ -105,7 +105,7 @@ def test_acks_1_loses_an_acknowledged_write() -> None:
 
 def test_min_isr_1_loses_an_acknowledged_write_when_the_isolated_leader_loses_power() -> None:
     found = _first_loss(
-        ClusterDataConfig(
+        ClusterRunConfig(
             acks="all", min_insync_replicas=1, nemesis=("leader-isolated-then-power-crash",)
         ),
         range(1, 21),
@@ -114,24 +114,24 @@ def test_min_isr_1_loses_an_acknowledged_write_when_the_isolated_leader_loses_po
 
 
 def test_metadata_quorum_down_the_isr_cannot_shrink_until_it_returns() -> None:
-    run = ClusterDataRun(ClusterDataConfig(seed=3, nemesis=(), duration_ms=14_000))
+    run = ClusterRun(ClusterRunConfig(seed=3, nemesis=(), duration_ms=14_000))
     run.start()
-    world, quorum = run.world, run.quorum
-    world.queue.run_until(3000)
-    part = quorum.image.partition(world.topic_id, 0)
+    cluster, world = run.cluster, run.cluster.world
+    cluster.run_until(3000)
+    part = cluster.image.partition(cluster.topic_id, 0)
     assert part is not None and len(part.isr) == 3
     leader = part.leader
     follower = max(b for b in part.isr if b != leader)
-    down_ms = world.queue.now_ms
-    quorum.go_down()
-    assert quorum.active_controller() is None
-    assert sum(not quorum.voters[v].up for v in quorum.voter_ids) == 2
-    world.network.cut.add(frozenset((leader, follower)))
+    down_ms = world.now_ms
+    world.metadata_quorum_down()
+    assert cluster.active_controller() is None
+    assert sum(not cluster.voters[v].up for v in world.controller_ids) == 2
+    world.network.cut_between(leader, [follower])
     # Twice replica.lag.time.max.ms: the leader wants the follower out of the ISR, but only the
     # controller can take it out (AlterPartition), and there is none.
-    world.queue.run_until(down_ms + 2 * world.timing.replica_lag_time_max_ms)
-    assert quorum.image.partition(world.topic_id, 0) == part
-    core = world.brokers[leader].core
+    cluster.run_until(down_ms + 2 * cluster.timing.replica_lag_time_max_ms)
+    assert cluster.image.partition(cluster.topic_id, 0) == part
+    core = cluster.brokers[leader].core
     assert core is not None and core.is_leader and core.partition is not None
     assert set(core.partition.isr) == set(part.isr)
     stalled = [
@@ -140,12 +140,12 @@ def test_metadata_quorum_down_the_isr_cannot_shrink_until_it_returns() -> None:
         if e.f == "send" and e.type == "ok" and e.time // 1_000_000 > down_ms + 50
     ]
     assert stalled == []  # acks=all waits on the follower still in the ISR
-    up_ms = world.queue.now_ms
-    quorum.come_up()
-    world.queue.run_until(up_ms + 4000)
-    after = quorum.image.partition(world.topic_id, 0)
+    up_ms = world.now_ms
+    world.metadata_quorum_up()
+    cluster.run_until(up_ms + 4000)
+    after = cluster.image.partition(cluster.topic_id, 0)
     assert after is not None and follower not in after.isr and after.leader == leader
-    assert quorum.stats["controller_epochs"] >= 2  # a new active controller did it
+    assert cluster.stats["controller_epochs"] >= 2  # a new active controller did it
     resumed = [
         e
         for e in run.history.events
@@ -155,21 +155,23 @@ def test_metadata_quorum_down_the_isr_cannot_shrink_until_it_returns() -> None:
 
 
 def test_the_abstract_controller_stays_the_default() -> None:
-    args = (1, 3, ReplicaConfig(), ControllerConfig(), WorldTiming())
-    assert isinstance(World(*args).controller, ControllerNode)
-    world = World(*args, controller_factory=lambda w, c: RaftControllerNode(w, c, voters=5))
-    assert isinstance(world.controller, RaftControllerNode)
-    assert len(world.controller.voter_ids) == 5
+    args = (1, 3, ReplicaConfig(), ControllerConfig(), DataTiming())
+    abstract = Cluster(*args)
+    assert isinstance(abstract.abstract, AbstractController)
+    assert abstract.world.controller_ids == (0,) and abstract.voters == {}
+    raft = Cluster(*args, voters=5)
+    assert raft.abstract is None
+    assert raft.world.controller_ids == tuple(VOTER_BASE + i for i in range(1, 6))
 
 
 def test_metadata_quorum_down_acks_1_writes_and_reads_go_on() -> None:
-    run = ClusterDataRun(ClusterDataConfig(seed=3, acks="1", nemesis=(), duration_ms=8000))
+    run = ClusterRun(ClusterRunConfig(seed=3, acks="1", nemesis=(), duration_ms=8000))
     run.start()
-    world, quorum = run.world, run.quorum
-    world.queue.run_until(3000)
-    quorum.go_down()
-    world.queue.run_until(6000)
-    assert quorum.active_controller() is None
+    cluster = run.cluster
+    cluster.run_until(3000)
+    cluster.world.metadata_quorum_down()
+    cluster.run_until(6000)
+    assert cluster.active_controller() is None
     during = [
         e for e in run.history.events if e.type == "ok" and 3100 < e.time // 1_000_000 <= 6000
     ]

@@ -1,11 +1,11 @@
-"""What the literature says, found by the data-plane simulation (issue 5 and issue 8 acceptance):
+"""What the literature says, found by the data-plane simulation:
 - acks=1: the simulator FINDS a lost acknowledged write (zombie leader, reference item 4);
 - ISR, acks=all, min.insync.replicas=1: a leader cut off from its followers (ISR shrinks to the
   leader) that then loses leadership loses acknowledged writes when an unclean election is
   allowed; without it the partition goes offline instead; min.insync.replicas=2 loses nothing;
 - quorum mode loses nothing there and stops acknowledging writes on the minority side, and
   loses nothing when the controller is cut off with a minority of the replicas (the fencing
-  election; the sweep is tests/sim/test_data_quorum_sweep.py);
+  election; the sweep is tests/sim/test_quorum_mode_sweep.py);
 - the last replica standing (KIP-966, reference item 7): min.insync.replicas=2 without ELR loses
   acknowledged writes when the last ISR member loses its unflushed tail; ELR prevents it.
 """
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.sim.runs.data_simulation import FAULT_START_MS, DataRunConfig, run_data
 from harness.sim.runs.runner import quiet_logging
+from harness.sim.runs.scenario_run import FAULT_START_MS, ScenarioConfig, run_scenario
 
 
 @pytest.fixture(autouse=True)
@@ -26,7 +26,7 @@ SEEDS = (1, 2, 3, 4)
 
 
 def _lost(**kw: object) -> list[int]:
-    return [run_data(DataRunConfig(seed=s, **kw)).lost_writes for s in SEEDS]  # type: ignore[arg-type]
+    return [run_scenario(ScenarioConfig(seed=s, **kw)).lost_writes for s in SEEDS]  # type: ignore[arg-type]
 
 
 def test_acks_1_zombie_leader_loses_acknowledged_writes() -> None:
@@ -36,7 +36,7 @@ def test_acks_1_zombie_leader_loses_acknowledged_writes() -> None:
 
 def test_min_isr_1_with_unclean_election_loses_writes_min_isr_2_does_not() -> None:
     common = dict(acks="all", nemesis="isolate-partition-leader", fault_duration_ms=5000)
-    unclean = [run_data(DataRunConfig(seed=s, min_insync_replicas=1, unclean_leader_election=True,
+    unclean = [run_scenario(ScenarioConfig(seed=s, min_insync_replicas=1, unclean_leader_election=True,
                                       **common)) for s in SEEDS]  # type: ignore[arg-type]
     assert any(r.lost_writes for r in unclean)
     assert all(r.unclean_elections >= 1 for r in unclean)
@@ -46,7 +46,7 @@ def test_min_isr_1_with_unclean_election_loses_writes_min_isr_2_does_not() -> No
 
 def test_quorum_mode_loses_nothing_and_refuses_writes_on_the_minority_side() -> None:
     for seed in SEEDS:
-        result = run_data(DataRunConfig(seed=seed, replication_mode="quorum", acks="all",
+        result = run_scenario(ScenarioConfig(seed=seed, replication_mode="quorum", acks="all",
                                         nemesis="leader-cut-from-followers-only",
                                         fault_duration_ms=5000))
         assert result.lost_writes == 0 and result.violations == {}
@@ -70,7 +70,7 @@ def test_quorum_mode_loses_nothing_when_the_controller_is_cut_from_the_majority(
     # majority, kept committing up to offset 151: acknowledged writes were lost. Now it fences
     # (leader -1, a new epoch); 2's report alone is no majority, so nobody is elected until the
     # heal, when 1 and 3 report too and the one holding offset 151 leads.
-    result = run_data(DataRunConfig(seed=3, replication_mode="quorum", acks="all",
+    result = run_scenario(ScenarioConfig(seed=3, replication_mode="quorum", acks="all",
                                     nemesis="random-halves", fault_duration_ms=1000))
     assert result.lost_writes == 0
     assert result.anomalies() == {} and result.violations == {}

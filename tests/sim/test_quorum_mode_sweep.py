@@ -4,7 +4,7 @@ isolated, the leader killed). With the fencing election (partition/replica/quoru
 quorum/controller/partition_change.py) no acknowledged write is ever lost and no two replicas
 disagree below their HWs, whatever side the controller ends up on.
 
-Each run is one deterministic seed; a failure names it (replay: `run_data(DataRunConfig(...))`
+Each run is one deterministic seed; a failure names it (replay: `run_scenario(ScenarioConfig(...))`
 with the config printed). About 10 s for the whole sweep.
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import pytest
 
-from harness.sim.runs.data_simulation import DataRunConfig, DataRunResult, run_data
 from harness.sim.runs.runner import quiet_logging
+from harness.sim.runs.scenario_run import ScenarioConfig, ScenarioResult, run_scenario
 
 
 @pytest.fixture(autouse=True)
@@ -25,8 +25,8 @@ NEMESES = ("random-halves", "isolate-partition-leader", "kill-leader")
 SEEDS = range(1, 25)
 
 
-def _run(nemesis: str, seed: int) -> DataRunResult:
-    return run_data(DataRunConfig(seed=seed, replication_mode="quorum", acks="all",
+def _run(nemesis: str, seed: int) -> ScenarioResult:
+    return run_scenario(ScenarioConfig(seed=seed, replication_mode="quorum", acks="all",
                                   nemesis=nemesis, fault_duration_ms=1000 if seed % 2 else 5000))
 
 

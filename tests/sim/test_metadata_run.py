@@ -1,4 +1,4 @@
-"""`kraftlab sim cluster`: controllers and brokers on the deterministic simulator (issue 4).
+"""`kraftlab sim cluster --plane metadata`: controllers and brokers on the deterministic simulator.
 
 Seeded runs must show zero violations of the metadata invariants (leader in ISR, monotonic
 partition epochs, one leader per leader epoch, broker images converging); the same seed gives the
@@ -11,9 +11,14 @@ from typing import Any
 
 import pytest
 
-from harness.sim.actors.cluster_node import ClusterSimNode
+from harness.sim.actors.raft_node import RaftNode
 from harness.sim.checks.invariants import SafetyViolation
-from harness.sim.runs.cluster_simulation import ClusterSimulation, cluster_config, run_cluster_seed
+from harness.sim.runs.metadata_run import (
+    MetadataPlane,
+    cluster_config,
+    metadata_simulation,
+    run_cluster_seed,
+)
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import Partition, Topic
 from quorum.raft.log import Entry
@@ -50,50 +55,50 @@ def _image(leader: int, isr: tuple[int, ...], leader_epoch: int, partition_epoch
     return image
 
 
+def _plane() -> MetadataPlane:
+    plane = metadata_simulation(cluster_config(1)).plane
+    assert isinstance(plane, MetadataPlane)
+    return plane
+
+
 def test_checks_catch_leader_outside_isr_two_leaders_per_epoch_and_epoch_regressions() -> None:
-    sim = ClusterSimulation(cluster_config(1))
+    plane = _plane()
     with pytest.raises(SafetyViolation, match="PartitionLeaderInIsr"):
-        sim._check_image(_Fake(101, _image(101, (102,), 0)))  # type: ignore[arg-type]
-    sim = ClusterSimulation(cluster_config(1))
-    sim._check_image(_Fake(101, _image(101, (101, 102), 3)))  # type: ignore[arg-type]
+        plane.check_image(_Fake(101, _image(101, (102,), 0)))
+    plane = _plane()
+    plane.check_image(_Fake(101, _image(101, (101, 102), 3)))
     with pytest.raises(SafetyViolation, match="SingleLeaderPerEpoch"):
-        sim._check_image(_Fake(102, _image(102, (101, 102), 3)))  # type: ignore[arg-type]
-    sim = ClusterSimulation(cluster_config(1))
+        plane.check_image(_Fake(102, _image(102, (101, 102), 3)))
+    plane = _plane()
     newer = _image(101, (101, 102), 4, 6)
-    sim._check_image(_Fake(103, newer))  # type: ignore[arg-type]
+    plane.check_image(_Fake(103, newer))
     older = _image(101, (101, 102), 4, 5)
     older.apply_control(2, 1)  # a later offset, but an older partition epoch
     with pytest.raises(SafetyViolation, match="MonotonicPartitionEpochs"):
-        sim._check_image(_Fake(103, older))  # type: ignore[arg-type]
+        plane.check_image(_Fake(103, older))
 
 
-class _ForgetfulBroker(ClusterSimNode):
-    """Planted bug: a broker whose image skips one committed record (a lost metadata update)."""
+class _ForgetfulImage(MetadataImage):
+    """Planted bug: an image that skips one committed record (a lost metadata update)."""
 
-    def _apply_committed(self) -> None:
-        if self.is_broker and type(self.image) is MetadataImage:
-            image = self.image
-            original = image.apply_entry
+    def apply_entry(self, entry: Entry) -> Any:
+        if entry.offset == 12:
+            self.apply_control(entry.offset, entry.epoch)
+            return None
+        return super().apply_entry(entry)
 
-            def skipping(entry: Entry) -> Any:
-                if entry.offset == 12:
-                    image.apply_control(entry.offset, entry.epoch)
-                    return None
-                return original(entry)
 
-            image.apply_entry = skipping  # type: ignore[method-assign]
-            try:
-                super()._apply_committed()
-            finally:
-                del image.apply_entry
-            return
-        super()._apply_committed()
+class _ForgetfulBroker(RaftNode):
+    """Planted bug: brokers apply the log to a forgetful image."""
+
+    def new_image(self) -> MetadataImage:
+        return MetadataImage() if self.node_id in self.voter_ids else _ForgetfulImage()
 
 
 def test_a_broker_image_that_diverges_is_caught() -> None:
     caught = []
     for seed in range(1, 6):
-        result = ClusterSimulation(cluster_config(seed), _ForgetfulBroker).run()
+        result = metadata_simulation(cluster_config(seed), _ForgetfulBroker).run()
         if not result.ok:
             caught.append(result.violation.invariant if result.violation else "")
     assert "BrokerImageConvergence" in caught

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from harness.cli.main import main
-from harness.sim.actors import data_quorum
-from harness.sim.runs.data_cluster import ClusterDataConfig, run_cluster_data
+from harness.sim.runs.cluster import Cluster
+from harness.sim.runs.cluster_run import ClusterRunConfig, run_cluster
 from harness.sim.runs.runner import quiet_logging
 
 sys.path.insert(0, str(Path(__file__).parent))
-from planted import StaleLogVoteCore  # noqa: E402
+from planted import StaleLogVoteNode  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -76,10 +76,10 @@ def test_bad_options_are_refused(argv: list[str], capsys: pytest.CaptureFixture[
 def test_a_planted_raft_bug_in_the_controllers_is_caught(monkeypatch: pytest.MonkeyPatch) -> None:
     # Votes granted without the log up-to-date check (Raft 5.4.1): a controller missing
     # committed metadata can become the active controller.
-    monkeypatch.setattr(data_quorum.QuorumVoter, "core_class", StaleLogVoteCore)
+    monkeypatch.setattr(Cluster, "node_class", StaleLogVoteNode)
     for seed in range(1, 31):
-        result = run_cluster_data(
-            ClusterDataConfig(seed=seed, nemesis=("isolate-controller-leader",))
+        result = run_cluster(
+            ClusterRunConfig(seed=seed, nemesis=("isolate-controller-leader",))
         )
         if not result.ok:
             assert "LeaderCompleteness" in result.violations, result.violations
@@ -91,7 +91,7 @@ def test_a_seed_replays_in_a_fresh_process_with_another_hash_seed() -> None:
     import os
     import subprocess
 
-    here = run_cluster_data(ClusterDataConfig(seed=4))
+    here = run_cluster(ClusterRunConfig(seed=4))
     env = {**os.environ, "PYTHONHASHSEED": "12345"}
     out = subprocess.run(
         [sys.executable, "-m", "harness", "sim", "cluster", "--plane", "data", "--seed", "4"],

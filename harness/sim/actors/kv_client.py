@@ -1,4 +1,4 @@
-"""The simulator's random client: a few processes, each with at most one operation in flight,
+"""The quorum runs' key/value client: a few processes, each with at most one operation in flight,
 that write, cas, delete and linearizably read keys of the metadata key/value space, and record a
 Jepsen-style history (API.md: index, time in ns, process, type invoke|ok|fail|info, f, value).
 
@@ -63,7 +63,7 @@ class ClientStats:
     by_f: dict[str, int] = field(default_factory=dict)
 
 
-class SimClient:
+class KvClient:
     """Generates operations and records the history; the simulation delivers them."""
 
     def __init__(

@@ -1,0 +1,443 @@
+"""Every fault shape of the simulator in one table, `SHAPES` (name -> Shape), the way h11 keeps
+its transitions in tables: a run names shapes, the nemesis (harness.sim.faults.nemesis) looks them
+up and applies them; no run holds a chain of tests on fault names.
+
+A shape is a function of a Fault (harness.sim.faults.fault: target, rng, start, end) that applies
+the fault at once, schedules what it does later (a second stage, its heal, a restart after the
+end) and returns a description of its target. Processes: controllers (the metadata quorum's
+voters, or the one abstract controller), brokers, and the clients of the data-plane runs.
+
+Instant shapes (the quorum runs' random steps, Jepsen's vocabulary; no end, a later step heals):
+- crash: power loss of a node (the leader a third of the time), unsynced writes lost, possibly
+  a torn last write; restart: a crashed node comes back; heal: every cut link restored;
+  pause: SIGSTOP for a drawn time; shutdown: graceful stop (the leader resigns, KIP-595);
+- halves, isolate, isolate-leader, majority (a voter majority against the minority, brokers on
+  either side), bridge (one node sees both halves), one-way (a node can only send, or only
+  receive).
+
+Span shapes (the data-plane runs: applied at the fault's start, healed at its end):
+- isolate-partition-leader: the partition leader cut from its followers for the first 60% of
+  the fault (the ISR may shrink to the leader alone), then from everyone (controllers, brokers,
+  clients): it loses leadership (Jepsen's 2013 Kafka case);
+- leader-cut-from-followers(-only): the leader cut from the other brokers only;
+- zombie-leader: the leader cut from every controller;
+- random-halves, majorities-ring, bridge: partitions over controllers and brokers;
+- isolate-controller-leader: the active controller cut from every controller and broker (the
+  quorum elects another); with one abstract controller, the controller is down until a new one
+  takes over after CONTROLLER_FAILOVER_MS (or the fault's end, if sooner);
+- quorum-cut: every voter cut from every other (processes run, brokers reach them, no majority);
+- metadata-quorum-down / quorum-down: a majority of the voters crashed (the active one first),
+  or the abstract controller down, until the end;
+- kill-leader / kill-partition-leader, kill-broker, kill-2-of-3: SIGKILL (page cache kept),
+  restarted at the end; crash-controller-leader: power loss of the active controller;
+- pause-leader / pause-partition-leader, pause-broker, pause-controller-leader: SIGSTOP until the
+  end;
+- unclean-crash-losing-unflushed-tail / leader-isolated-then-power-crash: the KIP-966 last-replica
+  shape: the leader cut from its followers for the fault, then it loses power (its unflushed tail
+  is gone) as the network heals, and restarts LAST_REPLICA_RESTART_MS later;
+- cut-followers-then-kill-leader: the leader cut from its followers for the fault (longer than
+  replica.lag.time.max.ms: the ISR shrinks to it), killed as the network heals, restarted
+  KILLED_LEADER_RESTART_MS later: without unclean election the partition is offline until then;
+- flapping: the leader cut from everyone and healed every FLAP_MS for the fault.
+Two names for one shape (kill-leader, kill-partition-leader) are the two runs' vocabularies of
+the same fault: the scenario matrix's names (SCENARIO_NEMESES) and `kraftlab sim cluster`'s
+(CLUSTER_KINDS); both map to the same function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from harness.sim.faults.fault import Fault
+
+CONTROLLER_FAILOVER_MS = 1000
+LAST_REPLICA_RESTART_MS = 500
+# Longer than broker.session.timeout (1 s in the data-plane runs) so the controller fences the
+# dead leader and, if allowed, elects a follower uncleanly before the old leader comes back.
+KILLED_LEADER_RESTART_MS = 2000
+FLAP_MS = 300
+LEADER_CRASH_PROBABILITY = 0.33  # the quorum runs crash the leader a third of the time
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """A fault shape: its kind (the group a run may ask for), the function that applies it, and
+    how long after the fault's end its last action (a restart) comes."""
+
+    kind: str
+    apply: Callable[[Fault], str]
+    after_end_ms: int = 0
+
+
+# -- instant shapes: the quorum runs' nemesis steps -------------------------------------------------
+
+
+def crash(f: Fault) -> str:
+    t = f.target
+    up = [n for n in t.node_ids if t.is_up(n)]
+    if not up:
+        return "crash (none up)"
+    leader = t.active_controller()
+    # The leader is where the interesting states are.
+    if leader is not None and leader in up and f.rng.random() < LEADER_CRASH_PROBABILITY:
+        victim = leader
+    else:
+        victim = f.rng.choice(up)
+    t.crash(victim)
+    return f"crash {victim}"
+
+
+def restart(f: Fault) -> str:
+    t = f.target
+    down = [n for n in t.node_ids if not t.is_up(n)]
+    if not down:
+        return "restart (none down)"
+    node = f.rng.choice(down)
+    t.restart(node)
+    return f"restart {node}"
+
+
+def heal(f: Fault) -> str:
+    f.heal_network()
+    return "heal"
+
+
+def pause(f: Fault) -> str:
+    t = f.target
+    candidates = [n for n in t.node_ids if t.is_up(n) and not t.is_paused(n)]
+    if not candidates:
+        return "pause (none)"
+    node = f.rng.choice(candidates)
+    duration_ms = f.rng.randint(10, f.max_pause_ms)
+    t.pause(node, duration_ms)
+    return f"pause {node} {duration_ms}ms"
+
+
+def shutdown(f: Fault) -> str:
+    t = f.target
+    up = [n for n in t.node_ids if t.is_up(n) and not t.is_paused(n)]
+    if not up:
+        return "shutdown (none up)"
+    leader = t.active_controller()
+    # Mostly the leader: a controlled shutdown is where EndQuorumEpoch matters (KIP-595).
+    victim = leader if leader in up and f.rng.random() < 0.7 else f.rng.choice(up)
+    t.shutdown(victim)
+    return f"shutdown {victim}"
+
+
+def halves(f: Fault) -> str:
+    nodes = list(f.target.node_ids)
+    f.rng.shuffle(nodes)
+    cut = f.rng.randint(1, len(nodes) - 1)
+    groups = [sorted(nodes[:cut]), sorted(nodes[cut:])]
+    f.target.network.partition(groups)
+    return f"partition halves {groups}"
+
+
+def _isolate(f: Fault, lone: int | None, shape: str) -> str:
+    nodes = list(f.target.node_ids)
+    node = lone if lone is not None else f.rng.choice(nodes)
+    groups = [[node], [n for n in nodes if n != node]]
+    f.target.network.partition(groups)
+    return f"partition {shape} {groups}"
+
+
+def isolate(f: Fault) -> str:
+    return _isolate(f, None, "isolate")
+
+
+def isolate_leader(f: Fault) -> str:
+    return _isolate(f, f.target.active_controller(), "isolate-leader")
+
+
+def majority(f: Fault) -> str:
+    t = f.target
+    voters = list(t.controller_ids)
+    f.rng.shuffle(voters)
+    major = voters[: len(voters) // 2 + 1]
+    minor = voters[len(voters) // 2 + 1 :]
+    for n in t.node_ids:
+        if n not in t.controller_ids:
+            (major if f.rng.random() < 0.5 else minor).append(n)
+    groups = [sorted(major), sorted(minor)]
+    t.network.partition(groups)
+    return f"partition majority {groups}"
+
+
+def bridge(f: Fault) -> str:
+    """One node keeps every link; the others split in two halves that cannot talk."""
+    nodes = list(f.target.node_ids)
+    f.rng.shuffle(nodes)
+    middle, rest = nodes[0], nodes[1:]
+    cut = max(1, len(rest) // 2)
+    groups = [sorted(rest[:cut]), sorted(rest[cut:])]
+    f.target.network.partition(groups)
+    f.until(f.heal_network, "partition")
+    return f"partition bridge {middle} {groups}"
+
+
+def one_way(f: Fault) -> str:
+    t = f.target
+    nodes = list(t.node_ids)
+    leader = t.active_controller()
+    side = leader if leader is not None and f.rng.random() < 0.5 else None
+    one = side if side is not None else f.rng.choice(nodes)
+    others = [n for n in nodes if n != one]
+    if f.rng.random() < 0.5:
+        t.network.cut_one_way([one], others)
+        return f"partition one-way {one} cannot send"
+    t.network.cut_one_way(others, [one])
+    return f"partition one-way {one} cannot receive"
+
+
+# -- span shapes: the data-plane runs ---------------------------------------------------------------
+
+
+def isolate_partition_leader(f: Fault) -> str:
+    t = f.target
+    leader = f.partition_leader()
+    t.network.cut_between(leader, f.followers(leader))
+    assert f.end_ms is not None
+    everyone_ms = f.start_ms + (f.end_ms - f.start_ms) * 6 // 10
+
+    def from_everyone() -> None:
+        t.network.cut_between(leader, [*t.node_ids, *t.client_ids])
+
+    f.at(everyone_ms, from_everyone)
+    f.until(f.heal_network, "partition")
+    return f"broker {leader}"
+
+
+def leader_cut_from_followers(f: Fault) -> str:
+    leader = f.partition_leader()
+    f.target.network.cut_between(leader, f.followers(leader))
+    f.until(f.heal_network, "partition")
+    return f"broker {leader}"
+
+
+def zombie_leader(f: Fault) -> str:
+    leader = f.partition_leader()
+    f.target.network.cut_between(leader, f.target.controller_ids)
+    f.until(f.heal_network, "partition")
+    return f"broker {leader}"
+
+
+def random_halves(f: Fault) -> str:
+    t = f.target
+    nodes = list(t.node_ids)
+    f.rng.shuffle(nodes)
+    half = len(nodes) // 2
+    for a in nodes[:half]:
+        t.network.cut_between(a, nodes[half:])
+    f.until(f.heal_network, "partition")
+    return f"{sorted(nodes[:half])} | {sorted(nodes[half:])}"
+
+
+def majorities_ring(f: Fault) -> str:
+    t = f.target
+    nodes = list(t.node_ids)
+    f.rng.shuffle(nodes)
+    n = len(nodes)
+    k = (n // 2 + 1) // 2  # each node sees itself and k ring neighbours each side: a majority
+    for i, a in enumerate(nodes):
+        near = {nodes[(i + d) % n] for d in range(-k, k + 1)}
+        t.network.cut_between(a, [b for b in nodes if b not in near])
+    f.until(f.heal_network, "partition")
+    return f"ring {nodes}"
+
+
+def isolate_controller_leader(f: Fault) -> str:
+    t = f.target
+    if len(t.controller_ids) == 1:
+        # One abstract controller: down until a new one takes over (the quorum's failover).
+        t.metadata_quorum_down()
+        assert f.end_ms is not None
+        f.until(t.metadata_quorum_up, "controller-failover",
+                min(f.end_ms, f.start_ms + CONTROLLER_FAILOVER_MS))
+        return f"controller {t.controller_ids[0]}"
+    active = t.active_controller()
+    if active is not None:  # no active controller: nothing to isolate
+        t.network.cut_between(active, [*t.controller_ids, *t.broker_ids])
+    f.until(f.heal_network, "partition")
+    return "no active controller" if active is None else f"voter {active}"
+
+
+def quorum_cut(f: Fault) -> str:
+    voters = list(f.target.controller_ids)
+    for i, a in enumerate(voters):
+        f.target.network.cut_between(a, voters[i + 1 :])
+    f.until(f.heal_network, "partition")
+    return "every voter from every voter"
+
+
+def quorum_down(f: Fault) -> str:
+    downed = f.target.metadata_quorum_down()
+    f.until(f.target.metadata_quorum_up, "controller-down")
+    return f"voters {sorted(downed)}"
+
+
+def _kill(f: Fault, victims: list[int]) -> str:
+    t = f.target
+    for v in victims:
+        t.kill(v)
+
+    def restart_all() -> None:
+        for v in victims:
+            t.restart(v)
+
+    f.until(restart_all, "kill")
+    return f"broker {victims[0]}" if len(victims) == 1 else f"brokers {victims}"
+
+
+def kill_leader(f: Fault) -> str:
+    return _kill(f, [f.partition_leader()])
+
+
+def kill_broker(f: Fault) -> str:
+    return _kill(f, [f.rng.choice(list(f.target.broker_ids))])
+
+
+def kill_two_of_three(f: Fault) -> str:
+    leader = f.partition_leader()
+    return _kill(f, [leader, f.rng.choice(f.followers(leader))])
+
+
+def _pause_until_end(f: Fault, victim: int, who: str) -> str:
+    f.target.pause(victim, None)
+    f.until(lambda: f.target.resume(victim), "pause")
+    return f"{who} {victim}"
+
+
+def pause_leader(f: Fault) -> str:
+    return _pause_until_end(f, f.partition_leader(), "broker")
+
+
+def pause_broker(f: Fault) -> str:
+    return _pause_until_end(f, f.rng.choice(list(f.target.broker_ids)), "broker")
+
+
+def pause_controller_leader(f: Fault) -> str:
+    active = f.target.active_controller()
+    if active is None:
+        return "no active controller"
+    return _pause_until_end(f, active, "voter")
+
+
+def crash_controller_leader(f: Fault) -> str:
+    t = f.target
+    active = t.active_controller()
+    if active is None:
+        return "no active controller"
+    t.crash(active)
+    f.until(lambda: t.restart(active), "crash")
+    return f"voter {active}"
+
+
+def isolated_then_power_crash(f: Fault) -> str:
+    t = f.target
+    leader = f.partition_leader()
+    t.network.cut_between(leader, f.followers(leader))
+    assert f.end_ms is not None
+    f.until(f.heal_network, "partition")
+    f.at(f.end_ms, t.crash, leader)
+    f.until(lambda: t.restart(leader), "crash-unflushed", f.end_ms + LAST_REPLICA_RESTART_MS)
+    return f"broker {leader}"
+
+
+def cut_followers_then_kill_leader(f: Fault) -> str:
+    t = f.target
+    leader = f.partition_leader()
+    t.network.cut_between(leader, f.followers(leader))
+    assert f.end_ms is not None
+    f.until(f.heal_network, "partition")
+    f.at(f.end_ms, t.kill, leader)
+    f.until(lambda: t.restart(leader), "kill", f.end_ms + KILLED_LEADER_RESTART_MS)
+    return f"broker {leader}"
+
+
+def flapping(f: Fault) -> str:
+    t = f.target
+
+    def cut_leader() -> None:
+        t.network.cut_between(f.partition_leader(), [*t.node_ids, *t.client_ids])
+
+    assert f.end_ms is not None
+    at_ms, cut = f.start_ms, True
+    while at_ms < f.end_ms:
+        f.at(at_ms, cut_leader if cut else f.heal_network)
+        cut = not cut
+        at_ms += FLAP_MS
+    f.until(f.heal_network, "partition-flapping")
+    return "partition leader, every FLAP_MS"
+
+
+_POWER = Shape("power", isolated_then_power_crash, LAST_REPLICA_RESTART_MS)
+
+SHAPES: dict[str, Shape] = {
+    # instant (the quorum runs' steps)
+    "crash": Shape("crash", crash),
+    "restart": Shape("restart", restart),
+    "heal": Shape("heal", heal),
+    "pause": Shape("pause", pause),
+    "shutdown": Shape("shutdown", shutdown),
+    "halves": Shape("partition", halves),
+    "isolate": Shape("partition", isolate),
+    "isolate-leader": Shape("partition", isolate_leader),
+    "majority": Shape("partition", majority),
+    "bridge": Shape("partition", bridge),
+    "one-way": Shape("partition", one_way),
+    # spans (the data-plane runs)
+    "isolate-partition-leader": Shape("partition", isolate_partition_leader),
+    "leader-cut-from-followers": Shape("partition", leader_cut_from_followers),
+    "leader-cut-from-followers-only": Shape("partition", leader_cut_from_followers),
+    "zombie-leader": Shape("partition", zombie_leader),
+    "random-halves": Shape("partition", random_halves),
+    "majorities-ring": Shape("partition", majorities_ring),
+    "isolate-controller-leader": Shape("partition", isolate_controller_leader),
+    "quorum-cut": Shape("partition", quorum_cut),
+    "flapping": Shape("partition", flapping),
+    "metadata-quorum-down": Shape("crash", quorum_down),
+    "quorum-down": Shape("crash", quorum_down),
+    "kill-leader": Shape("crash", kill_leader),
+    "kill-partition-leader": Shape("crash", kill_leader),
+    "kill-broker": Shape("crash", kill_broker),
+    "kill-2-of-3": Shape("crash", kill_two_of_three),
+    "crash-controller-leader": Shape("crash", crash_controller_leader),
+    "pause-leader": Shape("pause", pause_leader),
+    "pause-partition-leader": Shape("pause", pause_leader),
+    "pause-broker": Shape("pause", pause_broker),
+    "pause-controller-leader": Shape("pause", pause_controller_leader),
+    "unclean-crash-losing-unflushed-tail": _POWER,
+    "leader-isolated-then-power-crash": _POWER,
+    "cut-followers-then-kill-leader": Shape(
+        "crash", cut_followers_then_kill_leader, KILLED_LEADER_RESTART_MS
+    ),
+}
+
+# The quorum runs' random step: a kind by weight (NemesisProfile), a partition shape uniformly.
+STEP_KINDS = ("crash", "restart", "partition", "heal", "pause")
+QUORUM_PARTITIONS = ("halves", "isolate", "isolate-leader", "majority", "bridge", "one-way")
+
+# The scenario matrix's nemeses (harness/results/schema.py lists them too): one shape per run.
+SCENARIO_NEMESES = (
+    "none", "isolate-partition-leader", "leader-cut-from-followers-only", "zombie-leader",
+    "random-halves", "majorities-ring", "bridge", "isolate-controller-leader",
+    "metadata-quorum-down", "kill-leader", "pause-leader", "kill-2-of-3",
+    "unclean-crash-losing-unflushed-tail", "flapping", "cut-followers-then-kill-leader",
+)
+
+# `kraftlab sim cluster --nemesis`: kinds of shapes a random schedule draws from.
+CLUSTER_KINDS: dict[str, tuple[str, ...]] = {
+    "partition": (
+        "isolate-partition-leader",
+        "leader-cut-from-followers",
+        "zombie-leader",
+        "random-halves",
+        "isolate-controller-leader",
+        "quorum-cut",
+    ),
+    "crash": ("kill-partition-leader", "kill-broker", "crash-controller-leader", "quorum-down"),
+    "pause": ("pause-partition-leader", "pause-broker", "pause-controller-leader"),
+    "power": ("leader-isolated-then-power-crash",),
+}

@@ -1,0 +1,250 @@
+"""One cell of the scenario matrix (`kraftlab sim matrix`): one deterministic data-plane run of a
+Cluster (harness.sim.runs.cluster: brokers hosting ReplicaCores, the abstract controller or a Raft
+quorum, producers and a consumer) under one nemesis shape (harness.sim.faults), then the checkers.
+`run_scenario(config)` is a pure function of its config (the seed included): same config, same
+history, same summary row.
+
+Phases (simulated ms): the controllers start at 0 and the brokers at seeded times below
+`start_jitter_ms` (they register once a controller is known, as Kafka brokers wait for the
+quorum); the topic (1 partition, RF `replication_factor`) is created from TOPIC_CREATE_MS; the
+workload starts at WORKLOAD_START_MS; the fault starts at FAULT_START_MS and is healed
+`fault_duration_ms` later (plus the shape's restart after the end); the workload runs
+AFTER_HEAL_MS more, then stops; after SETTLE_MS of quiet the final drain reads the leader's log.
+
+Checked after every event: the replicas' invariants (harness.sim.checks.replicas: a leader's HW
+never exceeds the minimum ISR LEO it knows, the majority LEO in quorum mode; committed-prefix
+agreement, which `leader.epoch.enable=true` must guarantee unless an unclean election or a lost
+disk tail hands leadership to a shorter log: an invariant only until such a loss, counted after
+it, and never the matrix's divergence column; leader epochs a broker sees never go back); on the
+Raft quorum (`metadata="raft"`), Raft safety and the voters' image invariants (`quorum-safety`).
+After the run: Jepsen's queue checker (harness/check/queue.py) over the send/poll history with
+the final drain: lost-write, duplicate, inconsistent-offsets, ...; and the replicas' end state
+(`replica_divergence`: records that differ below two replicas' HWs, the KIP-101 divergence the
+summary row reports as divergent_offsets).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+
+from harness.check.history import pair_operations
+from harness.check.queue import QueueResult, check_queue
+from harness.sim.actors.clients import CLIENT_BASE, Consumer, History, Producer
+from harness.sim.checks.invariants import SafetyViolation
+from harness.sim.faults.fault import Span
+from harness.sim.faults.nemesis import Nemesis
+from harness.sim.faults.shapes import SCENARIO_NEMESES, SHAPES
+from harness.sim.runs.cluster import Cluster, DataTiming
+from partition.replica import ACKS_ALL, ACKS_LEADER, ReplicaConfig
+from quorum.controller import ControllerConfig, CreateTopicRequest
+from quorum.raft.errors import InvariantViolation
+
+TOPIC_CREATE_MS = 300
+TOPIC_RETRY_MS = 500
+WORKLOAD_START_MS = 1000
+FAULT_START_MS = 3000
+AFTER_HEAL_MS = 3000
+SETTLE_MS = 2500
+PRODUCERS = 3
+WRITE_INTERVAL_MS = 60  # per producer: ~50 writes/s in all
+POLL_INTERVAL_MS = 100
+METADATA_KINDS = ("abstract", "raft")
+METADATA_VOTERS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class ScenarioConfig:
+    seed: int = 1
+    replication_mode: str = "isr"
+    acks: str = "all"  # "1" | "all"
+    min_insync_replicas: int = 2
+    unclean_leader_election: bool = False
+    eligible_leader_replicas: bool = False
+    leader_epoch_enable: bool = True
+    replication_factor: int = 3
+    nemesis: str = "none"
+    fault_duration_ms: int = 5000
+    # > 0: each broker starts at a seeded time in [0, start_jitter_ms) and each producer with a
+    # seeded offset in [0, WRITE_INTERVAL_MS), so that seeds vary where the fault (still at
+    # FAULT_START_MS, on a second boundary as the per-second phases need) falls against writes
+    # in flight, heartbeats, fetches and HW checkpoints. 0: everything starts on the dot.
+    start_jitter_ms: int = 0
+    # The metadata side: "abstract" (one ControllerService whose proposals commit after
+    # abstract_controller.COMMIT_DELAY_MS) or "raft" (METADATA_VOTERS simulated Raft voters,
+    # harness/sim/runs/cluster.py, on which the controller nemeses act). The matrix uses "raft".
+    metadata: str = "abstract"
+    timing: DataTiming = field(default_factory=DataTiming)
+
+    @property
+    def brokers(self) -> int:
+        return self.replication_factor
+
+    def key(self) -> str:
+        return (f"{self.replication_mode}-acks{self.acks}-isr{self.min_insync_replicas}-"
+                f"u{int(self.unclean_leader_election)}-elr{int(self.eligible_leader_replicas)}-"
+                f"le{int(self.leader_epoch_enable)}-rf{self.replication_factor}-{self.nemesis}-"
+                f"{self.fault_duration_ms}ms"
+                + (f"-j{self.start_jitter_ms}" if self.start_jitter_ms else "")
+                + ("-raft" if self.metadata == "raft" else "")
+                + f"-s{self.seed}")
+
+
+@dataclass
+class ScenarioResult:
+    config: ScenarioConfig
+    history: History
+    queue: QueueResult
+    violations: dict[str, int]
+    violation_examples: list[str]
+    leader_elections: int
+    unclean_elections: int
+    isr_shrinks: int
+    isr_expands: int
+    timeline: list[Span]
+    fault_start_ms: int | None
+    fault_end_ms: int | None
+    heal_ms: int | None
+    workload_end_ms: int
+    sim_ms: int
+    events: int
+    wall_ms: int
+    drained: bool
+    divergent_offsets: int = 0  # replica_divergence at the end of the run
+
+    @property
+    def lost_writes(self) -> int:
+        return self.queue.counts.get("lost-write", 0)
+
+    def anomalies(self) -> dict[str, int]:
+        return {k: v for k, v in self.queue.counts.items() if v}
+
+
+def build_cluster(config: ScenarioConfig) -> Cluster:
+    """The cluster of `config`: brokers, the metadata side, no clients yet."""
+    replica_config = ReplicaConfig(
+        replica_lag_time_max_ms=config.timing.replica_lag_time_max_ms,
+        min_insync_replicas=config.min_insync_replicas,
+        replication_mode=config.replication_mode,
+        leader_epoch_enable=config.leader_epoch_enable,
+        replica_fetch_wait_max_ms=config.timing.replica_fetch_wait_max_ms,
+        replica_fetch_backoff_ms=100,
+        replica_socket_timeout_ms=config.timing.request_timeout_ms,
+        alter_partition_timeout_ms=config.timing.request_timeout_ms,
+    )
+    controller_config = ControllerConfig(
+        broker_heartbeat_interval_ms=config.timing.heartbeat_interval_ms,
+        broker_session_timeout_ms=config.timing.session_timeout_ms,
+        eligible_leader_replicas_enable=config.eligible_leader_replicas,
+        auto_leader_rebalance_enable=False,
+    )
+    if config.metadata not in METADATA_KINDS:
+        raise ValueError(f"metadata={config.metadata!r}, expected one of {METADATA_KINDS}")
+    voters = METADATA_VOTERS if config.metadata == "raft" else 0
+    return Cluster(config.seed, config.brokers, replica_config, controller_config, config.timing,
+                   voters=voters)
+
+
+def topic_request(config: ScenarioConfig) -> CreateTopicRequest:
+    return CreateTopicRequest("t", 1, config.replication_factor, (
+        ("min.insync.replicas", str(config.min_insync_replicas)),
+        ("unclean.leader.election.enable", str(config.unclean_leader_election).lower()),
+        ("replication.mode", config.replication_mode),
+    ))
+
+
+class ScenarioRun:
+    """One run; `run()` runs it to the end (tests may schedule on `cluster.world.queue` first)."""
+
+    def __init__(self, config: ScenarioConfig) -> None:
+        if config.nemesis not in SCENARIO_NEMESES:
+            raise ValueError(
+                f"unknown nemesis {config.nemesis!r}; known: {', '.join(SCENARIO_NEMESES)}"
+            )
+        self.config = config
+        self.cluster = cluster = build_cluster(config)
+        self.history = History()
+        self._start_rng = random.Random(config.seed * 6151 + 29)
+        acks = ACKS_ALL if config.acks == "all" else ACKS_LEADER
+        values = [1]
+        concurrency = PRODUCERS + 1
+        timeout_ms = config.timing.request_timeout_ms
+        self.producers = [
+            Producer(CLIENT_BASE + i, cluster, self.history, i, concurrency, acks,
+                     WRITE_INTERVAL_MS, timeout_ms, values,
+                     random.Random(config.seed * 1009 + CLIENT_BASE + i))
+            for i in range(PRODUCERS)
+        ]
+        self.consumer = Consumer(CLIENT_BASE + PRODUCERS, cluster, self.history, PRODUCERS,
+                                 concurrency, POLL_INTERVAL_MS, timeout_ms,
+                                 random.Random(config.seed * 1009 + CLIENT_BASE + PRODUCERS))
+        self.nemesis = Nemesis(cluster.world, random.Random(config.seed * 104729 + 17))
+        self.stopped = False
+
+    def _jitter(self, below_ms: int) -> int:
+        return self._start_rng.randrange(below_ms) if below_ms > 0 else 0
+
+    def _run_until(self, end_ms: int) -> None:
+        """Run the cluster; a metadata-quorum safety failure (Raft safety, image invariants on a
+        voter) stops the simulation and is counted as the replicas' `quorum-safety` violation,
+        so the matrix reports it as a broken invariant."""
+        if self.stopped:
+            return
+        try:
+            self.cluster.run_until(end_ms)
+        except (SafetyViolation, InvariantViolation) as exc:
+            self.stopped = True
+            self.cluster.replicas.violation("quorum-safety", str(exc))
+
+    def _create_topic(self) -> None:
+        if self.cluster.topic_id:
+            return
+        self.cluster.create_topic(topic_request(self.config))
+        queue = self.cluster.world.queue
+        queue.call_at(queue.now_ms + TOPIC_RETRY_MS, self._create_topic)
+
+    def run(self) -> ScenarioResult:
+        started = time.monotonic()
+        cluster, config = self.cluster, self.config
+        queue = cluster.world.queue
+        for b in sorted(cluster.brokers):
+            queue.call_at(self._jitter(config.start_jitter_ms), cluster.world.restart, b)
+        queue.call_at(TOPIC_CREATE_MS, self._create_topic)
+        for i, p in enumerate(self.producers):
+            offset = (self._jitter(WRITE_INTERVAL_MS) if config.start_jitter_ms
+                      else i * (WRITE_INTERVAL_MS // PRODUCERS))
+            cluster.add_client(p, WORKLOAD_START_MS + offset)
+        cluster.add_client(self.consumer, WORKLOAD_START_MS + 7)
+        self.nemesis.schedule(config.nemesis, FAULT_START_MS, config.fault_duration_ms)
+        fault_start = FAULT_START_MS
+        has_fault = config.nemesis != "none"
+        heal = (fault_start + config.fault_duration_ms
+                + (SHAPES[config.nemesis].after_end_ms if has_fault else 0))
+        workload_end = heal + AFTER_HEAL_MS
+        self._run_until(workload_end - 1)  # no operation is invoked at workload_end
+        for client in (*self.producers, self.consumer):
+            client.stopped = True
+        self._run_until(workload_end + SETTLE_MS)
+        drained = cluster.final_drain(self.history, 2 * (PRODUCERS + 1) * 1000)
+        divergent = cluster.divergence()
+        queue_result = check_queue(pair_operations(self.history.events))
+        c = cluster.replicas.counters
+        return ScenarioResult(
+            config=config, history=self.history, queue=queue_result,
+            violations=dict(c.violations), violation_examples=list(c.examples),
+            leader_elections=c.leader_elections, unclean_elections=c.unclean_elections,
+            isr_shrinks=c.isr_shrinks, isr_expands=c.isr_expands,
+            timeline=list(self.nemesis.timeline),
+            fault_start_ms=fault_start if has_fault else None,
+            fault_end_ms=fault_start + config.fault_duration_ms if has_fault else None,
+            heal_ms=max(self.nemesis.heal_ms or heal, fault_start + config.fault_duration_ms)
+            if has_fault else None,
+            workload_end_ms=workload_end, sim_ms=queue.now_ms, events=queue.events,
+            wall_ms=int((time.monotonic() - started) * 1000), drained=drained,
+            divergent_offsets=divergent,
+        )
+
+
+def run_scenario(config: ScenarioConfig) -> ScenarioResult:
+    return ScenarioRun(config).run()
