@@ -14,8 +14,16 @@ Invariants (checked by `validate_row`, so a bad producer fails at write time, no
 - intervals have `start_ms <= end_ms`; the fault window and heal are all null (nemesis `none`)
   or all set with `fault_start_ms <= fault_end_ms <= heal_ms`; `recovery_time_ms` is null when
   there is no heal, and null after a heal means "never recovered".
+- the optional columns of the study (OPTIONAL_COLUMNS: files written before them read back with
+  null) are null or valid: a flush policy and producer of their lists, positive timeouts,
+  latency percentiles p50 <= p99 <= p99.9 within a phase, and probe slots with
+  `0 <= ok <= slots` and an interval when any slot is counted.
 All times are integer ms from the start of the run's workload, on the run's own clock (simulated
 for `sim`, wall for `jepsen`).
+
+Phases of a run (latency and probe columns): `before` = [workload start, fault_start_ms),
+`during` = [fault_start_ms, heal_ms), `after` = [heal_ms, workload end), by invoke time; a run
+without a fault has only `before` (its whole workload).
 """
 
 from __future__ import annotations
@@ -31,7 +39,9 @@ import pyarrow.parquet as pq
 
 SCHEMA_VERSION = 1
 SOURCES = ("sim", "jepsen")
-REPLICATION_MODES = ("isr", "quorum")
+# The arms of the comparison (docs/replication.md): Kafka's ISR, majority commit over the ISR
+# protocol (quorum), and a Raft group per partition (raft). An arm is a value, not a column.
+REPLICATION_MODES = ("isr", "quorum", "raft")
 ACKS = ("0", "1", "all")
 # The matrix's nemesis names (issue 8). Jepsen runs map their fault names onto these; other
 # kebab-case names are accepted so new shapes need no schema change.
@@ -42,6 +52,18 @@ NEMESES = (
     "unclean-crash-losing-unflushed-tail", "flapping", "cut-followers-then-kill-leader",
 )
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+# When a write is durable (docs/compare.md, "Fair arms"): Kafka's default, the page cache with
+# replication as durability (`page-cache`); `flush.messages=1` (`flush-every-message`, an fsync
+# per append before the leader counts it); quorum/raft fsync before a replica counts toward the
+# majority (`fsync-before-ack`, what their correctness needs), or, as an unsafe variant, not at
+# all (`no-fsync`).
+FLUSH_POLICIES = ("page-cache", "flush-every-message", "fsync-before-ack", "no-fsync")
+# The write client: `kafka` (retries within delivery.timeout.ms, idempotence, request.timeout.ms;
+# Kafka's producer defaults scaled like the run's timeouts) or `simple` (one attempt, no retry,
+# the matrix's first client).
+PRODUCERS = ("kafka", "simple")
+PHASES = ("before", "during", "after")
+LATENCY_QUANTILES = (("p50", 0.5), ("p99", 0.99), ("p999", 0.999))
 
 
 class SchemaError(ValueError):
@@ -116,6 +138,39 @@ class RunSummary:
     # controller whose proposals commit after a fixed delay), null when not recorded. Optional:
     # files written before it existed read back with null (OPTIONAL_COLUMNS).
     metadata_quorum: str | None = None
+    # -- the study's columns (all optional: OPTIONAL_COLUMNS) --------------------------------
+    # Settings beyond the arm (trade-off curves) and the durability and client of the run.
+    flush_policy: str | None = None
+    producer: str | None = None
+    replica_lag_time_max_ms: int | None = None
+    broker_session_timeout_ms: int | None = None
+    election_timeout_ms: int | None = None  # raft partitions' election timeout
+    # Acknowledged-write latency (invoke -> ack, retries included) per phase: count and
+    # percentiles in ms (null: no acknowledged write in that phase).
+    acked_before: int | None = None
+    latency_p50_ms_before: float | None = None
+    latency_p99_ms_before: float | None = None
+    latency_p999_ms_before: float | None = None
+    acked_during: int | None = None
+    latency_p50_ms_during: float | None = None
+    latency_p99_ms_during: float | None = None
+    latency_p999_ms_during: float | None = None
+    acked_after: int | None = None
+    latency_p50_ms_after: float | None = None
+    latency_p99_ms_after: float | None = None
+    latency_p999_ms_after: float | None = None
+    # Availability in time: an open-loop probe invokes one write every probe_interval_ms
+    # whatever is in flight; a slot is ok when its write was acknowledged (within the
+    # producer's delivery timeout). Unavailable time in a phase = (slots - ok) * interval.
+    probe_interval_ms: int | None = None
+    probe_slots_before: int | None = None
+    probe_ok_before: int | None = None
+    probe_slots_during: int | None = None
+    probe_ok_during: int | None = None
+    probe_slots_after: int | None = None
+    probe_ok_after: int | None = None
+    # The one command that replays this run (the simulator's, with its seed and settings).
+    replay_command: str | None = None
     schema_version: int = field(default=SCHEMA_VERSION)
 
     def to_record(self) -> dict[str, Any]:
@@ -142,6 +197,21 @@ _SECOND = pa.struct([pa.field("second", pa.int32(), nullable=False)] + [
 ])
 _EVENT = pa.struct([_i64("start_ms"), _i64("end_ms"), pa.field("kind", pa.string(), False)])
 _WINDOW = pa.struct([_i64("start_ms"), _i64("end_ms")])
+STUDY_FIELDS = (
+    pa.field("flush_policy", pa.string(), nullable=True),
+    pa.field("producer", pa.string(), nullable=True),
+    _i64("replica_lag_time_max_ms", True),
+    _i64("broker_session_timeout_ms", True),
+    _i64("election_timeout_ms", True),
+    *[f for phase in PHASES for f in (
+        _i64(f"acked_{phase}", True),
+        *[pa.field(f"latency_{q}_ms_{phase}", pa.float64(), nullable=True)
+          for q, _ in LATENCY_QUANTILES])],
+    _i64("probe_interval_ms", True),
+    *[f for phase in PHASES for f in (_i64(f"probe_slots_{phase}", True),
+                                      _i64(f"probe_ok_{phase}", True))],
+    pa.field("replay_command", pa.string(), nullable=True),
+)
 
 SCHEMA = pa.schema([
     pa.field("run_id", pa.string(), nullable=False),
@@ -178,10 +248,11 @@ SCHEMA = pa.schema([
     _i64("isr_shrinks"),
     _i64("isr_expands"),
     pa.field("metadata_quorum", pa.string(), nullable=True),
+    *STUDY_FIELDS,
     pa.field("schema_version", pa.int32(), nullable=False),
 ])
 # Columns added after schema version 1 was first written: a file without them reads as null.
-OPTIONAL_COLUMNS = ("metadata_quorum",)
+OPTIONAL_COLUMNS = ("metadata_quorum", *(f.name for f in STUDY_FIELDS))
 METADATA_QUORUMS = ("raft", "abstract")
 assert SCHEMA.names == [f.name for f in fields(RunSummary)], "schema and dataclass drifted"
 
@@ -212,6 +283,10 @@ def _check_choices(row: RunSummary) -> None:
     if row.metadata_quorum is not None and row.metadata_quorum not in METADATA_QUORUMS:
         raise _fail(row, f"metadata_quorum={row.metadata_quorum!r}, expected one of "
                          f"{METADATA_QUORUMS} or null")
+    for name, choices in (("flush_policy", FLUSH_POLICIES), ("producer", PRODUCERS)):
+        value = getattr(row, name)
+        if value is not None and value not in choices:
+            raise _fail(row, f"{name}={value!r}, expected one of {choices} or null")
     if row.schema_version != SCHEMA_VERSION:
         raise _fail(row, f"schema_version={row.schema_version}, this reader knows "
                          f"{SCHEMA_VERSION}")
@@ -259,11 +334,37 @@ def _check_times(row: RunSummary) -> None:
         raise _fail(row, f"recovery_time_ms={row.recovery_time_ms} is negative")
 
 
+def _check_study(row: RunSummary) -> None:
+    for name in ("replica_lag_time_max_ms", "broker_session_timeout_ms", "election_timeout_ms",
+                 "probe_interval_ms"):
+        value = getattr(row, name)
+        if value is not None and value <= 0:
+            raise _fail(row, f"{name}={value} must be positive")
+    for phase in PHASES:
+        acked = getattr(row, f"acked_{phase}")
+        if acked is not None and acked < 0:
+            raise _fail(row, f"acked_{phase}={acked} is negative")
+        values = [getattr(row, f"latency_{q}_ms_{phase}") for q, _ in LATENCY_QUANTILES]
+        known = [v for v in values if v is not None]
+        if known and (min(known) < 0 or known != sorted(known)):
+            raise _fail(row, f"latency percentiles of phase {phase} must be >= 0 and "
+                             f"p50 <= p99 <= p99.9: {values}")
+        slots, ok = getattr(row, f"probe_slots_{phase}"), getattr(row, f"probe_ok_{phase}")
+        if (slots is None) != (ok is None):
+            raise _fail(row, f"probe_slots_{phase} and probe_ok_{phase}: both or neither")
+        if slots is not None and ok is not None:
+            if not 0 <= ok <= slots:
+                raise _fail(row, f"probe_ok_{phase}={ok} outside [0, {slots}]")
+            if slots and row.probe_interval_ms is None:
+                raise _fail(row, f"probe_slots_{phase}={slots} without probe_interval_ms")
+
+
 def validate_row(row: RunSummary) -> None:
     """Raise SchemaError naming the run and the column if `row` breaks an invariant."""
     _check_choices(row)
     _check_counts(row)
     _check_times(row)
+    _check_study(row)
 
 
 def to_table(rows: Iterable[RunSummary]) -> pa.Table:

@@ -25,7 +25,14 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from harness.results.schema import OPTIONAL_COLUMNS, SCHEMA, SchemaError
+from harness.results.schema import (
+    ACKS,
+    OPTIONAL_COLUMNS,
+    REPLICATION_MODES,
+    SCHEMA,
+    SOURCES,
+    SchemaError,
+)
 
 # The configuration a row was run with (issue 8), then the fault it was run under.
 CONFIG_KEYS = ("source", "replication_mode", "acks", "min_insync_replicas",
@@ -56,10 +63,14 @@ def check_columns(df: DataFrame) -> None:
 
 # Row invariants of harness.results.schema.validate_row that the aggregates rely on, as SQL, for
 # datasets written without that validator (e.g. straight from Spark).
+def _sql_in(values: tuple[str, ...]) -> str:
+    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+
+
 _INVALID = {
-    "source": "source NOT IN ('sim', 'jepsen')",
-    "replication_mode": "replication_mode NOT IN ('isr', 'quorum')",
-    "acks": "acks NOT IN ('0', '1', 'all')",
+    "source": f"source NOT IN {_sql_in(SOURCES)}",
+    "replication_mode": f"replication_mode NOT IN {_sql_in(REPLICATION_MODES)}",
+    "acks": f"acks NOT IN {_sql_in(ACKS)}",
     "lost_writes > acked_writes": "lost_writes > acked_writes",
     "negative count": "LEAST(acked_writes, lost_writes, duplicates, divergent_offsets, "
                       "stale_reads, nonmonotonic_reads, leader_elections, unclean_elections) < 0",
