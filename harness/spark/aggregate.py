@@ -13,6 +13,10 @@ Definitions (docs/compare.md, "How to read the report"):
   runs with a heal and no recovery.
 - **Loss** = sum(lost_writes) * 1e6 / sum(acked_writes): acknowledged writes lost per million
   acknowledged (null when nothing was acknowledged).
+- **Latency** of a group and phase: the median over its runs of each run's p50, p99 and p99.9
+  acknowledged-write latency in that phase (before / during / after the fault).
+- **Time availability** during the fault: acknowledged open-loop probe slots / probe slots,
+  pooled (the probe offers one write per slot whatever is in flight).
 - A run is **anomalous** if it lost a write or has a duplicate, divergent offset, stale or
   non-monotonic read, or a non-linearizable metadata history. The fraction over runs gets a
   95% Wilson score interval (seeds are the independent trials).
@@ -27,10 +31,13 @@ from pyspark.sql import functions as F
 
 from harness.results.schema import (
     ACKS,
+    LATENCY_QUANTILES,
     OPTIONAL_COLUMNS,
+    PHASES,
     REPLICATION_MODES,
     SCHEMA,
     SOURCES,
+    STUDY_FIELDS,
     SchemaError,
 )
 
@@ -119,9 +126,21 @@ def fault_duration() -> Column:
     return F.when(F.col("source") == "jepsen", rounded).otherwise(exact).alias("fault_duration_ms")
 
 
+def with_optional_columns(df: DataFrame) -> DataFrame:
+    """`df` with every optional column (OPTIONAL_COLUMNS), null where the input lacks it."""
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    for f in SCHEMA:
+        if f.name in OPTIONAL_COLUMNS and f.name not in df.columns:
+            df = df.withColumn(f.name, F.lit(None).cast(from_arrow_type(f.type)))
+    return df
+
+
 def run_level(df: DataFrame) -> DataFrame:
-    """One row per run with its group keys and the per-run numbers the aggregates pool."""
+    """One row per run with its group keys and the per-run numbers the aggregates pool (and
+    the study's optional columns, passed through for the paired comparisons)."""
     check_columns(df)
+    df = with_optional_columns(df)
     cols: list[Any] = [fault_duration() if k == "fault_duration_ms" else F.col(k)
                        for k in GROUP_KEYS] + [F.col("seed"), F.col("run_id")]
     for phase in _PHASES:
@@ -145,6 +164,8 @@ def run_level(df: DataFrame) -> DataFrame:
         (F.col("divergent_offsets") > 0).cast("int").alias("divergent"),
         F.col("leader_elections"), F.col("unclean_elections"),
         F.col("isr_shrinks"), F.col("isr_expands"),
+        (F.col("lost_writes") > 0).cast("int").alias("lossy"),
+        *[F.col(f.name) for f in STUDY_FIELDS],
     ]
     return df.select(*cols)
 
@@ -183,6 +204,7 @@ def summarize(runs: DataFrame, keys: tuple[str, ...]) -> DataFrame:
         F.sum("acked_writes").alias("acked_writes"),
         F.sum("lost_writes").alias("lost_writes"),
         F.sum("anomalous").alias("anomalous_runs"),
+        F.sum("lossy").alias("lossy_runs"),
         F.sum("divergent").alias("divergent_runs"),
         F.sum("divergent_offsets").alias("divergent_offsets"),
         F.avg("leader_elections").alias("leader_elections_mean"),
@@ -190,16 +212,27 @@ def summarize(runs: DataFrame, keys: tuple[str, ...]) -> DataFrame:
         F.avg("unclean_elections").alias("unclean_elections_mean"),
         F.avg("isr_shrinks").alias("isr_shrinks_mean"),
         F.avg("isr_expands").alias("isr_expands_mean"),
+        # Latency per phase: the median over the group's runs of each run's percentile (the
+        # seed is the unit; pooling every write would let the busiest run decide).
+        *[F.expr(f"percentile(latency_{q}_ms_{phase}, 0.5)").alias(f"latency_{q}_ms_{phase}")
+          for phase in PHASES for q, _ in LATENCY_QUANTILES],
+        F.sum(F.coalesce(F.col("probe_slots_during"), F.lit(0))).alias("probe_slots_during"),
+        F.sum(F.coalesce(F.col("probe_ok_during"), F.lit(0))).alias("probe_ok_during"),
     )
     for phase in _PHASES:
         for short, op in _OPS.items():
             agg = agg.withColumn(f"{op[:-1]}_availability_{phase}",
                                  _ratio(f"{short}_ok_{phase}", f"{short}_att_{phase}"))
     low, high = _wilson("anomalous_runs", "runs")
+    loss_low, loss_high = _wilson("lossy_runs", "runs")
     agg = (agg.withColumn("lost_per_million", _ratio("lost_writes", "acked_writes", 1e6))
            .withColumn("anomaly_fraction", F.col("anomalous_runs") / F.col("runs"))
            .withColumn("anomaly_wilson_low", low)
-           .withColumn("anomaly_wilson_high", high))
+           .withColumn("anomaly_wilson_high", high)
+           .withColumn("lossy_fraction", F.col("lossy_runs") / F.col("runs"))
+           .withColumn("lossy_wilson_low", loss_low)
+           .withColumn("lossy_wilson_high", loss_high)
+           .withColumn("time_availability_fault", _ratio("probe_ok_during", "probe_slots_during")))
     return agg.orderBy(*keys)
 
 

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 3
-STAGES = ("start Spark", "read runs", "aggregate", "pair quorum with ISR", "collect aggregates",
-          "write tables", "plot", "write compare.md")
+STAGES = ("start Spark", "read runs", "aggregate", "pair quorum with ISR", "pair arms by seed",
+          "collect aggregates", "write tables", "plot", "write compare.md")
 
 
 @dataclass(slots=True)
@@ -87,7 +87,7 @@ def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
     and `kraftlab jepsen run --out` directories side by side); rows keep their `source`.
     `evidence`: a conclude.Evidence (the least data a verdict needs); None = its defaults."""
     from harness.spark import aggregate as ag
-    from harness.spark import conclude, report
+    from harness.spark import conclude, paired, report
 
     progress = progress or Progress(quiet=True)
     locations = input_list(inputs)
@@ -111,9 +111,14 @@ def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
     }
     progress.stage("pair quorum with ISR")
     frames["pairs"] = ag.quorum_vs_isr(frames["groups"])
+    progress.stage("pair arms by seed")
+    # One row per comparison, cell and seed (a few numbers each), never the raw runs.
+    by_seed = paired.paired_runs(runs).toPandas()
     progress.stage("collect aggregates")
     # Aggregates only: one row per group, never the raw runs.
     tables: dict[str, Any] = {name: frame.toPandas() for name, frame in frames.items()}
+    tables["comparisons"] = paired.comparison_table(by_seed, evidence_seeds(evidence))
+    tables["safety"] = paired.safety_table(by_seed)
     total_runs = int(tables["configs"]["runs"].sum())
     runs.unpersist()
     out.mkdir(parents=True, exist_ok=True)
@@ -130,6 +135,13 @@ def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
         "input": ", ".join(f"`{x}`" for x in locations), "runs": total_runs, "sources": sources or "none",
         "master": spark.sparkContext.master})
     return Result(report=path, files=(path, *files), tables=tables, sentences=sentences)
+
+
+def evidence_seeds(evidence: Any) -> int:
+    """The least paired seeds per cell for a verdict: the evidence's min_runs, at least 2."""
+    from harness.spark.stats import MIN_SEEDS
+
+    return MIN_SEEDS if evidence is None else max(2, min(MIN_SEEDS, evidence.min_runs))
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:
