@@ -75,6 +75,10 @@ class ScenarioConfig:
     # abstract_controller.COMMIT_DELAY_MS) or "raft" (METADATA_VOTERS simulated Raft voters,
     # harness/sim/runs/cluster.py, on which the controller nemeses act). The matrix uses "raft".
     metadata: str = "abstract"
+    # The brokers' disk (harness.sim.actors.disk): None keeps cost-free flushes and a random
+    # torn prefix on power loss; a policy times every fsync from the measured distribution and
+    # a power loss drops exactly what was not fsynced.
+    flush_policy: str | None = None
     timing: DataTiming = field(default_factory=DataTiming)
 
     @property
@@ -88,6 +92,7 @@ class ScenarioConfig:
                 f"{self.fault_duration_ms}ms"
                 + (f"-j{self.start_jitter_ms}" if self.start_jitter_ms else "")
                 + ("-raft" if self.metadata == "raft" else "")
+                + (f"-{self.flush_policy}" if self.flush_policy else "")
                 + f"-s{self.seed}")
 
 
@@ -143,7 +148,7 @@ def build_cluster(config: ScenarioConfig) -> Cluster:
         raise ValueError(f"metadata={config.metadata!r}, expected one of {METADATA_KINDS}")
     voters = METADATA_VOTERS if config.metadata == "raft" else 0
     return Cluster(config.seed, config.brokers, replica_config, controller_config, config.timing,
-                   voters=voters)
+                   voters=voters, flush_policy=config.flush_policy)
 
 
 def topic_request(config: ScenarioConfig) -> CreateTopicRequest:
