@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 
 from harness.check.history import pair_operations
 from harness.check.queue import QueueResult, check_queue
-from harness.sim.actors.clients import CLIENT_BASE, Consumer, History, Producer
+from harness.sim.actors.clients import CLIENT_BASE, Client, Consumer, History, Producer
+from harness.sim.actors.kafka_producer import KafkaProducer
 from harness.sim.checks.invariants import SafetyViolation
 from harness.sim.faults.fault import Span
 from harness.sim.faults.nemesis import Nemesis
@@ -52,6 +53,8 @@ WRITE_INTERVAL_MS = 60  # per producer: ~50 writes/s in all
 POLL_INTERVAL_MS = 100
 METADATA_KINDS = ("abstract", "raft")
 METADATA_VOTERS = 3
+PRODUCER_KINDS = ("simple", "kafka")
+DRAIN_PROCESS = 10**9  # the final drain's history process, apart from every client's
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +82,12 @@ class ScenarioConfig:
     # torn prefix on power loss; a policy times every fsync from the measured distribution and
     # a power loss drops exactly what was not fsynced.
     flush_policy: str | None = None
+    # The writers: "simple" (one attempt per write, no retry, a tick skipped while a write is in
+    # flight) or "kafka" (harness.sim.actors.kafka_producer: open-loop, idempotent, retries
+    # within delivery.timeout.ms). probe_interval_ms > 0 adds an open-loop probe writing every
+    # that many ms (the row's availability in time).
+    producer: str = "simple"
+    probe_interval_ms: int = 0
     timing: DataTiming = field(default_factory=DataTiming)
 
     @property
@@ -93,6 +102,11 @@ class ScenarioConfig:
                 + (f"-j{self.start_jitter_ms}" if self.start_jitter_ms else "")
                 + ("-raft" if self.metadata == "raft" else "")
                 + (f"-{self.flush_policy}" if self.flush_policy else "")
+                + (f"-{self.producer}" if self.producer != "simple" else "")
+                + (f"-probe{self.probe_interval_ms}" if self.probe_interval_ms else "")
+                + ("" if self.timing == DataTiming() else
+                   f"-lag{self.timing.replica_lag_time_max_ms}"
+                   f"-sess{self.timing.session_timeout_ms}")
                 + f"-s{self.seed}")
 
 
@@ -169,21 +183,35 @@ class ScenarioRun:
             )
         self.config = config
         self.cluster = cluster = build_cluster(config)
+        if config.producer not in PRODUCER_KINDS:
+            raise ValueError(f"producer={config.producer!r}, expected one of {PRODUCER_KINDS}")
         self.history = History()
         self._start_rng = random.Random(config.seed * 6151 + 29)
         acks = ACKS_ALL if config.acks == "all" else ACKS_LEADER
         values = [1]
-        concurrency = PRODUCERS + 1
+        probes = 1 if config.probe_interval_ms > 0 else 0
+        concurrency = PRODUCERS + 1 + probes
         timeout_ms = config.timing.request_timeout_ms
-        self.producers = [
+
+        def rng(node_id: int) -> random.Random:
+            return random.Random(config.seed * 1009 + node_id)
+
+        self.producers: list[Client] = [
+            KafkaProducer(CLIENT_BASE + i, cluster, self.history, i, concurrency, acks,
+                          WRITE_INTERVAL_MS, values, rng(CLIENT_BASE + i))
+            if config.producer == "kafka" else
             Producer(CLIENT_BASE + i, cluster, self.history, i, concurrency, acks,
-                     WRITE_INTERVAL_MS, timeout_ms, values,
-                     random.Random(config.seed * 1009 + CLIENT_BASE + i))
+                     WRITE_INTERVAL_MS, timeout_ms, values, rng(CLIENT_BASE + i))
             for i in range(PRODUCERS)
         ]
         self.consumer = Consumer(CLIENT_BASE + PRODUCERS, cluster, self.history, PRODUCERS,
                                  concurrency, POLL_INTERVAL_MS, timeout_ms,
-                                 random.Random(config.seed * 1009 + CLIENT_BASE + PRODUCERS))
+                                 rng(CLIENT_BASE + PRODUCERS))
+        probe_id = CLIENT_BASE + PRODUCERS + 1
+        self.probes: list[Client] = [
+            KafkaProducer(probe_id, cluster, self.history, PRODUCERS + 1, concurrency, acks,
+                          config.probe_interval_ms, values, rng(probe_id), probe=True)
+        ] if probes else []
         self.nemesis = Nemesis(cluster.world, random.Random(config.seed * 104729 + 17))
         self.stopped = False
 
@@ -221,6 +249,8 @@ class ScenarioRun:
                       else i * (WRITE_INTERVAL_MS // PRODUCERS))
             cluster.add_client(p, WORKLOAD_START_MS + offset)
         cluster.add_client(self.consumer, WORKLOAD_START_MS + 7)
+        for probe in self.probes:  # drawn after the producers': their start times are unchanged
+            cluster.add_client(probe, WORKLOAD_START_MS + self._jitter(config.probe_interval_ms))
         self.nemesis.schedule(config.nemesis, FAULT_START_MS, config.fault_duration_ms)
         fault_start = FAULT_START_MS
         has_fault = config.nemesis != "none"
@@ -228,10 +258,10 @@ class ScenarioRun:
                 + (SHAPES[config.nemesis].after_end_ms if has_fault else 0))
         workload_end = heal + AFTER_HEAL_MS
         self._run_until(workload_end - 1)  # no operation is invoked at workload_end
-        for client in (*self.producers, self.consumer):
+        for client in (*self.producers, self.consumer, *self.probes):
             client.stopped = True
         self._run_until(workload_end + SETTLE_MS)
-        drained = cluster.final_drain(self.history, 2 * (PRODUCERS + 1) * 1000)
+        drained = cluster.final_drain(self.history, DRAIN_PROCESS)
         divergent = cluster.divergence()
         queue_result = check_queue(pair_operations(self.history.events))
         c = cluster.replicas.counters
