@@ -1,7 +1,7 @@
 """Exceptions of the group coordinator core, and how a failed append becomes a response error.
 
 Expected protocol outcomes are `Errors` values in responses (quorum.metadata.errors), never
-exceptions (STYLE.md). The exceptions here are for a record that does not decode, a broken
+exceptions. The exceptions here are for a record that does not decode, a broken
 invariant and misuse of the core's API.
 """
 

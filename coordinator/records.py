@@ -31,7 +31,7 @@ array = int32 count. Flexible (v4): compact string/bytes = unsigned varint lengt
 compact array = unsigned varint count+1, and a tagged-field section (unsigned varint count, then
 tag, size, data each) after every struct.
 
-Only this module knows bytes (STYLE.md): the rest of the coordinator sees these dataclasses.
+Only this module knows bytes: the rest of the coordinator sees these dataclasses.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""The one place that knows bytes: a msgpack codec for frozen dataclasses (STYLE.md: "only the
-codec knows bytes").
+"""The one place that knows bytes: a msgpack codec for frozen dataclasses (everything
+else sees typed messages).
 
 Any frozen dataclass registered with a stable string tag can be encoded. Wire shape:
 

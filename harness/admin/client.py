@@ -1,4 +1,4 @@
-"""A small blocking client for the admin HTTP API (API.md), for the CLI, tests and benchmarks.
+"""A small blocking client for the admin HTTP API (docs/api.md), for the CLI, tests and benchmarks.
 
 It keeps one HTTP/1.1 keep-alive connection per node. Errors come back as `AdminError` carrying the
 HTTP status and the Kafka error name from the body (`{"error": NAME, "message": ...}`); transport
@@ -97,7 +97,7 @@ class AdminClient:
     def get_json(self, path: str) -> Any:
         return self._ok("GET", path)
 
-    # KV space (API.md).
+    # KV space (docs/api.md).
     def kv_get(self, key: str, consistency: str = "linearizable") -> dict[str, Any]:
         return self._ok_dict("GET", f"/kv/{quote(key, safe='')}?consistency={consistency}")
 

@@ -1,7 +1,7 @@
 """Answering as a follower (server.py, topics.py): forward to the active controller's admin API,
 or say who leads.
 
-Rules (API.md):
+Rules (docs/api.md):
 - A follower forwards writes and linearizable reads to the active controller, one hop only: a
   forwarded request (FORWARDED_HEADER names the node that forwarded it) that meets a non-leader
   gets 421 NOT_CONTROLLER with the leader hint, never a loop.

@@ -1,7 +1,7 @@
 """The HTTP edge every admin route module shares (server.py, topics.py, records.py): the error
 body, the 400 for bad input, the error middleware, and the readers of JSON bodies and values.
 
-Rules (API.md):
+Rules (docs/api.md):
 - Errors are `{"error": KAFKA_NAME, "message": ..., hints}`.
 - Bad input (JSON, fields, query values) is 400 INVALID_REQUEST (`BadRequest`), never a 500; an
   unexpected exception is logged and answered as 500 UNKNOWN_SERVER_ERROR (a bug, not a contract).
@@ -60,7 +60,7 @@ async def read_json_object(request: web.Request) -> dict[str, Any]:
 
 
 def value_field(body: dict[str, Any], name: str, *, nullable: bool = False) -> str | bytes | None:
-    """`name` as a UTF-8 string, or `name_b64` as bytes (API.md): one of them, never both
+    """`name` as a UTF-8 string, or `name_b64` as bytes (docs/api.md): one of them, never both
     (the OpenAPI document says `oneOf`; which one would win is not the client's guess to make)."""
     if name in body and f"{name}_b64" in body:
         raise BadRequest(f"give '{name}' or '{name}_b64', not both")

@@ -1,4 +1,4 @@
-"""Admin HTTP routes for data (API.md): produce and consume records of one partition.
+"""Admin HTTP routes for data (docs/api.md): produce and consume records of one partition.
 
     POST /topics/{topic}/partitions/{p}/records?acks=0|1|all&timeout_ms=N
          {"records": [{"key"?, "value" | "value_b64", "headers"?}],

@@ -1,4 +1,4 @@
-"""The controller's admin HTTP API (aiohttp), as API.md specifies it.
+"""The controller's admin HTTP API (aiohttp), as docs/api.md specifies it.
 
 Routes: /health, /metrics, /openapi.json, /quorum/status, /quorum/replication, /kv/{key}
 (GET/PUT/DELETE), /kv/{key}/cas (POST), /nemesis/links (GET/POST/DELETE); brokers and topics
@@ -118,7 +118,7 @@ class AdminApi:
         value, version = found
         out = {"key": key, **encode_value(value), "version": version}
         if consistency == "local":
-            out["consistency"] = "local"  # may be stale (DESIGN.md: local reads are marked)
+            out["consistency"] = "local"  # may be stale: local reads are marked
             out["applied_offset"] = node.image.applied_offset
         return web.json_response(out)
 

@@ -1,4 +1,4 @@
-"""Admin HTTP routes for brokers and topics (API.md): /cluster, /topics, /topics/{topic},
+"""Admin HTTP routes for brokers and topics (docs/api.md): /cluster, /topics, /topics/{topic},
 /topics/{topic}/configs, /elect-leaders, /partitions. Served by every node, controllers and
 brokers alike.
 
@@ -9,7 +9,7 @@ Rules (on top of harness/admin/server.py's):
 - Reads default to `consistency=linearizable`: served by the active controller after a read
   barrier, so a describe right after a create sees the topic on any node. `consistency=local`
   answers from this node's own image (may be stale; says which offset it has applied).
-- Kafka errors map to HTTP as API.md says: TOPIC_ALREADY_EXISTS 409; INVALID_* 400;
+- Kafka errors map to HTTP as docs/api.md says: TOPIC_ALREADY_EXISTS 409; INVALID_* 400;
   UNKNOWN_TOPIC_OR_PARTITION 404; NOT_CONTROLLER 421 (leader hint); an unknown outcome is
   504 REQUEST_TIMED_OUT with `"indeterminate": true`. Bad input is 400, never 500.
 - Topic configs (kafka-configs.sh --entity-type topics): GET describes every topic config with

@@ -1,7 +1,7 @@
 """Controller failover: SIGKILL the leader, time until a write issued after the kill succeeds.
 (`--fault pause`: SIGSTOP instead, a hung leader, resumed after each trial.)
 
-Method (the same as the peer figures in shared/peers/RESULTS.md): a sequential writer PUTs 100-byte
+Method (as for the peer figures in docs/benchmarks.md): a sequential writer PUTs 100-byte
 values over the admin API; the leader is killed with SIGKILL; the clock starts at the kill and
 stops at the completion of the first successful write issued after it. The writer rotates over all
 controllers on any error (refused connection, 503 LEADER_NOT_AVAILABLE, 421, 504) with a 300 ms

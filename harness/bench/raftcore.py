@@ -2,7 +2,7 @@
 
 Three RaftCores on RaftLogStore over in-memory SimStorage, every message round-tripped through
 quorum.codec, effects run by harness.drive.effects.execute_effects: what one commit costs in Python
-before any I/O. This is the ceiling under `kraftlab bench quorum` (engineer N), which adds real
+before any I/O. This is the ceiling under `kraftlab bench quorum`, which adds real
 sockets and fsync. Sequential: one proposal at a time, each committed before the next. Batched:
 `--batch` records per proposal (what a driver's group commit produces under concurrency).
 """

@@ -18,7 +18,7 @@ Invariants this module guarantees to the checkers:
   in which the recorder saw them is the real-time order the checkers rely on.
 
 `parse_jepsen_log` imports Jepsen's log-line format (`INFO jepsen.util - 2 :invoke :write 4`),
-as used by the etcd histories in ../shared/testdata/jepsen-etcd (tab- or space-separated).
+as used by the etcd histories in tests/data/jepsen-etcd (tab- or space-separated).
 """
 
 from __future__ import annotations

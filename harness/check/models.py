@@ -18,7 +18,7 @@ Models here:
 - `cas-register`: the single compare-and-set register of Jepsen's etcd test; ops read v|null,
   write v, cas [expected, new].
 
-Completion semantics (Jepsen's, as in ../shared/testdata/jepsen-etcd/README.md):
+Completion semantics (Jepsen's, as in tests/data/jepsen-etcd/README.md):
 - `ok cas` succeeded: the state equalled `expected` and becomes `new`;
 - `fail cas` with no error or error CAS_FAILED is a compare that did not match: it took effect
   as a read, legal only where the state differs from `expected`. A `fail cas` with any other

@@ -1,6 +1,6 @@
 """`kraftlab check linearizable|queue FILE`: run a checker over a history file.
 
-Exit codes (../shared/API.md): linearizable 0 valid, 1 invalid, 2 unknown (timeout or memory
+Exit codes (docs/api.md): linearizable 0 valid, 1 invalid, 2 unknown (timeout or memory
 bound); queue 0 valid, 1 anomalies found. Bad input (unreadable file, malformed history) exits
 3 with an INVALID_REQUEST message on stderr, so it can never be mistaken for a verdict.
 A short human summary goes to stdout, or one JSON object with `--json`.

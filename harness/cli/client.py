@@ -1,4 +1,4 @@
-"""`kraftlab produce` and `kraftlab consume` (API.md), over harness.client's native protocol.
+"""`kraftlab produce` and `kraftlab consume` (docs/api.md), over harness.client's native protocol.
 
     kraftlab produce TOPIC [--partition P] [--acks 0|1|all] [--key K]    # one record per stdin line
     kraftlab consume TOPIC [--partition P] [--from-beginning] [--max-messages N] [--timeout-ms T]

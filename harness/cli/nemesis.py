@@ -10,7 +10,7 @@ Every command acts on every node in DIR/cluster.json, controllers and brokers al
 same surface the Jepsen nemesis uses (harness/jepsen/nemesis.py): `/nemesis/links` on each node's
 admin API for the network, the launcher's PID-checked signals for processes.
 
-Semantics (API.md /nemesis/links, harness/net/transport.py LinkFilter):
+Semantics (docs/api.md /nemesis/links, harness/net/transport.py LinkFilter):
 - `isolate` and `partition` *replace* the link filters of every node (they do not add to what
   is in force): each names the whole network shape. Cuts are symmetric: both ends drop.
 - Peers and clients are separate. By default only node-to-node traffic is cut (Raft, controller

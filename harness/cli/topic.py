@@ -1,5 +1,5 @@
 """`kraftlab topic create|describe|list|delete` and `kraftlab elect-leaders`: topics from the
-command line, through any node's admin API (API.md).
+command line, through any node's admin API (docs/api.md).
 
 Any node answers: a broker or a follower controller forwards to the active controller. While
 there is no active controller (an election after a kill -9) the command retries on the next node

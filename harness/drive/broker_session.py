@@ -1,6 +1,6 @@
 """The broker side of KIP-631's broker lifecycle as a sans-IO state machine, shared by the asyncio
 broker (harness/runtime/broker.py) and the simulator (harness/sim/actors/broker.py) so the two drivers
-cannot drift apart (DESIGN.md: one core, two drivers).
+cannot drift apart (one core, two drivers).
 
 Inputs: `poll(now_ms, leader_id, applied_offset)` (returns the one request to send now, if any),
 `on_response(request_id, response, now_ms)`, `request_shutdown(now_ms)`. Output: what to send

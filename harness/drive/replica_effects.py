@@ -2,7 +2,7 @@
 
 One function shared by every driver of ReplicaCore (the broker runtime's ReplicaManager, and
 the simulator's Broker in harness/sim/actors/broker.py), so the effect semantics cannot drift apart
-(DESIGN.md: one core, two drivers; STYLE.md: one execute_effects, `assert_never` over the union):
+(one core, two drivers; one execute_effects, `assert_never` over the union):
 
 - the six log effects go to `LocalReplicaLog.execute` (the PartitionLog, through LogManager so a
   truncation rewrites the checkpoints); an optional `on_high_watermark(before, after)` observes

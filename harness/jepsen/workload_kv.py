@@ -1,7 +1,7 @@
 """The `kv` workload: clients doing read / write / cas / append on the metadata key/value space.
 
 Each worker is a Jepsen client (a logical process) talking to random controllers over the admin
-HTTP API (../shared/API.md): `GET /kv/{key}?consistency=linearizable|local`, `PUT /kv/{key}`,
+HTTP API (docs/api.md): `GET /kv/{key}?consistency=linearizable|local`, `PUT /kv/{key}`,
 `POST /kv/{key}/cas`. Followers forward writes and linearizable reads to the active controller;
 a 421 NOT_CONTROLLER with a `leader` hint is retried once at that leader within the same
 operation (a 421 means the node did nothing). The API has no append route, so `append` is

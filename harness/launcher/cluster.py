@@ -2,7 +2,7 @@
 state file. Controllers are ids 1..C (the Raft voters); brokers are ids 101.. (Raft observers that
 register with the active controller, KIP-631).
 
-`cluster.json` (API.md) is the single source of truth about a local cluster: its id, and per node
+`cluster.json` (docs/api.md) is the one source of truth about a local cluster: its id, and per node
 the ports, PID, data dir and log file. It is rewritten atomically whenever a PID changes, so a
 reader never sees half a file. Processes are started detached (`start_new_session=True`) and
 outlive the command that started them; they are only ever signalled by their recorded PID, and only

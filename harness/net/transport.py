@@ -1,6 +1,6 @@
 """Inter-node RPC transport of the asyncio driver: length-prefixed msgpack frames over TCP.
 
-Wire format (DESIGN.md "Runtime"): every frame is a 4-byte big-endian length followed by that many
+Wire format: every frame is a 4-byte big-endian length followed by that many
 bytes of msgpack. The first frame on a connection is a handshake `{"kraftlab": 1, "cluster_id",
 "node_id"}` from the connecting side; the accepting side answers `{"ok": true, "node_id"}` or
 `{"ok": false, "error": "INCONSISTENT_CLUSTER_ID", ...}` and closes. Every later frame carries one
@@ -16,7 +16,7 @@ Invariants and failure handling:
   type, a wrong handshake, a truncated frame at EOF) closes that one connection and is logged as
   `transport.bad_frame` / `transport.handshake_refused`; the node keeps serving.
 - A refused (or reset) connect to a peer is reported once per attempt through `on_unreachable(peer)`
-  so the driver can call `RaftCore.peer_unreachable` (issue 3: fast failure detection).
+  so the driver can call `RaftCore.peer_unreachable` (fast failure detection).
 - Sends never block and never spawn a task per message: frames are appended to a per-peer buffer
   and written with one `transport.write` per loop iteration (`call_soon` flush).
 - Memory per connection is bounded, whatever the other side does: what waits for a peer (our
@@ -73,7 +73,7 @@ class FrameError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class LinkFilter:
-    """The nemesis view of this node's links (API.md /nemesis/links)."""
+    """The nemesis view of this node's links (docs/api.md /nemesis/links)."""
 
     drop: frozenset[int] = frozenset()  # peers (node ids); client connections are not peers
     delay_ms: int = 0
@@ -84,7 +84,7 @@ class LinkFilter:
         out: dict[str, Any] = {"drop": sorted(self.drop), "delay_ms": self.delay_ms}
         if self.delay_to is not None:
             out["delay_to"] = sorted(self.delay_to)
-        if self.drop_clients:  # shown only when set: API.md's shape is unchanged otherwise
+        if self.drop_clients:  # shown only when set: docs/api.md's shape is unchanged otherwise
             out["drop_clients"] = True
         return out
 

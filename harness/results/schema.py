@@ -43,7 +43,7 @@ SOURCES = ("sim", "jepsen")
 # protocol (quorum), and a Raft group per partition (raft). An arm is a value, not a column.
 REPLICATION_MODES = ("isr", "quorum", "raft")
 ACKS = ("0", "1", "all")
-# The matrix's nemesis names (issue 8). Jepsen runs map their fault names onto these; other
+# The matrix's nemesis names. Jepsen runs map their fault names onto these; other
 # kebab-case names are accepted so new shapes need no schema change.
 NEMESES = (
     "none", "isolate-partition-leader", "leader-cut-from-followers-only", "zombie-leader",

@@ -258,7 +258,7 @@ class BrokerLifecycle:
         self._assignments = current
 
     def assignments(self) -> list[dict[str, Any]]:
-        """API.md /partitions: the replicas hosted here, as their cores see them."""
+        """docs/api.md /partitions: the replicas hosted here, as their cores see them."""
         return self.replicas.statuses()
 
     def status(self) -> dict[str, Any]:

@@ -1,6 +1,6 @@
 """Controller node configuration: a Kafka-style properties file (`key=value` lines, `#` comments).
 
-Names and defaults follow Kafka's (reference doc, section 1) where Kafka has the setting; settings
+Names and defaults follow Kafka's broker configs where Kafka has the setting; settings
 that only kraftlab has are prefixed `kraftlab.`. Unknown keys are an error (a typo must not silently
 run with a default). Example, as `kraftlab cluster up` writes it:
 

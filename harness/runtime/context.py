@@ -12,7 +12,7 @@ metrics.py, `AdminNode` in harness/admin/context.py), so what each one reaches i
 Rules:
 - This module imports no helper, not even under TYPE_CHECKING: every helper may import it, and
   no helper imports node.py (the node imports them, never the other way).
-- Only public members: `crash` is the one way a helper stops the process (STYLE.md: a broken
+- Only public members: `crash` is the one way a helper stops the process (a broken
   invariant is a crash in a real node).
 - The node's errors live here, so helpers and listeners catch them without importing the node.
 """

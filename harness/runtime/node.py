@@ -1,6 +1,6 @@
 """The asyncio driver of one controller: feeds the sans-IO Raft core, runs its effects for real.
 
-Shape (aioquic's asyncio adapter; STYLE.md): every input (a message from the transport, a timer,
+Shape (aioquic's asyncio adapter): every input (a message from the transport, a timer,
 a proposal batch, a read barrier, a refused connection) goes `core.<input>(..., now_ms)` ->
 `execute_effects(effects, env)` (harness/drive/effects.py, the same function the simulator uses) ->
 re-arm ONE `loop.call_at` timer at `core.next_deadline_ms()`. Effects run synchronously and in order
@@ -254,7 +254,7 @@ class ControllerNode:
     def _step(self, fn: Any, *args: Any) -> None:
         """Feed one input to the core and run its effects. Any exception here is a bug or a
         broken invariant (InvariantViolation): the process stops at once rather than run on with
-        a core and a disk that may disagree (STYLE.md: a crash in a real node)."""
+        a core and a disk that may disagree (a broken invariant crashes a real node)."""
         try:
             self._run(fn(*args, self.now_ms()))
         except Exception as exc:

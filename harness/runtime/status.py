@@ -1,4 +1,4 @@
-"""What a controller reports about the quorum: API.md /quorum/status and /quorum/replication, in
+"""What a controller reports of the quorum: docs/api.md /quorum/status and /quorum/replication, in
 the shape kafka-metadata-quorum's `describe --status` / `--replication` print.
 
 Only the leader knows every replica's log end offset and fetch times (DescribeQuorum is answered

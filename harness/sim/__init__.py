@@ -1,4 +1,4 @@
-"""harness.sim: the deterministic simulator (DESIGN.md, "two drivers"). The real cores (Raft core,
+"""harness.sim: the deterministic simulator (README.md, "two drivers"). The real cores (Raft core,
 controller, replica) and the real log store run on a virtual clock with a seeded network,
 simulated disks that lose unsynced writes on crash, and one nemesis; invariants are checked after
 every event and one seed reproduces one run exactly (docs/simulation.md).

@@ -41,7 +41,7 @@ from harness.results.schema import (
     SchemaError,
 )
 
-# The configuration a row was run with (issue 8), then the fault it was run under.
+# The configuration a row was run with, then the fault it was run under.
 CONFIG_KEYS = ("source", "replication_mode", "acks", "min_insync_replicas",
                "unclean_leader_election", "eligible_leader_replicas", "replication_factor",
                "leader_epoch_enable")

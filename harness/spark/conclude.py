@@ -4,7 +4,7 @@ Input is the per-group aggregate table (aggregate.summarize over GROUP_KEYS, col
 pandas DataFrame: at most a few thousand rows) and the quorum-vs-ISR pairs. A rule selects the
 groups it talks about, pools their *sums* (never averages of ratios) and states what the numbers
 show; a subject without rows is reported as "no data", never guessed. The rules follow the
-claims of issue 8's acceptance list, (a) to (f) (kafka-replication reference, section 2): each
+literature claims (a) to (f) of docs/compare.md (KIP-101, KIP-966, Kafka's design docs): each
 states the pooled numbers, then a verdict line, "Reproduced: <claim>." or "Not reproduced:
 <claim> (<why, from the numbers>).", decided by comparing the pooled numbers only.
 
@@ -175,9 +175,9 @@ def _cmp(a: float | None, b: float | None) -> str | None:
 
 # Faults in which the leader is first cut off from its followers (longer than
 # replica.lag.time.max.ms, so the ISR can shrink to the leader) and then loses leadership:
-# killed, or cut from the controller too (reference section 2, item 6).
+# killed, or cut from the controller too (Kafka docs: Availability and Durability Guarantees).
 LOSES_LEADERSHIP = ("cut-followers-then-kill-leader", "isolate-partition-leader")
-LAST_REPLICA = "unclean-crash-losing-unflushed-tail"  # reference section 2, item 7
+LAST_REPLICA = "unclean-crash-losing-unflushed-tail"  # KIP-966's "last replica standing"
 MINORITY = "leader-cut-from-followers-only"  # the leader alone on the minority side
 
 
@@ -238,7 +238,7 @@ def rule_min_isr(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
         tail = ""
         if c2 is not None and c2.lost_per_million is not None:
             tail = (": with the leader's disk tail gone, min.insync.replicas=2 alone did not "
-                    "prevent the loss (reference 2.6-2.7: that needs ELR)"
+                    "prevent the loss (KIP-966: that needs ELR)"
                     if c2.lost_per_million > 0 else
                     ": min.insync.replicas=2 prevented that loss too")
         out.append(f"When the cut-off leader instead crashed losing its unflushed tail "
@@ -366,7 +366,7 @@ def rule_unclean(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
 
 
 def rule_elr(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
-    """(e) ELR avoids the last-replica loss (reference 2.7, KIP-966)."""
+    """(e) ELR avoids the last-replica loss (KIP-966)."""
     base = {"replication_mode": "isr", "acks": "all", "min_insync_replicas": 2,
             "unclean_leader_election": False, "leader_epoch_enable": True,
             "nemesis": LAST_REPLICA}

@@ -2,7 +2,7 @@
 
 The driver parallelizes the run configs (plain dicts) into slices; each task runs its slice with
 the same pure-Python simulator (harness/sim/runs/matrix.py `run_one`) inside the executor's Python
-worker and yields the summary rows as records; Spark writes them as Parquet with K's schema
+worker and yields the summary rows as records; Spark writes them as Parquet with the schema
 (harness.results.schema.spark_schema). Runs are pure functions of their config, so the rows equal
 the local engine's for the same seeds, except `wall_duration_ms`.
 

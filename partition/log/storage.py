@@ -1,5 +1,5 @@
-"""The Storage seam: the only way partition/log touches a disk (DESIGN.md, "Storage follows the
-same seam").
+"""The Storage seam: the only way partition/log touches a disk (docs/storage.md: storage follows the
+same seam as the cores).
 
 A `Storage` is a tiny filesystem: files addressed by '/'-separated string paths, opened as
 `StorageFile` handles that append, read at a position, report their size, fsync and truncate;

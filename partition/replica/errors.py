@@ -1,5 +1,5 @@
 """Exceptions of the replica core. Expected protocol outcomes are `Errors` values in responses
-(quorum.metadata.errors), never exceptions (STYLE.md); these are for a broken invariant and for
+(quorum.metadata.errors), never exceptions; these are for a broken invariant and for
 misuse of the core's API."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Data-plane wire types of a partition replica (partition/ owns the data RPCs, DESIGN.md):
+"""Data-plane wire types of a partition replica (partition/ owns the data RPCs):
 Fetch (followers and consumers, KIP-320/KIP-595 shape), Produce, and the replica's inputs from
 the metadata image. Frozen slotted dataclasses registered with quorum.codec under `replica.*`
 tags (tags are wire format: never rename or reuse one).
@@ -104,7 +104,7 @@ class MetadataUpdated:
 
 @dataclass(frozen=True, slots=True)
 class ReplicaPosition:
-    """(last epoch, LEO) of one replica: what a quorum-mode election compares (DESIGN.md)."""
+    """(last epoch, LEO) of one replica: what a quorum-mode election compares."""
 
     replica_id: int
     last_epoch: int

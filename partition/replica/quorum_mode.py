@@ -1,4 +1,4 @@
-"""`replication.mode=quorum` on the replica side (DESIGN.md): an offset commits once a majority of
+"""`replication.mode=quorum` on the replica side: an offset commits once a majority of
 the replicas hold it, and leadership changes through a Raft-style fencing election run by the
 controller (quorum/controller/partition_change.py has the controller's half).
 

@@ -1,4 +1,4 @@
-"""Controller configuration: Kafka's names and defaults (kafka-replication.md, issue 4)."""
+"""Controller configuration: Kafka's names and defaults (Kafka docs: broker configs; KIP-631)."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """Kafka-style error codes for metadata and controller outcomes.
 
 Expected protocol outcomes are values of `Errors` carried in results and responses, never
-exceptions (STYLE.md). Codes and names are Kafka's (`org.apache.kafka.common.protocol.Errors`);
+exceptions. Codes and names are Kafka's (`org.apache.kafka.common.protocol.Errors`);
 `retriable` follows whether Kafka's exception class is a `RetriableException`, so a client knows
 whether trying again can help. KEY_NOT_FOUND and CAS_FAILED belong to kraftlab's cluster-config
-key/value space (API.md) and have no Kafka counterpart, so they live above 10000.
+key/value space (docs/api.md) and have no Kafka counterpart, so they live above 10000.
 """
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ class Errors(Enum):
     BROKER_ID_NOT_REGISTERED = 102
     INELIGIBLE_REPLICA = 107
     NEW_LEADER_ELECTED = 108
-    # kraftlab's cluster-config key/value space (API.md): not Kafka errors.
+    # kraftlab's cluster-config key/value space (docs/api.md): not Kafka errors.
     KEY_NOT_FOUND = 10001
     CAS_FAILED = 10002
 

@@ -7,7 +7,7 @@ snapshots. It is the single place controllers and brokers read cluster state fro
 Invariants:
 - offsets applied strictly increase (`applied_offset`); re-applying an offset raises ImageError;
 - a kv version is the offset of the record that last wrote the key; a cas is decided here, from
-  the image alone (API.md), so every replica computes the same outcome;
+  the image alone (docs/api.md), so every replica computes the same outcome;
 - a broker's epoch is the offset of its RegisterBroker record (KIP-631);
 - a record that does not fit the image (unknown topic, stale broker epoch) changes nothing and
   yields an error result, identically on every replica: a committed record never crashes apply;

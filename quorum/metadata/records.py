@@ -7,7 +7,7 @@ field, a codec frame that is not a metadata record) raises `DecodeError` and nev
 half-built record.
 
 Families:
-- cluster-config key/value space (API.md): KvPut, KvDelete, KvCas. A cas carries the expected value;
+- cluster-config key/value space (docs/api.md): KvPut, KvDelete, KvCas. A cas has an expected value;
   the outcome is decided by `MetadataImage.apply`, from the image alone, so every replica that
   applies the same log decides the same way.
 - KIP-631 cluster metadata: RegisterBroker (broker epoch = the log offset of the record, assigned

@@ -1,5 +1,5 @@
 """Exceptions of the Raft core. Expected protocol outcomes are ErrorCode values in responses,
-never exceptions; these are for broken invariants and API misuse (STYLE.md)."""
+never exceptions; these are for broken invariants and API misuse."""
 
 from __future__ import annotations
 

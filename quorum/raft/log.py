@@ -1,4 +1,4 @@
-"""The Raft core's view of its log: a small protocol of its own (DESIGN.md: quorum/ imports
+"""The Raft core's view of its log: a small protocol of its own (quorum/ imports
 nothing from partition/). The runtimes wire it to partition/log (real files, or simulated storage
 in harness/sim) through harness/drive/raftlog.py.
 

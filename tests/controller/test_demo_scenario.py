@@ -1,4 +1,4 @@
-"""Issue 4's demonstration, driven through ControllerService with explicit time: topic `first`
+"""The docs/operations.md demo, driven through ControllerService with explicit time: topic `first`
 (3 partitions, RF 3) on brokers 101-103; broker 102 dies (no heartbeats); within the session
 timeout its partitions get new leaders and it leaves every ISR; a controller failover loses
 nothing; 102 restarts, re-registers with a new epoch and is unfenced; once leaders add it back

@@ -1,4 +1,4 @@
-"""Random controller operation sequences (hypothesis) against the safety invariants of issue 4:
+"""Random controller operation sequences (hypothesis) against the controller's safety invariants:
 a leader is in its ISR and usable; leader_epoch and partition_epoch only grow; without ELR the
 ISR is never empty; a fenced or shutting-down broker is never added to an ISR (it stays only as
 the last member of a partition with no leader, Kafka's rule); RECOVERING means an ISR of one;

@@ -1,4 +1,4 @@
-"""Fuzz the admin API from its own OpenAPI document (issue 6 acceptance), on real processes.
+"""Fuzz the admin API from its own OpenAPI document, on real processes.
 
 One cluster per module (1 controller + 2 brokers, `kraftlab cluster up`). Hypothesis draws an
 operation from GET /openapi.json, then path parameters, query parameters and a body built from the

@@ -1,10 +1,10 @@
-"""Issue 4 on real processes: 3 controllers + brokers 101-103 (Raft observers), topics through
+"""Control plane on real processes: 3 controllers + brokers 101-103 (Raft observers), topics through
 the admin API and the CLI, and the Kafka operations demonstration: describe lines, kill -9 of a
 broker (new leaders and ISRs within session timeout + 2 s), its restart (re-registered and
 unfenced), preferred leader election, and kill -9 of the active controller losing nothing.
 
 The tests share one cluster and run in file order (each builds on the previous state).
-With the data plane (issue 5), a restarted broker's replicas catch up and their leaders put it
+With the data plane, a restarted broker's replicas catch up and their leaders put it
 back into the ISRs by themselves (AlterPartition from the replica cores), so preferred election
 restores the preferred leaders with no special route.
 """
@@ -196,7 +196,7 @@ def test_demo_create_describe_kill_broker_restart_and_preferred_election(
     assert after["epoch"] > before["epoch"]
     assert after["incarnation_id"] != before["incarnation_id"]
     # The data plane: 102's replicas catch up and each partition leader puts it back into the
-    # ISR by itself (AlterPartition, issue 5); then preferred election restores 102 as leader
+    # ISR by itself (AlterPartition, KIP-497); then preferred election restores 102 as leader
     # of partition 1, with no special route.
     poll(lambda: all(102 in p["isr"] for p in partitions(bcluster, "first")), 30,
          "102 back in every ISR")

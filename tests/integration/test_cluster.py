@@ -194,7 +194,7 @@ def test_native_client_path_and_openapi_document(cluster: LiveCluster) -> None:
     doc = cluster.client(leader).get_json("/openapi.json")
     documented = {(path, method.upper()) for path, item in doc["paths"].items()
                   for method in item if method != "parameters"}
-    # Every route the app serves is documented, and nothing else (issue 4 added the topic routes).
+    # Every route the app serves is documented, and nothing else.
     served = {(route.resource.canonical, route.method)
               for route in build_app(None).router.routes()  # type: ignore[arg-type]
               if route.method != "HEAD" and route.resource is not None}

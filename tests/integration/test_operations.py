@@ -1,4 +1,4 @@
-"""Issue 6 operator features on real processes, one cluster per module (1 controller, brokers
+"""Operator features on real processes, one cluster per module (1 controller, brokers
 101-102), laid out by `kraftlab cluster up` with:
 
 - `kraftlab.bind.host=127.0.0.2`: every listener on a loopback alias that is NOT 127.0.0.1, so the

@@ -1,4 +1,4 @@
-"""Operator commands of issue 6 on real processes: `kraftlab config show`, validation of
+"""Operator commands on real processes: `kraftlab config show`, validation of
 `cluster up --config` (a bad key or value starts nothing and names the key), `cluster logs ID`."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 5 on real processes: 3 controllers + 3 brokers, RF 3 topics, the data plane end to end.
+"""Replication on real processes: 3 controllers + 3 brokers, RF 3 topics, the data plane end to end.
 
 - `kraftlab produce` / `kraftlab consume` round trip with acks=all, and every replica ends with
   the same log end offset and high watermark;
@@ -6,7 +6,7 @@
   consuming everything gives exactly the produced sequence, nothing lost or duplicated;
 - the killed broker, restarted, truncates/catches up and rejoins the ISR by itself (its leader's
   AlterPartition), after which `elect-leaders --election-type preferred` restores the preferred
-  leader (issue 4's demo, with no special route);
+  leader (the demonstration of docs/operations.md, with no special route);
 - NOT_ENOUGH_REPLICAS for acks=all with min.insync.replicas=2 once both followers are down, while
   acks=1 is still accepted (and not visible to consumers: strict min ISR).
 
@@ -187,7 +187,7 @@ def run_kill_leader_midway(c: LiveCluster, topic: str, count: int) -> None:
     cli(c, "cluster", "restart", str(leader))
     poll(lambda: sorted(partition(c, topic)["isr"]) == BROKERS, 30, f"{leader} back in the ISR")
     wait_replicas_converged(c, topic, count, BROKERS)
-    # Issue 4's demo, complete: the preferred replica takes the lead back.
+    # The demonstration of docs/operations.md, complete: the preferred replica takes the lead back.
     out = cli(c, "elect-leaders", "--topic", topic, "--election-type", "preferred")
     assert "Successfully completed leader election (PREFERRED)" in out
     poll(lambda: partition(c, topic)["leader"] == leader, 10, "the preferred leader restored")
@@ -198,7 +198,7 @@ def run_kill_leader_midway(c: LiveCluster, topic: str, count: int) -> None:
 
 
 def test_kill_leader_midway_100k_nothing_lost_or_duplicated(rcluster: LiveCluster) -> None:
-    # Issue 5's acceptance figure; about 7 s here (well under the ~60 s budget of the default run).
+    # 100k records, leader killed; about 7 s here (well under the ~60 s budget of the default run).
     run_kill_leader_midway(rcluster, "failover", 100_000)
 
 

@@ -126,7 +126,7 @@ def test_local_reads_from_a_cut_off_follower_are_caught_as_stale(
     assert row.metadata_linearizable is False and row.stale_reads == len(stale) > 0
     assert row.nemesis == "isolate-follower" and row.source == "jepsen"
     assert no_node_running(data_dir)
-    # J's checker, run on the file by its own command, agrees.
+    # The linearizability checker, run on the file by its own command, agrees.
     check = subprocess.run(
         [sys.executable, "-m", "harness", "check", "linearizable", "--model", "kv",
          str(out / "history.jsonl")],

@@ -42,7 +42,7 @@ from tests.integration.conftest import kill_recorded
 
 pytestmark = pytest.mark.integration
 
-# Broker-aware faults (engineer X's harness/jepsen/nemesis.py), run where they exist, plus the
+# Broker-aware faults (harness/jepsen/nemesis.py), run where they exist, plus the
 # controller-side pause (SIGSTOP of a random controller) that every tree has.
 WANTED = ("kill-partition-leader", "pause-partition-leader", "isolate-partition-leader",
           "leader-cut-from-followers", "leader-cut-from-followers-only", "zombie-leader",
@@ -159,7 +159,7 @@ def test_safe_configuration_finds_no_anomaly(
 
 
 @pytest.mark.skipif("leader-cut-from-followers" not in FAULTS,
-                    reason="needs X's leader-cut-from-followers nemesis")
+                    reason="needs the leader-cut-from-followers nemesis")
 def test_acks_1_under_leader_cut_from_followers_loses_acknowledged_writes(
     tmp_path: Path, shared_cluster: Path
 ) -> None:

@@ -1,4 +1,4 @@
-"""Issue 9: real Kafka clients that nobody here wrote (kafka-python; confluent-kafka on
+"""Real Kafka clients that kraftlab did not write (kafka-python; confluent-kafka on
 librdkafka) produce to and consume from a 3-broker kraftlab cluster, unchanged.
 
 Each library: an idempotent producer with acks=all writes N records to an RF-3 partition, every
@@ -16,7 +16,7 @@ from tests.kafka.conftest import KafkaCluster
 
 pytestmark = pytest.mark.integration
 
-# The issue's 100,000 records, in the default run (about 7 s per test on 2 cores).
+# 100,000 records, in the default run (about 7 s per test on 2 cores).
 COUNTS = [100_000]
 
 

@@ -1,5 +1,5 @@
 """A malformed or unsupported request gets Kafka's error answer or a closed connection, never a
-crashed broker (issue 9 acceptance).
+crashed broker.
 
 Seeded fuzzing of one broker's Kafka listener on the shared cluster: random frames, valid request
 headers (every supported api key and version, flexible or not) followed by garbage bodies, real

@@ -26,7 +26,7 @@ from tests.kafka.test_protocol import batch, fetch, produce
 
 pytestmark = pytest.mark.integration
 
-# The 100,000 records, in the default run (about 7 s per test on 2 cores).
+# 100,000 records, in the default run (about 7 s per test on 2 cores).
 COUNTS = [100_000]
 NONE = 0
 REQUEST_TIMED_OUT = 7

@@ -1,4 +1,4 @@
-"""Unit tests of the node runtime's issue-4 pieces that need no processes: broker configs
+"""Unit tests of the node runtime's control-plane pieces that need no processes: broker configs
 (process.roles=broker), and the controller-RPC server's one-hop forwarding on a follower."""
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 (Kafka's BrokerServer: the replica manager sees metadata only once the image has applied the
 broker's own RegisterBroker record), and the back-off of position reports.
 
-Scenario (the reviewer's stale_restart, on the node layer): broker 101 restarts with a snapshot
+Scenario (a restart from a stale snapshot, on the node layer): broker 101 restarts with a snapshot
 in which partition t-0 (replication.mode=quorum) is led by 102 at epoch 0. Meanwhile the
 controller fenced it (leader -1, epoch 1) and 101 registered again (RegisterBroker at a later
 offset = its broker epoch). Until the image reaches that offset the replica manager must host

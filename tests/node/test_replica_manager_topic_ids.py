@@ -1,5 +1,5 @@
 """The broker's replica manager and a partition directory left by a deleted topic, without
-processes (KIP-516). Scenario (the reviewer's stale_dir_wedge, on the node layer): broker 101
+processes (KIP-516). Scenario (a stale partition directory, on the node layer): broker 101
 hosts t-0 (topic id T1), whose log reaches leader epoch 4 (and, in quorum mode, a fenced epoch
 stored in quorum-fenced-epoch-checkpoint). The broker stops; meanwhile `t` is deleted and
 re-created (topic id T2, leader epochs from 0). On restart the image it catches up to knows only

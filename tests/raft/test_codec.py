@@ -1,5 +1,5 @@
 """quorum.codec: every Raft message round-trips; malformed input is a DecodeError, never anything
-else (STYLE.md: a bad frame is a DecodeError at the edge)."""
+else (a bad frame is a DecodeError at the edge)."""
 
 from __future__ import annotations
 

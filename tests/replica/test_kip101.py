@@ -1,4 +1,4 @@
-"""The two KIP-101 scenarios (reference section 2, items 1 and 2), driven by hand over two
+"""KIP-101's scenarios 1 and 2 (KAFKA-1211), driven by hand over two
 replica cores with simulated disks: reproduced with leader.epoch.enable=false (truncation to the
 local HW), prevented with the default (truncation by leader epoch, KIP-101/320)."""
 

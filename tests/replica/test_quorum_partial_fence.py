@@ -1,4 +1,4 @@
-"""replication.mode=quorum with a *partial* fence (after the reviewer's model): the fencing change
+"""replication.mode=quorum with a *partial* fence: the fencing change
 and the election reach each replica separately (an old leader cut off from the controller keeps
 serving at its epoch), followers fetch from the leader they believe in (answers delivered or
 lost), time passes, and a replica may restart from disk and be handed a stale partition state

@@ -1,4 +1,4 @@
-"""The classic 4-replica LEO/HW walk-through (issue 5 acceptance), with exact numbers: the
+"""The classic 4-replica LEO/HW walk-through, with exact numbers: the
 leader appends 2 messages (LEO 2, HW 0); followers fetch; the HW moves to the ISR minimum; a slow
 follower holds it back until it is dropped after replica.lag.time.max.ms; it rejoins when its
 LEO reaches the HW."""

@@ -1,4 +1,4 @@
-"""Issue 5 acceptance on the whole simulated cluster (`kraftlab sim cluster`, data plane): the
+"""Data-plane safety on the whole simulated cluster (`kraftlab sim cluster`, data plane): the
 data plane (brokers on the real ReplicaCore, producers, consumers) with its metadata on a Raft
 quorum of controller voters (harness/sim/runs/cluster.py), under seeded faults.
 

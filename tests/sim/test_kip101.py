@@ -1,4 +1,4 @@
-"""Both KIP-101 scenarios (reference section 2, items 1 and 2) as deterministic simulation
+"""KIP-101's scenarios 1 and 2 (KAFKA-1211) as deterministic simulation
 runs (harness/sim/runs/kip101.py): reproduced with leader.epoch.enable=false, prevented with
 the default."""
 

@@ -23,7 +23,7 @@ def _quiet_logging() -> None:
     quiet_logging()  # tests/conftest.py restores the previous configuration afterwards
 
 
-def test_full_matrix_is_issue_8s_product() -> None:
+def test_full_matrix_is_the_whole_product() -> None:
     spec = MatrixSpec(seeds=1)
     configs = spec.configs()
     # 2 modes x 2 acks x 2 minISR x 2 unclean x 2 ELR x 2 RF; nemesis `none` has no duration.

@@ -1,15 +1,15 @@
-"""Issue 8's literature claims, reproduced by the matrix's own path (run_one -> summary row, with
+"""The claims of docs/compare.md, reproduced by the matrix's own path (run_one -> summary row, with
 the matrix's seeded start times), one test per claim the report states (harness/spark/conclude.py
 rules). Seeds are the matrix's first ones; every assertion is on numbers the Spark job pools.
 Runs use the matrix's metadata side (MatrixSpec.metadata: a 3-voter Raft quorum).
 
 (a) ISR, acks=all, min.insync.replicas=1 loses acknowledged writes when the leader is cut off
-    from its followers and then loses leadership (reference 2.6); min.insync.replicas=2 does not;
+    from its followers and then loses leadership; min.insync.replicas=2 does not;
 (c) ISR stays writable with fewer live replicas than quorum mode needs;
 (d) unclean election trades loss for availability;
-(e) ELR avoids the last-replica loss (reference 2.7, KIP-966);
+(e) ELR avoids the last-replica loss (KIP-966);
 (f) leader.epoch.enable=false shows the KIP-101 divergence, epochs on never do, and a lost write
-    whose offset was reused is loss, not divergence (the session-1 counting error).
+    whose offset was reused is loss, not divergence.
 """
 
 from __future__ import annotations

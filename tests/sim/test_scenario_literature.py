@@ -1,12 +1,12 @@
 """What the literature says, found by the data-plane simulation:
-- acks=1: the simulator FINDS a lost acknowledged write (zombie leader, reference item 4);
+- acks=1: the simulator FINDS a lost acknowledged write (zombie leader);
 - ISR, acks=all, min.insync.replicas=1: a leader cut off from its followers (ISR shrinks to the
   leader) that then loses leadership loses acknowledged writes when an unclean election is
   allowed; without it the partition goes offline instead; min.insync.replicas=2 loses nothing;
 - quorum mode loses nothing there and stops acknowledging writes on the minority side, and
   loses nothing when the controller is cut off with a minority of the replicas (the fencing
   election; the sweep is tests/sim/test_quorum_mode_sweep.py);
-- the last replica standing (KIP-966, reference item 7): min.insync.replicas=2 without ELR loses
+- the last replica standing (KIP-966): min.insync.replicas=2 without ELR loses
   acknowledged writes when the last ISR member loses its unflushed tail; ELR prevents it.
 """
 

@@ -1,4 +1,4 @@
-"""Issue 5 acceptance, seeded data-plane simulation: with acks=all, min.insync.replicas=2, RF 3
+"""Data-plane safety, seeded simulation: with acks=all, min.insync.replicas=2, RF 3
 and no unclean election, under partitions, process crashes and pauses, no acknowledged write is
 lost, no two replicas disagree below the HW, and the leader's HW never passes the ISR's LEO.
 (Power loss of the last in-sync replica is the KIP-966 case: tests/sim/test_scenario_literature.py.)

@@ -110,6 +110,6 @@ def fixture_rows() -> list[RunSummary]:
 
 
 # The fixture is tiny (one or two runs per group), so its tests ask the conclusion for less
-# evidence than the matrix default (conclude.DEFAULT_EVIDENCE); the reviewer's insufficient-data
+# evidence than the matrix default (conclude.DEFAULT_EVIDENCE); the insufficient-data
 # cases are refused under both (tests/spark/test_conclude_rules.py).
 FIXTURE_EVIDENCE = Evidence(min_runs=1, min_acked=20, min_attempted=20)

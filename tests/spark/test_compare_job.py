@@ -219,7 +219,7 @@ def test_conclusion_reflects_the_fixture(result):
         "(unclean-crash-losing-unflushed-tail, no unclean election), min.insync.replicas=1 has "
         "no data; min.insync.replicas=2 without ELR lost 50000.0 acknowledged writes per million "
         "(5 of 100, 1 run): with the leader's disk tail gone, min.insync.replicas=2 alone did not "
-        "prevent the loss (reference 2.6-2.7: that needs ELR).")
+        "prevent the loss (KIP-966: that needs ELR).")
     assert sim[3] == (
         "Quorum mode with acks=all lost 0.0 acknowledged writes per million (0 of 160, 3 runs) "
         "across 2 nemeses; ISR with acks=all and min.insync.replicas=1 lost 45454.5 "

@@ -1,6 +1,6 @@
 """The conclusion's rules on hand-made aggregate tables (pandas only, no Spark).
 
-The first five cases are the reviewer's probe (data that does not show the claim); each once
+The first five cases are probes (data that does not show the claim); each once
 said "Reproduced". Every rule must now compare only cells run on both sides, leave out nemesis
 `none` where a fault is the point, and refuse a verdict on too little data.
 """

@@ -1,6 +1,6 @@
 """The quorum runs' key/value client: a few processes, each with at most one operation in flight,
 that write, cas, delete and linearizably read keys of the metadata key/value space, and record a
-Jepsen-style history (API.md: index, time in ns, process, type invoke|ok|fail|info, f, value).
+Jepsen-style history (docs/api.md: index, time in ns, process, type invoke|ok|fail|info, f, value).
 
 A process sends to the node it believes leads; a NotLeader answer carries a hint it follows, an
 answer it never gets (crash, pause, partition of the leader) becomes `info` after its timeout.
@@ -27,7 +27,7 @@ NS_PER_MS = 1_000_000
 
 @dataclass(slots=True)
 class Operation:
-    """One client operation. `f` is write, cas or read (API.md); `offset` is set when a leader
+    """One client operation. `f` is write, cas or read (docs/api.md); `offset` is set when a leader
     appended it; `required_end` is set for reads at invocation."""
 
     process: int

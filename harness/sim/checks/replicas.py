@@ -223,7 +223,7 @@ def _committed_bytes(brokers: Iterable[HostedReplica]) -> list[tuple[int, bytes]
 
 def replica_divergence(brokers: Iterable[HostedReplica]) -> int:
     """Offsets at which two live replicas hold different records below their own HWs at the end
-    of the run: the KIP-101 divergence (reference section 2, items 1-2), which epoch-based
+    of the run: the KIP-101 divergence (its scenarios 1 and 2, KAFKA-1211), which epoch-based
     truncation must rule out whatever was lost. An acknowledged write that was lost and whose
     offset was reused by a later write is loss, not divergence: every replica then agrees on
     the new record (the client-side `inconsistent-offsets` count mixes the two).

@@ -1,4 +1,4 @@
-"""The two KIP-101 scenarios (reference section 2, items 1 and 2) as scripted runs of the
+"""KIP-101's scenarios 1 and 2 (KAFKA-1211) as scripted runs of the
 data-plane simulation: the same Cluster (harness.sim.runs.cluster: the abstract controller,
 brokers with ReplicaCores on SimStorage, seeded network) driven by a script instead of a nemesis. Each returns a ScenarioOutcome
 with the replicas' final logs, so a test can assert loss or divergence exactly.

@@ -134,9 +134,9 @@ class MatrixSpec:
 # The main settings (mode, acks, min.insync.replicas, unclean, ELR, leader.epoch.enable) for
 # the default matrix, each there for a claim of the comparison (harness/spark/conclude.py rules):
 # ISR's durability ladder (acks=1, acks=all with min ISR 1 and 2), unclean election at min ISR 1
-# and 2 (the cut-off leader losing leadership, reference 2.6, and the loss/availability trade),
+# and 2 (the cut-off leader losing leadership, and the loss/availability trade),
 # pre-KIP-101 truncation against its epoch-enabled twin (divergence needs an unclean election
-# or a lost disk tail: a clean election never hands leadership to a shorter log), ELR (2.7),
+# or a lost disk tail: a clean election never hands leadership to a shorter log), ELR (KIP-966),
 # and quorum mode.
 DEFAULT_SETTINGS: tuple[tuple[str, str, int, bool, bool, bool], ...] = (
     ("isr", "1", 1, False, False, True),
@@ -151,8 +151,8 @@ DEFAULT_SETTINGS: tuple[tuple[str, str, int, bool, bool, bool], ...] = (
 )
 
 
-# Issue 8: "the default matrix (both modes, the main settings, every nemesis, 20 seeds) in
-# under 10 minutes on 2 cores"; docs/benchmarks.md has the measured time.
+# Budget: the default matrix (both modes, the main settings, every nemesis, 20 seeds) runs in
+# under 10 minutes on 2 cores; docs/benchmarks.md has the measured time.
 DEFAULT_SEEDS = 20
 
 

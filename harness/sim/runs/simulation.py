@@ -47,7 +47,7 @@ from harness.sim.runs.world import REFUSED_DELAY_MS, World
 from quorum.raft.config import RaftConfig
 from quorum.raft.errors import InvariantViolation
 
-FIRST_OBSERVER_ID = 101  # API.md: broker ids start at 101
+FIRST_OBSERVER_ID = 101  # docs/api.md: broker ids start at 101
 LIVENESS_PROBE_INTERVAL_MS = 20
 CLIENT_LINK_MAX_DELAY_MS = 5
 STORM_WINDOW_MS = 100

@@ -1,0 +1,167 @@
+"""The architecture's rules (docs/architecture.md), checked on the source tree: no import cycle
+among files or folders, counting every import statement (under TYPE_CHECKING and inside
+functions too), and the dependency directions the layers promise."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("quorum", "partition", "coordinator", "harness")
+
+
+def _modules() -> dict[str, Path]:
+    mods: dict[str, Path] = {}
+    for pkg in PACKAGES:
+        for path in (ROOT / pkg).rglob("*.py"):
+            name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            mods[name.removesuffix(".__init__")] = path
+    return mods
+
+
+MODULES = _modules()
+
+
+def _imports(name: str, path: Path) -> set[str]:
+    """Every module of ours that `name` imports, resolved to the longest known module name."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, *([base] if base else [])])
+            targets = [f"{base}.{a.name}" for a in node.names] + [base]
+        for target in targets:
+            while target and target not in MODULES:
+                target = target.rpartition(".")[0]
+            # A module's own ancestor packages are imported by Python before it in any case:
+            # not an edge.
+            if target and target != name and not name.startswith(target + "."):
+                found.add(target)
+    return found
+
+
+EDGES = {name: _imports(name, path) for name, path in MODULES.items()}
+
+
+def _cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one member (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[list[str]] = []
+    counter = 0
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, ()))))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    scc = []
+                    while True:
+                        top = stack.pop()
+                        on_stack.discard(top)
+                        scc.append(top)
+                        if top == node:
+                            break
+                    if len(scc) > 1:
+                        out.append(sorted(scc))
+            elif child not in index:
+                index[child] = low[child] = counter
+                counter += 1
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(edges.get(child, ())))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return out
+
+
+def _folder(name: str) -> str:
+    return name if MODULES[name].name == "__init__.py" else name.rpartition(".")[0]
+
+
+def test_no_file_cycles() -> None:
+    assert _cycles(EDGES) == []
+
+
+def test_no_folder_cycles() -> None:
+    folders: dict[str, set[str]] = defaultdict(set)
+    for name, targets in EDGES.items():
+        for target in targets:
+            a, b = _folder(name), _folder(target)
+            # A package's own __init__ importing its children is not a dependency between folders.
+            if a != b and not b.startswith(a + ".") and not a.startswith(b + "."):
+                folders[a].add(b)
+    assert _cycles(folders) == []
+
+
+def _within(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def _violations(importer: str, forbidden: tuple[str, ...]) -> list[str]:
+    return sorted(
+        f"{name} -> {target}"
+        for name, targets in EDGES.items()
+        if _within(name, importer)
+        for target in targets
+        if any(_within(target, f) for f in forbidden)
+    )
+
+
+def test_cores_import_nothing_from_the_harness() -> None:
+    for core in ("quorum", "partition", "coordinator"):
+        assert _violations(core, ("harness",)) == []
+
+
+def test_quorum_imports_nothing_from_the_other_cores() -> None:
+    assert _violations("quorum", ("partition", "coordinator")) == []
+
+
+def test_the_runtime_never_imports_the_listeners_or_the_simulator() -> None:
+    forbidden = ("harness.kafka", "harness.admin", "harness.sim", "harness.cli")
+    assert _violations("harness.runtime", forbidden) == []
+
+
+def test_the_simulator_never_imports_asyncio_code() -> None:
+    forbidden = ("harness.runtime", "harness.net", "harness.launcher", "harness.cli",
+                 "harness.spark", "harness.node", "harness.admin", "harness.kafka",
+                 "harness.client")
+    assert _violations("harness.sim", forbidden) == []
+
+
+def test_nothing_below_the_cli_imports_it() -> None:
+    importers = sorted(
+        f"{name} -> {target}"
+        for name, targets in EDGES.items()
+        if not _within(name, "harness.cli") and name != "harness.__main__"
+        for target in targets
+        if _within(target, "harness.cli")
+    )
+    assert importers == []
+
+
+def test_the_checks_find_a_planted_cycle() -> None:
+    # The detector itself: a two-module cycle and a three-folder cycle are found.
+    assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+    assert _cycles({"x": {"y"}, "y": {"z"}, "z": {"x"}}) == [["x", "y", "z"]]
+    assert _cycles({"x": {"y"}, "y": set()}) == []
