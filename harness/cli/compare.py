@@ -14,7 +14,8 @@ def register(sub: Any) -> None:
         "compare", help="the main job: live cluster check, simulated matrix, Spark analysis")
     parser.add_argument("--out", default="./kraftlab-report", help="report directory")
     parser.add_argument("--seeds", type=int, default=None,
-                        help="seeds per matrix cell (default 20: the default matrix)")
+                        help="seeds per cell of the study's arms (default 8; the trade-off curves "
+                             "use at most 5; docs/compare.md)")
     parser.add_argument("--jobs", type=int, default=None, help="simulator processes (default: all cores)")
     parser.add_argument("--master", default=None, help="Spark master URL (default local[*])")
     parser.add_argument("--skip-live", "--no-live", action="store_true",

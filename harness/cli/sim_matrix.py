@@ -10,6 +10,8 @@
                         [--flush-policy P,...] [--producer simple|kafka] [--probe-ms MS]
                         [--lag-ms MS,...] [--session-ms MS,...] [--timeline]
 
+--study default|large runs the study's matrix instead (harness/sim/runs/study_matrix.py: the
+arms, every nemesis, the trade-off curves; what `kraftlab compare` runs, or its larger preset).
 Without --full and without any of the dimension options it runs the default matrix (both modes,
 the main settings, every nemesis, RF 3, faults of 1 and 5 s, 20 seeds; harness/sim/runs/matrix.py
 DEFAULT_SETTINGS); --full (or any dimension option) starts from the product of every dimension
@@ -58,6 +60,9 @@ def add_kind(kinds: Any) -> None:
     m.add_argument("--master", default="local[*]", help="Spark master (engine spark)")
     m.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
     m.add_argument("--full", action="store_true", help="the product of every dimension")
+    m.add_argument("--study", choices=("default", "large"), default=None,
+                   help="the study's matrix (harness/sim/runs/study_matrix.py): what kraftlab "
+                        "compare runs, or the larger preset for a Spark cluster")
     for name, help_ in (("modes", "isr,quorum"), ("acks", "1,all"), ("min-isr", "1,2"),
                         ("unclean", "false,true"), ("elr", "false,true"), ("rf", "3,5"),
                         ("leader-epoch", "leader.epoch.enable values, e.g. true,false"),
@@ -161,7 +166,19 @@ def run_matrix(args: argparse.Namespace) -> int:
     except OptionError as exc:
         print(f"kraftlab sim matrix: INVALID_REQUEST: {exc}", file=sys.stderr)
         return 2
-    configs = spec.configs()
+    if getattr(args, "study", None):
+        from harness.sim.runs.study_matrix import (
+            CURVE_SEEDS,
+            STUDY_SEEDS,
+            large_study_configs,
+            study_configs,
+        )
+
+        seeds = args.seeds or (STUDY_SEEDS if args.study == "default" else 20)
+        configs = (study_configs(seeds, min(seeds, CURVE_SEEDS), spec.metadata)
+                   if args.study == "default" else large_study_configs(seeds, spec.metadata))
+    else:
+        configs = spec.configs()
     if args.runs is not None:
         configs = configs[:args.runs]
     if getattr(args, "timeline", False) and len(configs) > MAX_TIMELINES:

@@ -356,9 +356,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
             progress(f"phase 1/3: real-process queue runs ({', '.join(modes)})")
             queue = live_queue_runs(jepsen_dir, modes, args.live_time_limit)
     progress("phase 2/3: simulated scenario matrix")
-    from harness.sim.runs.matrix import DEFAULT_SEEDS
+    from harness.sim.runs.study_matrix import STUDY_SEEDS
 
-    runs, wall_s = run_matrix(out / "runs", args.seeds or DEFAULT_SEEDS, args.jobs,
+    runs, wall_s = run_matrix(out / "runs", args.seeds or STUDY_SEEDS, args.jobs,
                               getattr(args, "metadata", "raft"))
     progress("phase 3/3: Spark analysis")
     inputs = [out / "runs"]

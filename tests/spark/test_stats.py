@@ -123,3 +123,13 @@ def test_arms_and_comparisons_are_consistent_and_raft_is_one_entry():
                                 ARMS["quorum"].flush_policies)}
     with pytest.raises(ValueError, match="the same settings"):
         check_comparisons(twin, (Comparison("quorum", "twin", EQUAL_SAFETY, ""),))
+
+
+def test_every_arm_is_run_by_exactly_one_setting_of_the_study():
+    from harness.sim.runs.study_matrix import STUDY_SETTINGS
+
+    names = ("replication_mode", "acks", "min_insync_replicas", "unclean_leader_election",
+             "eligible_leader_replicas", "leader_epoch_enable", "flush_policy")
+    rows = [dict(zip(names, s, strict=True)) for s in STUDY_SETTINGS]
+    for key, arm in ARMS.items():
+        assert sum(arm.matches(r) for r in rows) == 1, key
