@@ -254,13 +254,14 @@ def live_queue_runs(out: Path, modes: tuple[str, ...] = LIVE_MODES,
 
 def run_matrix(out: Path, seeds: int, jobs: int | None,
                metadata: str = "raft") -> tuple[Path, float]:
-    """Phase 2: the default simulated scenario matrix, as run-summary Parquet under `out`."""
-    from harness.sim.runs.matrix import run_default
+    """Phase 2: the study's simulated matrix (harness/sim/runs/study_matrix.py), as run-summary
+    Parquet under `out`."""
+    from harness.sim.runs.study_matrix import run_study
 
     if out.exists():
         shutil.rmtree(out)  # rows of an earlier run must not mix into this analysis
     out.mkdir(parents=True)
-    path, wall_s = run_default(out, seeds=seeds, jobs=jobs, metadata=metadata)
+    path, wall_s = run_study(out, seeds=seeds, jobs=jobs, metadata=metadata)
     return Path(path), wall_s
 
 

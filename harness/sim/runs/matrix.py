@@ -376,15 +376,17 @@ def iter_chunks(items: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
         yield items[i:i + size]
 
 
-def run_default(out: Any, seeds: int | None = None, jobs: int | None = None,
+def run_default(out: Any, seeds: int = DEFAULT_SEEDS, jobs: int | None = None,
                 stream: Any = sys.stderr, metadata: str = "raft") -> tuple[Any, float]:
-    """The default study (harness.sim.runs.study_matrix: what `kraftlab compare` runs) written
-    to `out`: (parquet path, wall seconds)."""
-    from harness.results.schema import write_dataset
-    from harness.sim.runs.study_matrix import CURVE_SEEDS, STUDY_SEEDS, study_configs
+    """The default matrix written to `out`: (parquet path, wall seconds)."""
+    return run_configs(default_spec(seeds, metadata).configs(), out, jobs, stream)
 
-    seeds = seeds or STUDY_SEEDS
-    configs = study_configs(seeds, min(seeds, CURVE_SEEDS), metadata)
+
+def run_configs(configs: Sequence[ScenarioConfig], out: Any, jobs: int | None = None,
+                stream: Any = sys.stderr) -> tuple[Any, float]:
+    """`configs` on the local engine, written to `out`: (parquet path, wall seconds)."""
+    from harness.results.schema import write_dataset
+
     progress = Progress(len(configs), stream)
     outputs = run_local(configs, jobs, progress=progress)
     return write_dataset([o.row for o in outputs], out, part="local"), progress.wall_s

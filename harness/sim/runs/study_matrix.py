@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.sim.faults.shapes import SCENARIO_NEMESES
-from harness.sim.runs.matrix import MODES, MatrixSpec
+from harness.sim.runs.matrix import MODES, MatrixSpec, run_configs
 from harness.sim.runs.scenario_run import ScenarioConfig
 
 PROBE_MS = 10
@@ -128,3 +128,11 @@ def large_study_configs(seeds: int = 20, metadata: str = "raft") -> list[Scenari
     for spec in curve_specs(seeds, metadata):
         configs += spec.configs()
     return unique(configs)
+
+
+def run_study(out: Any, seeds: int | None = None, jobs: int | None = None,
+              metadata: str = "raft") -> tuple[Any, float]:
+    """The default study (what `kraftlab compare` runs) written to `out`: (parquet path, wall
+    seconds)."""
+    seeds = seeds or STUDY_SEEDS
+    return run_configs(study_configs(seeds, min(seeds, CURVE_SEEDS), metadata), out, jobs)
