@@ -14,8 +14,10 @@ from harness.results.schema import validate_row
 from harness.sim.runs import measures
 from harness.sim.runs.cluster import DataTiming
 from harness.sim.runs.matrix import MatrixSpec, config_from_dict, config_to_dict, run_one
+from harness.sim.runs.replay import ReplayError, config_from_replay, replay_command
 from harness.sim.runs.runner import quiet_logging
 from harness.sim.runs.scenario_run import ScenarioConfig
+from harness.sim.runs.study_matrix import study_configs
 
 
 @pytest.fixture(autouse=True)
@@ -87,7 +89,7 @@ def test_the_replay_command_gives_the_same_row():
     row = run_one(STUDY).row
     args = parse(row.replay_command)
     (config,) = build_spec(args).configs()
-    assert config == STUDY
+    assert config == STUDY == config_from_replay(row.replay_command)
     again = run_one(config).row
     assert dataclasses.replace(again, wall_duration_ms=0) == dataclasses.replace(
         row, wall_duration_ms=0)
@@ -115,3 +117,12 @@ def test_nearest_rank_percentiles():
     assert [measures.nearest_rank(values, q) for _, q in measures.QUANTILES] == [
         500.0, 990.0, 999.0]
     assert measures.nearest_rank([7], 0.999) == 7.0
+
+
+def test_every_study_run_reads_back_from_its_replay_command():
+    for config in study_configs(seeds=1, curve_seeds=1):
+        assert config_from_replay(replay_command(config)) == config
+    with pytest.raises(ReplayError, match="unknown option --colour"):
+        config_from_replay("kraftlab sim matrix --colour red")
+    with pytest.raises(ReplayError, match="not a"):
+        config_from_replay("rm -rf replay")

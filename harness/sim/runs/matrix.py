@@ -28,7 +28,8 @@ from typing import Any
 from harness.results.schema import NemesisEvent, RunSummary, SecondCounts, Window
 from harness.sim.faults.shapes import SCENARIO_NEMESES as NEMESES
 from harness.sim.runs.cluster import DataTiming
-from harness.sim.runs.measures import latency_columns, probe_columns, replay_command
+from harness.sim.runs.measures import latency_columns, probe_columns
+from harness.sim.runs.replay import replay_command
 from harness.sim.runs.scenario_run import (
     WORKLOAD_START_MS,
     ScenarioConfig,

@@ -7,8 +7,7 @@
   nearest-rank percentile: a value some write actually took);
 - availability in time from the open-loop probe (`probe` operations, one every
   probe_interval_ms): per phase, the probe's slots and those whose write was acknowledged
-  within PROBE_OK_MS; unavailable time = (slots - ok) x interval;
-- the one command that replays the run.
+  within PROBE_OK_MS; unavailable time = (slots - ok) x interval.
 
 Invariants: only `send` operations of the run's workload count (the final drain and polls do
 not); the probe's operations count here and in loss, never in the attempt-based columns.
@@ -96,28 +95,3 @@ def probe_columns(events: Iterable[Event], interval_ms: int, fault_start_ms: int
     for p in PHASES:
         out[f"probe_slots_{p}"], out[f"probe_ok_{p}"] = slots[p], ok[p]
     return out
-
-
-def replay_command(config: Any) -> str:
-    """`kraftlab sim matrix` options that run exactly this one configuration and seed, with
-    its history and replica timeline written beside the row."""
-    c = config
-    parts = [
-        "kraftlab sim matrix --out replay", f"--modes {c.replication_mode}", f"--acks {c.acks}",
-        f"--min-isr {c.min_insync_replicas}",
-        f"--unclean {str(c.unclean_leader_election).lower()}",
-        f"--elr {str(c.eligible_leader_replicas).lower()}", f"--rf {c.replication_factor}",
-        f"--leader-epoch {str(c.leader_epoch_enable).lower()}", f"--nemeses {c.nemesis}",
-        f"--durations {c.fault_duration_ms / 1000:g}", f"--first-seed {c.seed} --seeds 1",
-        f"--jitter-ms {c.start_jitter_ms}", f"--metadata {c.metadata}",
-    ]
-    if c.flush_policy:
-        parts.append(f"--flush-policy {c.flush_policy}")
-    if c.producer != "simple":
-        parts.append(f"--producer {c.producer}")
-    if c.probe_interval_ms:
-        parts.append(f"--probe-ms {c.probe_interval_ms}")
-    timing = c.timing
-    parts += [f"--lag-ms {timing.replica_lag_time_max_ms}",
-              f"--session-ms {timing.session_timeout_ms}", "--histories --timeline"]
-    return " ".join(parts)
