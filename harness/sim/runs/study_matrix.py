@@ -2,11 +2,11 @@
 preset for a Spark cluster.
 
 Two parts, concatenated and deduplicated by run key:
-- the arms (STUDY_SETTINGS: replication mode, acks, min.insync.replicas, unclean election, ELR,
-  leader epochs, flush policy) under every nemesis of the one table (harness.sim.faults.shapes
-  SCENARIO_NEMESES), 5 s faults, `seeds` seeds, the Kafka-like producer and the 10 ms open-loop
-  probe (harness.sim.actors.kafka_producer): the equal-safety verdicts, the trade-offs and the
-  reference scenarios;
+- the arms (ARM_FAULTS: replication mode, acks, min.insync.replicas, unclean election, ELR,
+  leader epochs, flush policy): the equal-safety arms under every nemesis of the one table
+  (harness.sim.faults.shapes SCENARIO_NEMESES), the variants and trade-offs under the faults
+  that show what they trade; 5 s faults, `seeds` seeds, the Kafka-like producer and the 10 ms
+  open-loop probe (harness.sim.actors.kafka_producer);
 - the trade-off curves (CURVES): the equal-safety arms under a few faults while one setting
   moves: replica.lag.time.max.ms, broker.session.timeout.ms, the fault's duration (0.5 to 30 s),
   the replication factor with min.insync.replicas (RF 3 vs 5, min ISR 2 vs 3), with
@@ -16,13 +16,12 @@ Arms of a replication mode the simulator does not run (matrix.MODES) are left ou
 mode there adds its arms here. Every run of one seed shares its fault schedule and client
 timings with the other arms' runs of that seed (the pairing of harness/spark/paired.py).
 
-Sizes (default 8 and 5 seeds, isr and quorum): 11 settings x 22 nemesis cells x 8 = 1,936 runs,
-plus the curves' new runs: docs/compare.md has the counts and the measured time on 2 cores.
+Sizes: docs/compare.md has the run counts and the measured time on 2 cores.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,25 +31,46 @@ from harness.sim.runs.scenario_run import ScenarioConfig
 
 PROBE_MS = 10
 STUDY_SEEDS = 8
-CURVE_SEEDS = 5
-# (mode, acks, min.insync.replicas, unclean, ELR, leader.epoch.enable, flush policy), each for a
-# verdict (harness/spark/arms.py names the arms; conclude.py the reference claims).
-STUDY_SETTINGS: tuple[tuple[Any, ...], ...] = (
-    ("isr", "all", 2, False, False, True, "page-cache"),  # equal safety: Kafka's default
-    ("isr", "all", 2, False, True, True, "page-cache"),  # equal safety: with ELR (KIP-966)
-    ("isr", "all", 2, False, False, True, "flush-every-message"),  # the cost of an fsync
-    ("quorum", "all", 2, False, False, True, "fsync-before-ack"),  # equal safety
-    ("quorum", "all", 2, False, False, True, "no-fsync"),  # the unsafe variant
-    ("raft", "all", 2, False, False, True, "fsync-before-ack"),  # equal safety (when run)
-    ("isr", "all", 1, False, False, True, "page-cache"),  # trade-off: one in-sync copy
-    ("isr", "all", 1, True, False, True, "page-cache"),  # trade-off: unclean election
-    ("isr", "all", 1, True, False, False, "page-cache"),  # pre-KIP-101 truncation
-    ("isr", "all", 2, True, False, True, "page-cache"),  # unclean against ELR (2.7)
-    ("isr", "1", 1, False, False, True, "page-cache"),  # zombie leader with acks=1 (2.4)
-    ("isr", "1", 2, False, False, True, "page-cache"),  # strict min ISR with acks=1 (2.12)
+CURVE_SEEDS = 4
+ALL = SCENARIO_NEMESES
+# (mode, acks, min.insync.replicas, unclean, ELR, leader.epoch.enable, flush policy).
+ISR_MIN2 = ("isr", "all", 2, False, False, True, "page-cache")
+ISR_MIN2_ELR = ("isr", "all", 2, False, True, True, "page-cache")
+QUORUM = ("quorum", "all", 2, False, False, True, "fsync-before-ack")
+RAFT = ("raft", "all", 2, False, False, True, "fsync-before-ack")
+EQUAL_SAFETY_SETTINGS = (ISR_MIN2, ISR_MIN2_ELR, QUORUM, RAFT)
+# Each arm with the faults its verdicts need (harness/spark/arms.py names the arms,
+# conclude.py and reference.py the claims): the equal-safety arms under every fault; the
+# variants and trade-offs under the faults that show what they trade. The larger preset runs
+# every arm under every fault.
+ARM_FAULTS: tuple[tuple[tuple[Any, ...], tuple[str, ...]], ...] = (
+    *((s, ALL) for s in EQUAL_SAFETY_SETTINGS),
+    # The cost of durability: latency without a fault, loss under power loss.
+    (("isr", "all", 2, False, False, True, "flush-every-message"),
+     ("none", "kill-leader", "power-loss-all-brokers", "unclean-crash-losing-unflushed-tail",
+      "staggered-isr-drop-then-leader-crash")),
+    (("quorum", "all", 2, False, False, True, "no-fsync"),
+     ("none", "kill-leader", "power-loss-all-brokers", "unclean-crash-losing-unflushed-tail")),
+    # One in-sync copy (reference 2.6), unclean election (2.5), pre-KIP-101 truncation (2.1,
+    # 2.2), unclean against ELR (2.7), acks=1 (2.4, 2.12).
+    (("isr", "all", 1, False, False, True, "page-cache"),
+     ("isolate-partition-leader", "cut-followers-then-kill-leader", "kill-2-of-3",
+      "unclean-crash-losing-unflushed-tail", "leader-cut-from-followers-only", "random-halves",
+      "bridge")),
+    (("isr", "all", 1, True, False, True, "page-cache"),
+     ("isolate-partition-leader", "cut-followers-then-kill-leader", "kill-2-of-3",
+      "unclean-crash-losing-unflushed-tail", "random-halves", "bridge")),
+    (("isr", "all", 1, True, False, False, "page-cache"),
+     ("isolate-partition-leader", "cut-followers-then-kill-leader", "random-halves", "bridge")),
+    (("isr", "all", 2, True, False, True, "page-cache"),
+     ("cut-followers-then-kill-leader", "isolate-partition-leader",
+      "unclean-crash-losing-unflushed-tail", "staggered-isr-drop-then-leader-crash")),
+    (("isr", "1", 1, False, False, True, "page-cache"),
+     ("zombie-leader", "kill-leader", "leader-cut-from-followers-only")),
+    (("isr", "1", 2, False, False, True, "page-cache"),
+     ("zombie-leader", "leader-cut-from-followers-only")),
 )
-EQUAL_SAFETY_SETTINGS = tuple(s for s in STUDY_SETTINGS[:6] if s[6] != "no-fsync"
-                              and s[6] != "flush-every-message")
+STUDY_SETTINGS = tuple(setting for setting, _ in ARM_FAULTS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,15 +102,20 @@ def _runnable(settings: Iterable[tuple[Any, ...]]) -> tuple[tuple[Any, ...], ...
     return tuple(s for s in settings if s[0] in MODES)
 
 
-def arms_spec(seeds: int = STUDY_SEEDS, metadata: str = "raft",
-              nemeses: Sequence[str] = SCENARIO_NEMESES) -> MatrixSpec:
-    return MatrixSpec(rf=(3,), nemeses=tuple(nemeses), durations_ms=(5000,), seeds=seeds,
-                      settings=_runnable(STUDY_SETTINGS), metadata=metadata, producer="kafka",
-                      probe_interval_ms=PROBE_MS)
+def arms_specs(seeds: int = STUDY_SEEDS, metadata: str = "raft",
+               every_fault: bool = False) -> list[MatrixSpec]:
+    """One spec per arm (of a mode the simulator runs) with its faults (all with
+    `every_fault`)."""
+    return [MatrixSpec(rf=(3,), nemeses=ALL if every_fault else faults, durations_ms=(5000,),
+                       seeds=seeds, settings=(setting,), metadata=metadata, producer="kafka",
+                       probe_interval_ms=PROBE_MS)
+            for setting, faults in ARM_FAULTS if setting[0] in MODES]
 
 
 def curve_specs(seeds: int = CURVE_SEEDS, metadata: str = "raft") -> list[MatrixSpec]:
-    base = replace(arms_spec(seeds, metadata), settings=_runnable(EQUAL_SAFETY_SETTINGS))
+    base = MatrixSpec(rf=(3,), durations_ms=(5000,), seeds=seeds, metadata=metadata,
+                      settings=_runnable(EQUAL_SAFETY_SETTINGS[:1] + EQUAL_SAFETY_SETTINGS[2:]),
+                      producer="kafka", probe_interval_ms=PROBE_MS)
     specs = []
     for curve in CURVES:
         changes = dict(curve.changes)
@@ -114,7 +139,7 @@ def unique(configs: Iterable[ScenarioConfig]) -> list[ScenarioConfig]:
 def study_configs(seeds: int = STUDY_SEEDS, curve_seeds: int = CURVE_SEEDS,
                   metadata: str = "raft") -> list[ScenarioConfig]:
     """Every run of the default study: the arms, then the curves."""
-    configs = arms_spec(seeds, metadata).configs()
+    configs = [c for spec in arms_specs(seeds, metadata) for c in spec.configs()]
     for spec in curve_specs(curve_seeds, metadata):
         configs += spec.configs()
     return unique(configs)
@@ -123,8 +148,8 @@ def study_configs(seeds: int = STUDY_SEEDS, curve_seeds: int = CURVE_SEEDS,
 def large_study_configs(seeds: int = 20, metadata: str = "raft") -> list[ScenarioConfig]:
     """The larger preset (a Spark cluster): every arm under every nemesis at faults of 1, 5 and
     30 s with RF 3 and 5, and the curves, all with `seeds` seeds."""
-    arms = replace(arms_spec(seeds, metadata), durations_ms=(1000, 5000, 30_000), rf=(3, 5))
-    configs = arms.configs()
+    configs = [c for spec in arms_specs(seeds, metadata, every_fault=True)
+               for c in replace(spec, durations_ms=(1000, 5000, 30_000), rf=(3, 5)).configs()]
     for spec in curve_specs(seeds, metadata):
         configs += spec.configs()
     return unique(configs)
