@@ -58,7 +58,8 @@ def result(spark, tmp_path_factory):
     progress = Progress(quiet=True)
     res = analyze(spark, [data, jepsen], out, progress, evidence=FIXTURE_EVIDENCE)
     return SimpleNamespace(report=res.report, files=res.files, tables=res.tables,
-                           sentences=res.sentences, progress=progress.seen)
+                           sentences=res.sentences, progress=progress.seen,
+                           verdicts=res.verdicts, findings=res.findings)
 
 
 def one(frame: pd.DataFrame, **match) -> pd.Series:
@@ -188,6 +189,24 @@ def test_safety_per_cell_names_the_seeds_that_lost(result):
     assert equal["a_lossy_high"] == pytest.approx(wilson(0, 2)[1])
 
 
+def test_report_html_leads_with_the_method_then_the_verdicts(result):
+    page = (result.report.parent / "report.html").read_text()
+    method = page.index("How to read this report")
+    assert method < page.index("Verdicts at equal safety") < page.index(
+        "The twelve reference scenarios") < page.index("Trade-offs (unequal safety)")
+    # The equal-safety comparison the fixture pairs (ISR min ISR 2 against quorum, LCF).
+    assert "quorum (majority of the replicas), acks=all vs ISR, acks=all, " \
+           "min.insync.replicas=2" in page
+    assert 'src="forest_quorum-vs-isr-min2.png"' in page
+    assert (result.report.parent / "forest_quorum-vs-isr-min2.png").read_bytes()[:4] \
+        == b"\x89PNG"
+    # The trade-off's loss names its reproduction (g1-a, seed 1), without a command.
+    assert "seed 1, 6 acknowledged writes lost" in page
+    assert [v.comparison.key for v in result.verdicts][:1] == ["quorum-vs-isr-min2"]
+    assert {f.ref for f in result.findings} >= {"2.4", "2.11"}
+    assert "## Verdicts (equal safety first" in result.report.read_text()
+
+
 def test_files_and_progress(result):
     out = result.report.parent
     for name in ("groups", "configs", "nemeses", "durability", "pairs"):
@@ -199,7 +218,7 @@ def test_files_and_progress(result):
     assert pd.read_csv(out / "groups.csv")["runs"].sum() == 20
     assert result.progress == ["read runs", "aggregate", "pair quorum with ISR",
                                "pair arms by seed", "collect aggregates", "write tables", "plot",
-                               "write compare.md"]
+                               "write compare.md", "write report.html"]
 
 
 def test_conclusion_reflects_the_fixture(result):
