@@ -49,7 +49,10 @@ CONFIG_KEYS = ("source", "replication_mode", "acks", "min_insync_replicas",
 FAULT_KEYS = ("nemesis", "fault_duration_ms")
 GROUP_KEYS = CONFIG_KEYS + FAULT_KEYS
 # Quorum and ISR rows are paired when all of these are equal (same RF and durability setting).
-PAIR_KEYS = tuple(k for k in GROUP_KEYS if k != "replication_mode")
+# (Each mode at its default durability: the flush policy is not a pairing key; `quorum_vs_isr`
+# keeps only the default policies.)
+PAIR_KEYS = tuple(k for k in GROUP_KEYS if k not in ("replication_mode", "flush_policy"))
+DEFAULT_FLUSH = {"isr": "page-cache", "quorum": "fsync-before-ack"}
 WILSON_Z = 1.959963984540054  # two-sided 95%
 
 _PHASES = {
@@ -243,13 +246,21 @@ DELTA_METRICS = ("write_availability_fault", "read_availability_fault",
 
 
 def quorum_vs_isr(groups: DataFrame) -> DataFrame:
-    """Quorum and ISR aggregates side by side at equal PAIR_KEYS; delta_x = quorum - ISR."""
+    """Quorum and ISR aggregates side by side at equal PAIR_KEYS (null-safe: rows that did not
+    record a setting pair with each other), each at its default durability (DEFAULT_FLUSH, or
+    none recorded); delta_x = quorum - ISR."""
     def side(mode: str) -> DataFrame:
-        return groups.filter(F.col("replication_mode") == mode).select(
-            *PAIR_KEYS, F.col("runs").alias(f"{mode}_runs"),
+        flush = F.col("flush_policy")
+        return groups.filter((F.col("replication_mode") == mode)
+                             & (flush.isNull() | (flush == DEFAULT_FLUSH[mode]))).select(
+            *[F.col(k).alias(f"{mode}_k_{k}") for k in PAIR_KEYS],
+            F.col("runs").alias(f"{mode}_runs"),
             *[F.col(m).alias(f"{mode}_{m}") for m in DELTA_METRICS])
 
-    pairs = side("quorum").join(side("isr"), on=list(PAIR_KEYS), how="inner")
+    on = [F.col(f"quorum_k_{k}").eqNullSafe(F.col(f"isr_k_{k}")) for k in PAIR_KEYS]
+    joined = side("quorum").join(side("isr"), on=on, how="inner")
+    pairs = joined.select(*[F.col(f"quorum_k_{k}").alias(k) for k in PAIR_KEYS],
+                          *[c for c in joined.columns if "_k_" not in c])
     for m in DELTA_METRICS:
         pairs = pairs.withColumn(f"delta_{m}", F.col(f"quorum_{m}") - F.col(f"isr_{m}"))
     return pairs.orderBy(*PAIR_KEYS)
