@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 EQUAL_SAFETY, TRADE_OFF = "equal-safety", "trade-off"
+AXES = ("mode", "elr", "flush", "unclean", "min-isr", "acks")
 # Rows written before the flush policy was recorded ran ISR on the page cache and quorum with a
 # free fsync per append: an arm's flush policy also accepts null.
 _SAFE = {"acks": "all", "unclean_leader_election": False, "leader_epoch_enable": True}
@@ -75,6 +76,9 @@ class Comparison:
     b: str  # the challenger's
     kind: str  # EQUAL_SAFETY or TRADE_OFF
     why: str  # what makes them equal, or what is traded
+    # What differs between the arms (the key of harness/spark/verdicts.py's mechanisms): the
+    # replication mode, ELR, the flush policy, unclean election, min.insync.replicas, acks.
+    axis: str = "mode"
 
     @property
     def key(self) -> str:
@@ -89,19 +93,21 @@ COMPARISONS: tuple[Comparison, ...] = (
     Comparison("isr-min2-elr", "raft", EQUAL_SAFETY, _TWO_COPIES),
     Comparison("quorum", "raft", EQUAL_SAFETY, "both commit on a majority of the replicas"),
     Comparison("isr-min2", "isr-min2-elr", EQUAL_SAFETY,
-               "the same acknowledgement rule; ELR changes only who may be elected"),
+               "the same acknowledgement rule; ELR changes only who may be elected", "elr"),
     Comparison("isr-min2", "isr-min2-flush", EQUAL_SAFETY,
-               "the same acknowledgement rule; flush.messages=1 adds an fsync before the ack"),
+               "the same acknowledgement rule; flush.messages=1 adds an fsync before the ack",
+               "flush"),
     Comparison("quorum", "quorum-nofsync", TRADE_OFF,
-               "quorum without its fsync: faster acknowledgements, unsafe on power loss"),
+               "quorum without its fsync: faster acknowledgements, unsafe on power loss",
+               "flush"),
     Comparison("quorum", "isr-min1", TRADE_OFF,
                "ISR acknowledges with a single in-sync copy: writable with fewer replicas, "
-               "lossy when that copy fails"),
+               "lossy when that copy fails", "min-isr"),
     Comparison("isr-min1", "isr-min1-unclean", TRADE_OFF,
                "unclean election elects an out-of-sync replica: available sooner, loses what "
-               "it lacked"),
+               "it lacked", "unclean"),
     Comparison("isr-min2", "isr-acks1", TRADE_OFF,
-               "acks=1 acknowledges on the leader alone"),
+               "acks=1 acknowledges on the leader alone", "acks"),
 )
 
 
@@ -117,6 +123,8 @@ def check_comparisons(arms: Mapping[str, Arm] = ARMS,
             raise ValueError(f"comparison {c.key}: the two arms are the same settings")
         if c.kind not in (EQUAL_SAFETY, TRADE_OFF):
             raise ValueError(f"comparison {c.key}: kind {c.kind!r}")
+        if c.axis not in AXES:
+            raise ValueError(f"comparison {c.key}: axis {c.axis!r}")
 
 
 check_comparisons()

@@ -77,8 +77,8 @@ def forest(path: Path, evidence: pd.DataFrame, metric: str, a_label: str, b_labe
     better = "lower" if not m.higher_is_better else "higher"
     ax.set_xlabel(f"{b_label} minus {a_label}: {m.label} ({unit}; {better} is better)",
                   fontsize=8)
-    ax.set_title(f"Paired by seed: mean difference and 95% bootstrap interval (grey band: "
-                 f"+-{scale * m.margin:g} {unit}, no difference)", fontsize=9)
+    ax.set_title(f"{b_label} - {a_label}, paired by seed: mean and 95% bootstrap interval\n"
+                 f"(grey band: within +-{scale * m.margin:g} {unit}, no difference)", fontsize=9)
     if rows.empty:
         ax.text(0.5, 0.5, "no paired data", ha="center", transform=ax.transAxes)
     fig.tight_layout()

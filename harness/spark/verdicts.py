@@ -11,8 +11,9 @@ Rules (each can come out either way; tests/spark/test_verdicts.py runs them both
 - safety: per fault cell, which arm lost an acknowledged write in some run (its first seed is
   the reproduction); for an arm that lost none, the 95% Wilson upper bound of its loss rate.
 
-A mechanism sentence (MECHANISMS) says why the arms differ under a fault: it is shown only where
-the verdict is decisive (one arm better, or one arm lost writes).
+A mechanism sentence (`mechanism`: AVAILABILITY by what differs between the arms, LOSS by the
+losing arm's durability) says why the arms differ under a fault: it is shown only where the
+verdict is decisive (one arm better, or one arm lost writes).
 """
 
 from __future__ import annotations
@@ -33,60 +34,90 @@ from harness.spark.stats import (
     METRIC_BY_COLUMN,
 )
 
-# Why ISR-style and majority-style replication behave differently under a fault: one sentence
-# per nemesis, from how the shapes act (harness/sim/faults) and the replica core's rules.
-MECHANISMS: dict[str, str] = {
-    "metadata-quorum-down-kill-follower": (
+# Why the arms differ under a fault, one sentence each, from how the shapes act
+# (harness/sim/faults) and the replica core's rules: by what differs between the arms (the
+# comparison's axis) and the fault; `mechanism` picks one for a decisive cell.
+_WAIT_LAG = ("ISR waits for every in-sync follower until replica.lag.time.max.ms drops the one "
+             "it lost; a majority commit goes on with the follower it still reaches.")
+_NO_ISR_LEFT = ("ISR shrank to the leader before it was fenced, so no follower may be elected "
+                "and the partition waits for the old leader; quorum mode elects from the "
+                "majority that reports its log.")
+AVAILABILITY: dict[tuple[str, str], str] = {
+    ("mode", "bridge"): _WAIT_LAG,
+    ("mode", "random-halves"): _WAIT_LAG,
+    ("mode", "majorities-ring"): _WAIT_LAG,
+    ("mode", "follower-gc-pauses"): (
+        "each pause longer than the session or lag timeout takes the follower out of the ISR "
+        "and back, and acks=all waits on it until then; a majority commit does not wait on it."),
+    ("mode", "isolate-partition-leader"): _NO_ISR_LEFT,
+    ("mode", "cut-followers-then-kill-leader"): _NO_ISR_LEFT,
+    ("mode", "staggered-isr-drop-then-leader-crash"): _NO_ISR_LEFT,
+    ("mode", "metadata-quorum-down-kill-follower"): (
         "ISR cannot drop the dead follower without the controller, so acks=all waits on it "
         "until the quorum returns; a majority commit needs only the leader and the live "
         "follower."),
-    "metadata-quorum-down-kill-leader": (
-        "no leader can be elected while the metadata quorum is down, in any mode: the partition "
-        "waits for the controller."),
-    "kill-2-of-3": (
+    ("mode", "kill-2-of-3"): (
         "one live replica is below a majority, so quorum mode stops; ISR with "
-        "min.insync.replicas=2 stops too once the ISR shrinks below 2."),
-    "kill-leader": (
-        "the dead leader is replaced after broker.session.timeout.ms in every mode; the modes "
-        "differ in how the new leader is chosen (ISR member, or the longest log of a majority's "
-        "reports)."),
-    "pause-leader": (
-        "a stopped leader keeps its session until broker.session.timeout.ms, then is replaced "
-        "as if dead."),
-    "isolate-partition-leader": (
-        "the leader cut from its followers cannot commit in either mode; ISR waits "
-        "replica.lag.time.max.ms to shrink, quorum mode stops at once, and both wait for the "
-        "controller to fence it when it is cut from everyone."),
-    "leader-cut-from-followers-only": (
-        "the leader keeps its controller session: ISR shrinks to the leader after "
-        "replica.lag.time.max.ms and refuses acks=all below min.insync.replicas, while no "
-        "majority ever answers a quorum leader."),
-    "zombie-leader": (
-        "the leader cut from the controllers is replaced after its session expires, but "
-        "clients still reach it: acks=1 writes it takes are truncated when it rejoins."),
-    "follower-gc-pauses": (
-        "each pause longer than the session or lag timeout takes the follower out of the ISR "
-        "and back; a majority commit needs any two of three and does not wait on it."),
-    "staggered-isr-drop-then-leader-crash": (
-        "the ISR shrinks to the leader one follower at a time, then the leader loses power: "
-        "ELR keeps the last follower eligible, an unclean election may take the first, and "
-        "without either the leader returns with a short log."),
-    "power-loss-all-brokers": (
-        "every replica loses what it did not fsync: an fsync before the acknowledgement keeps "
-        "the acknowledged writes, the page cache does not."),
-    "fast-leader-changes": (
-        "two leader changes in quick succession: truncation by leader epoch (KIP-279) must "
-        "iterate to the common epoch."),
-    "fenced-follower-rejoins": (
-        "a fenced follower still fetching may not rejoin the ISR (KIP-841); the leader keeps "
-        "committing with the others."),
-    "unclean-crash-losing-unflushed-tail": (
-        "the leader alone in the ISR loses its unflushed tail: without ELR it is re-elected "
-        "with a short log (KIP-966)."),
-    "cut-followers-then-kill-leader": (
-        "the ISR shrank to the leader before it died: with min.insync.replicas=2 nothing was "
-        "acknowledged after the shrink; quorum mode committed only on a majority."),
+        "min.insync.replicas=1 keeps acknowledging on it."),
+    ("mode", "leader-cut-from-followers-only"): (
+        "the leader keeps its controller session: ISR with min.insync.replicas=1 shrinks to it "
+        "and acknowledges alone, while no majority answers a quorum leader."),
+    ("mode", "unclean-crash-losing-unflushed-tail"): (
+        "ISR with min.insync.replicas=1 acknowledges on the leader alone while it is cut off; "
+        "a quorum leader without a majority acknowledges nothing."),
+    ("elr", "isolate-partition-leader"): (
+        "the followers dropped while the ISR was below min.insync.replicas stay eligible "
+        "(ELR), so one is elected cleanly once the leader is fenced, instead of waiting for "
+        "the old leader."),
+    ("elr", "cut-followers-then-kill-leader"): (
+        "the followers dropped while the ISR was below min.insync.replicas stay eligible "
+        "(ELR), so one is elected cleanly once the dead leader is fenced."),
+    ("elr", "staggered-isr-drop-then-leader-crash"): (
+        "ELR keeps the follower that left the ISR last eligible, so it is elected instead of "
+        "waiting for the leader's return."),
+    ("unclean", "isolate-partition-leader"): (
+        "an unclean election puts an out-of-sync follower in charge without waiting for the "
+        "old leader."),
+    ("unclean", "cut-followers-then-kill-leader"): (
+        "an unclean election puts an out-of-sync follower in charge without waiting for the "
+        "dead leader's return."),
 }
+LOSS: dict[tuple[str, str], str] = {
+    ("page-cache", "power-loss-all-brokers"): (
+        "on the page cache, a power loss of every replica takes the acknowledged writes not "
+        "yet written back: replication is Kafka's durability, and this fault takes every "
+        "replica."),
+    ("page-cache", "unclean-crash-losing-unflushed-tail"): (
+        "the leader alone in the ISR lost its unflushed tail and was re-elected with the short "
+        "log (no ELR: nobody else was eligible)."),
+    ("page-cache", "staggered-isr-drop-then-leader-crash"): (
+        "the leader, last in the ISR, lost its unflushed tail and came back as leader with a "
+        "short log (without ELR); an unclean election may elect the follower that left first."),
+    ("no-fsync", "power-loss-all-brokers"): (
+        "without an fsync before counting, a majority that loses power together forgets what "
+        "it acknowledged."),
+    ("any", "zombie-leader"): (
+        "acks=1 is acknowledged by the leader alone, also by a deposed leader that clients "
+        "still reach: its writes are truncated when it learns the new epoch."),
+    ("any", "cut-followers-then-kill-leader"): (
+        "the leader acknowledged alone (min.insync.replicas=1) while cut off; the follower "
+        "elected uncleanly lacked those writes."),
+    ("any", "isolate-partition-leader"): (
+        "the leader acknowledged alone (min.insync.replicas=1) while cut off; the follower "
+        "elected after it lacked those writes."),
+}
+
+
+def mechanism(c: Comparison, nemesis: str, verdict: str) -> str:
+    """The sentence that says why the arms differ under `nemesis` ("" if none is known)."""
+    if verdict in ("a-lost", "b-lost"):
+        arm = ARMS[c.a if verdict == "a-lost" else c.b]
+        policies = [p for p in arm.flush_policies if p is not None] or ["any"]
+        return LOSS.get((policies[0], nemesis)) or LOSS.get(("any", nemesis), "")
+    return AVAILABILITY.get((c.axis, nemesis), "")
+
+
+DEFAULT_FAULT_MS = 5000  # the study's fault duration (the duration curve apart)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,8 +246,8 @@ def comparison_verdicts(table: pd.DataFrame, safety: pd.DataFrame,
             if frame.empty:
                 continue
             for _, r in frame[frame["verdict"].isin(kinds)].iterrows():
-                decisive.append((str(r["nemesis"]), str(r["verdict"]),
-                                 MECHANISMS.get(str(r["nemesis"]), "")))
+                nemesis, verdict = str(r["nemesis"]), str(r["verdict"])
+                decisive.append((nemesis, verdict, mechanism(c, nemesis, verdict)))
         out.append(Verdict(c, metric, availability_headline(c, rows, metric),
                            safety_sentence(c, loss), decisive, _evidence(rows, loss),
                            _reproductions(c, loss)))
@@ -230,6 +261,8 @@ def _default_cells(frame: pd.DataFrame, key: str, source: str) -> pd.DataFrame:
     sel = frame[(frame["comparison"] == key) & (frame["source"] == source)]
     if "replication_factor" in sel.columns:
         sel = sel[sel["replication_factor"] == 3]
+    if "fault_duration_ms" in sel.columns and (sel["fault_duration_ms"] == DEFAULT_FAULT_MS).any():
+        sel = sel[sel["fault_duration_ms"] == DEFAULT_FAULT_MS]
     for column, default in (("replica_lag_time_max_ms", 2000),
                             ("broker_session_timeout_ms", 1000)):
         if column in sel.columns:

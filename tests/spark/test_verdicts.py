@@ -104,10 +104,24 @@ def test_safety_names_the_losing_arm_and_its_reproduction():
 def test_equal_safety_verdicts_come_first_and_lines_carry_mechanisms():
     trade, eq = TRADE.key, EQ.key
     table = pd.DataFrame([cell(trade, "kill-leader", "equivalent"),
-                          cell(eq, "zombie-leader", "a-better")])
+                          cell(eq, "bridge", "a-better")])
     verdicts = vd.comparison_verdicts(table, pd.DataFrame(), [TRADE, EQ])
     assert [v.comparison.kind for v in verdicts] == [EQUAL_SAFETY, TRADE.kind]
     lines = vd.verdict_lines(verdicts)
     assert lines[0].startswith("- **quorum (majority of the replicas), acks=all vs ISR")
-    assert lines[1].startswith("  - zombie-leader (a-better): the leader cut from the "
-                               "controllers")
+    assert lines[1].startswith("  - bridge (a-better): ISR waits for every in-sync follower")
+    assert lines[2].startswith("- **quorum, acks=all, no fsync")
+
+
+def test_mechanisms_follow_the_axis_and_the_losing_arm():
+    elr = next(c for c in COMPARISONS if c.axis == "elr")
+    assert vd.mechanism(elr, "isolate-partition-leader", "b-better").startswith(
+        "the followers dropped while the ISR was below min.insync.replicas stay eligible")
+    assert vd.mechanism(EQ, "isolate-partition-leader", "b-better").startswith(
+        "ISR shrank to the leader before it was fenced")
+    assert vd.mechanism(EQ, "power-loss-all-brokers", "a-lost").startswith(
+        "on the page cache, a power loss of every replica")
+    nofsync = next(c for c in COMPARISONS if c.b == "quorum-nofsync")
+    assert vd.mechanism(nofsync, "power-loss-all-brokers", "b-lost").startswith(
+        "without an fsync before counting")
+    assert vd.mechanism(EQ, "kill-leader", "equivalent") == ""
