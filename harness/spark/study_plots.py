@@ -22,7 +22,8 @@ COLOURS = {"b-better": "#1a9850", "a-better": "#d73027", "equivalent": "#777777"
            "inconclusive": "#fdae61", "insufficient": "#cccccc"}
 ARM_COLOURS = {"isr-min2": "#d95f02", "isr-min2-elr": "#e6ab02", "isr-min2-flush": "#a6761d",
                "quorum": "#1b9e77", "quorum-nofsync": "#66a61e", "raft": "#7570b3",
-               "isr-min1": "#e7298a", "isr-min1-unclean": "#e31a1c", "isr-acks1": "#999999"}
+               "isr-min1": "#e7298a", "isr-min1-unclean": "#e31a1c", "isr-acks1": "#999999",
+               "isr min ISR 2": "#d95f02", "isr min ISR 3": "#a6761d"}
 DEFAULTS = {"replica_lag_time_max_ms": 2000, "broker_session_timeout_ms": 1000,
             "fault_duration_ms": 5000, "replication_factor": 3}
 # (file, title, the swept column, its label, the nemeses drawn)
@@ -99,7 +100,11 @@ def _curve_rows(groups: pd.DataFrame, column: str, nemeses: Sequence[str]) -> pd
                 column == "rf_min_isr" and other == "replication_factor"):
             g = g[g[other].isna() | (g[other] == default)]
     if column == "rf_min_isr":
-        g = g[g["acks"].eq("all") & g["flush_policy"].isin(["page-cache", "fsync-before-ack"])]
+        g = g[g["acks"].eq("all") & g["flush_policy"].isin(["page-cache", "fsync-before-ack"])
+              & ~g["unclean_leader_election"].astype(bool)
+              & ~g["eligible_leader_replicas"].astype(bool)
+              & g["leader_epoch_enable"].astype(bool)
+              & (g["replication_mode"].ne("isr") | g["min_insync_replicas"].isin([2, 3]))]
         g["arm"] = [f"{r['replication_mode']}" + (f" min ISR {r['min_insync_replicas']}"
                                                    if r["replication_mode"] == "isr" else "")
                     for _, r in g.iterrows()]
@@ -137,8 +142,13 @@ def curve(path: Path, groups: pd.DataFrame, title: str, column: str, unit: str,
         top.set_ylim(-0.02, 1.02)
         bottom.set_ylim(-0.02, 1.02)
         bottom.set_xlabel(f"{title}" + (f" ({unit})" if unit else ""), fontsize=8)
-        if column != "rf_min_isr" and not part.empty and (part[column].astype(float) > 0).all():
-            top.set_xscale("log")
+        if not part.empty:
+            values = sorted(set(part[column].astype(float)))
+            if column != "rf_min_isr" and min(values) > 0:
+                top.set_xscale("log")
+            for ax in (top, bottom):
+                ax.set_xticks(values, [f"{v:g}" for v in values], fontsize=7)
+                ax.minorticks_off()
         if j == 0:
             top.set_ylabel("availability in time\n(probe slots acknowledged)", fontsize=8)
             bottom.set_ylabel("runs that lost an\nacknowledged write (95% Wilson)", fontsize=8)
