@@ -25,6 +25,10 @@ def register(sub: Any) -> None:
                              "quorum), 1 (isr only) or 0 (none)")
     parser.add_argument("--live-time-limit", type=float, default=LIVE_TIME_LIMIT_S,
                         help=f"seconds of workload per queue run (default {LIVE_TIME_LIMIT_S:g})")
+    parser.add_argument("--sim-vs-real-runs", type=int, default=0, metavar="N",
+                        help="also run six faults x both modes N times on real processes and "
+                             "on the simulator at the same settings, and table where they agree "
+                             "(OUT/sim-vs-real/; about 25 s per real run; default 0: skip)")
     parser.add_argument("--metadata", choices=("raft", "abstract"), default="raft",
                         help="the matrix's metadata side: 3 simulated Raft voters (default) or "
                              "the abstract single controller (docs/compare.md)")

@@ -85,12 +85,16 @@ def input_list(inputs: str | Path | Sequence[str | Path]) -> list[str]:
 
 def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
             progress: Progress | None = None, evidence: Any = None,
-            replays: int = 8) -> Result:
+            replays: int = 8, sim_vs_real: Any = None) -> Result:
     """The job on an existing SparkSession (the tests share one). `inputs`: one location or
     several (directories are read recursively, so one directory may hold simulated matrix rows
     and `kraftlab jepsen run --out` directories side by side); rows keep their `source`.
     `evidence`: a conclude.Evidence (the least data a verdict needs); None = its defaults.
-    `replays`: how many losses report.html replays for their replica timeline (0: none)."""
+    `replays`: how many losses report.html replays for their replica timeline (0: none).
+    `sim_vs_real`: the simulation-against-reality table (harness/study/sim_vs_real.py rows),
+    shown in report.html when given."""
+    import pandas as pd
+
     from harness.spark import aggregate as ag
     from harness.spark import conclude, paired, reference, report, report_html, repro
     from harness.spark import study_plots as sp
@@ -158,7 +162,8 @@ def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
     timelines = repro.replay_timelines(reproductions, replays) if replays else {}
     page = report_html.write_html(out, report_html.HtmlInput(
         meta=meta, verdicts=verdicts, findings=findings, sentences=sentences,
-        configs=tables["configs"], forest_plots=forests, timelines=timelines))
+        configs=tables["configs"], forest_plots=forests, timelines=timelines,
+        sim_vs_real=None if not sim_vs_real else pd.DataFrame(sim_vs_real)))
     return Result(report=path, files=(path, page, *files), tables=tables, sentences=sentences,
                   verdicts=verdicts, findings=findings, html=page)
 

@@ -265,7 +265,8 @@ def run_matrix(out: Path, seeds: int, jobs: int | None,
     return Path(path), wall_s
 
 
-def run_analysis(runs: Path | list[Path], out: Path, master: str | None) -> Any:
+def run_analysis(runs: Path | list[Path], out: Path, master: str | None,
+                 sim_vs_real: Any = None) -> Any:
     """Phase 3: the Spark comparison over `runs` (the matrix's rows, plus the live queue runs'
     directory when it has rows), written to `out`."""
     from harness.spark.compare import Progress, analyze
@@ -275,7 +276,7 @@ def run_analysis(runs: Path | list[Path], out: Path, master: str | None) -> Any:
     stages.stage("start Spark")
     spark = build_session(master or DEFAULT_MASTER)
     try:
-        return analyze(spark, runs, out, stages)
+        return analyze(spark, runs, out, stages, sim_vs_real=sim_vs_real)
     finally:
         spark.stop()
 
@@ -327,11 +328,18 @@ def write_index(out: Path, live: Path | None, live_ok: bool, runs: Path, matrix_
         f"2. Simulated scenario matrix: run-summary Parquet in `{runs.relative_to(out)}` "
         f"({matrix_speed(runs, matrix_wall_s)}).",
         f"3. Spark analysis: [{result.report.relative_to(out)}]({result.report.relative_to(out)})"
-        " (tables, plots, conclusions).",
-        "",
-        "## Conclusions (computed from the runs)",
+        " (tables, plots, conclusions)"
+        + (f"; the study for an operator, verdicts first: "
+           f"[{result.html.relative_to(out)}]({result.html.relative_to(out)})."
+           if getattr(result, "html", None) else "."),
         "",
     ]
+    from harness.spark.verdicts import verdict_lines
+
+    verdicts = verdict_lines(getattr(result, "verdicts", []))
+    if verdicts:
+        lines += ["## Verdicts (equal safety first)", "", *verdicts, ""]
+    lines += ["## Conclusions (computed from the runs)", ""]
     for source, said in result.sentences.items():
         lines.append(f"### {source}")
         lines += [f"- {sentence}" for sentence in said]
@@ -356,6 +364,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if modes:
             progress(f"phase 1/3: real-process queue runs ({', '.join(modes)})")
             queue = live_queue_runs(jepsen_dir, modes, args.live_time_limit)
+    comparison = None
+    if getattr(args, "sim_vs_real_runs", 0):
+        from harness.study.sim_vs_real import run_sim_vs_real
+
+        progress(f"phase 1/3: simulation against real processes "
+                 f"({args.sim_vs_real_runs} runs per fault and mode)")
+        comparison, table = run_sim_vs_real(out / "sim-vs-real", args.sim_vs_real_runs,
+                                            progress=tagged("sim-vs-real"))
+        progress(f"sim-vs-real table: {table}")
     progress("phase 2/3: simulated scenario matrix")
     from harness.sim.runs.study_matrix import STUDY_SEEDS
 
@@ -365,7 +382,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     inputs = [out / "runs"]
     if jepsen_dir.exists() and any(jepsen_dir.rglob("part-*.parquet")):
         inputs.append(jepsen_dir)  # the Spark job reads both; rows keep their source
-    result = run_analysis(inputs, out / "analysis", args.master)
+    result = run_analysis(inputs, out / "analysis", args.master, comparison)
     index = write_index(out, live, live_ok, runs, wall_s, result, queue)
     for source, said in result.sentences.items():
         print(f"{source}:")
