@@ -146,12 +146,21 @@ def _topic_paths() -> dict[str, Any]:
                 "type": "object", "required": ["isr"], "properties": {"isr": ids}}}}},
             "responses": {"200": _json({"type": "object"}), **_errors(400, 404, 421, 504)}}},
         "/partitions": {"get": {
-            "summary": "replicas hosted on this broker, as their replica cores see them",
+            "summary": "replicas hosted on this broker, as their replica cores see them "
+                       "(replication.mode=raft: the Raft role, epoch and voters)",
             "responses": {"200": _json({"type": "array", "items": {"type": "object",
                 "properties": {"topic": {"type": "string"}, "partition": int_,
-                               "role": {"enum": ["leader", "follower", "offline"]},
+                               "role": {"enum": ["leader", "follower", "offline", "unattached",
+                                                 "voted", "prospective", "candidate",
+                                                 "resigned"]},
+                               "replication_mode": {"enum": ["raft"]},
                                "leader_epoch": int_, "log_start_offset": int_,
-                               "log_end_offset": int_, "high_watermark": int_, "isr": ids}}})}}},
+                               "log_end_offset": int_, "high_watermark": int_, "isr": ids,
+                               "voters": {"type": "array", "items": {"type": "object",
+                                   "properties": {"node_id": int_, "role": {"type": "string"},
+                                                  "log_end_offset": int_,
+                                                  "lag": {"type": ["integer", "null"]}}}},
+                               "acks_all_needs": int_, "note": {"type": "string"}}}})}}},
         **_record_paths(),
     }
 
@@ -214,6 +223,43 @@ def openapi_document() -> dict[str, Any]:
     return _secure(_document())
 
 
+def _group_paths() -> dict[str, Any]:
+    """harness/admin/groups.py: the group coordinator of the answering broker."""
+    int_ = {"type": "integer"}
+    str_ = {"type": "string"}
+    not_here = _json(ERROR, "INVALID_REQUEST: a controller (groups are served by brokers)")
+    retry = _json(ERROR, "COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE")
+    return {
+        "/groups": {"get": {
+            "summary": "the consumer groups of the __consumer_offsets partitions this broker "
+                       "leads (kafka-consumer-groups --list asks every broker)",
+            "responses": {"200": _json({"type": "object", "properties": {
+                "coordinator": int_, "groups": {"type": "array", "items": {
+                    "type": "object", "properties": {
+                        "group": str_, "protocol_type": str_, "state": str_}}}}}),
+                "400": not_here, "503": retry}}},
+        "/groups/{group}": {
+            "parameters": [{"name": "group", "in": "path", "required": True, "schema": str_}],
+            "get": {
+                "summary": "a group's state, members with their assignments, committed offsets "
+                           "(on its coordinator; elsewhere 421 with the coordinator's id)",
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "group": str_, "coordinator": int_, "state": str_, "protocol_type": str_,
+                    "protocol": str_,
+                    "members": {"type": "array", "items": {"type": "object", "properties": {
+                        "member_id": str_, "group_instance_id": {"type": ["string", "null"]},
+                        "client_id": str_, "host": str_,
+                        "assignment": {"type": "array", "items": {"type": "object",
+                                       "properties": {"topic": str_, "partition": int_}}}}}},
+                    "offsets": {"type": "array", "items": {"type": "object", "properties": {
+                        "topic": str_, "partition": int_, "offset": int_, "leader_epoch": int_,
+                        "metadata": str_}}}}}),
+                    "400": not_here,
+                    "421": _json(ERROR, "NOT_COORDINATOR (hint: coordinator)"),
+                    "503": retry}}},
+    }
+
+
 def _document() -> dict[str, Any]:
     int_ = {"type": "integer"}
     return {
@@ -231,7 +277,8 @@ def _document() -> dict[str, Any]:
                 "summary": "like kafka-metadata-quorum describe --status (this node's view)",
                 "responses": {"200": _json({"type": "object", "properties": {
                     "cluster_id": {"type": "string"}, "leader_id": {"type": ["integer", "null"]},
-                    "leader_epoch": int_, "high_watermark": int_, "max_follower_lag": int_,
+                    "leader_epoch": int_, "voted_id": {"type": ["integer", "null"]},
+                    "high_watermark": int_, "max_follower_lag": int_,
                     "max_follower_lag_time_ms": int_,
                     "current_voters": {"type": "array", "items": int_},
                     "current_observers": {"type": "array", "items": int_}}})}}},
@@ -291,6 +338,7 @@ def _document() -> dict[str, Any]:
                     {"$ref": "#/components/schemas/Links"})}},
             },
             **_topic_paths(),
+            **_group_paths(),
         },
         "components": {
             "securitySchemes": {"bearerAuth": {

@@ -3,7 +3,8 @@
 Routes: /health, /metrics, /openapi.json, /quorum/status, /quorum/replication, /kv/{key}
 (GET/PUT/DELETE), /kv/{key}/cas (POST), /nemesis/links (GET/POST/DELETE); brokers and topics
 (/cluster, /topics, /topics/{topic}, /elect-leaders, /partitions) live in harness/admin/topics.py,
-produce and consume (/topics/{topic}/partitions/{p}/records) in harness/admin/records.py.
+produce and consume (/topics/{topic}/partitions/{p}/records) in harness/admin/records.py,
+consumer groups (/groups, /groups/{group}) in harness/admin/groups.py.
 Brokers serve the same app (their writes and linearizable reads are forwarded).
 
 Rules this module keeps:
@@ -33,6 +34,7 @@ from aiohttp import web
 from harness.admin.auth import auth_middleware
 from harness.admin.context import AdminNode
 from harness.admin.forward import FORWARDED_HEADER, LeaderForwarding
+from harness.admin.groups import add_routes as add_group_routes
 from harness.admin.http import (
     BadRequest,
     Handler,
@@ -286,4 +288,5 @@ def build_app(node: AdminNode) -> web.Application:
     app.middlewares.insert(0, api.links_middleware)  # outermost: a cut-off request runs nothing
     add_topic_routes(app, node, leader)
     add_record_routes(app, node)
+    add_group_routes(app, node)
     return app

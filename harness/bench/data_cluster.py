@@ -13,7 +13,7 @@ import argparse
 import resource
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -24,8 +24,11 @@ ACKS = {"1": 1, "all": -1, "0": 0}
 
 
 @contextmanager
-def data_cluster(args: argparse.Namespace, topic: str) -> Iterator[cl.ClusterFile]:
-    """A fresh cluster with `topic` (RF = min(3, brokers)) created and its leaders elected."""
+def data_cluster(args: argparse.Namespace, topic: str,
+                 more: Mapping[str, Mapping[str, str]] | None = None,
+                 configs: Mapping[str, str] | None = None) -> Iterator[cl.ClusterFile]:  # fmt: skip
+    """A fresh cluster with `topic` (topic `configs`) and the topics of `more` (name: configs),
+    all of RF = min(3, brokers), created and their leaders elected and ISRs full."""
     base = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="kraftlab-bench-"))
     cluster = cl.create_cluster(base, args.controllers, cl.parse_overrides(args.config),
                                 brokers=args.brokers)  # fmt: skip
@@ -36,11 +39,14 @@ def data_cluster(args: argparse.Namespace, topic: str) -> Iterator[cl.ClusterFil
         cl.wait_for_leader(cluster, [n.id for n in cluster.nodes], 30)
         cl.wait_for_brokers(cluster, [n.id for n in cluster.brokers], 30)
         admin = AdminClient(cluster.controllers[0].host, cluster.controllers[0].admin_port, 10)
-        admin.request("POST", "/topics", {"name": topic, "partitions": args.partitions,
-                                          "replication_factor": min(3, args.brokers)})
-        deadline = time.monotonic() + 20
+        topics = {topic: dict(configs or {}), **{t: dict(c) for t, c in (more or {}).items()}}
+        for name, topic_configs in topics.items():
+            admin.request("POST", "/topics", {"name": name, "partitions": args.partitions,
+                                              "replication_factor": min(3, args.brokers),
+                                              "configs": topic_configs})  # fmt: skip
+        deadline = time.monotonic() + 20 + args.partitions / 50
         while time.monotonic() < deadline:  # every partition led and its ISR full
-            parts = admin.get_json(f"/topics/{topic}")["partitions"]
+            parts = [p for name in topics for p in admin.get_json(f"/topics/{name}")["partitions"]]
             if all(p["leader"] is not None and len(p["isr"]) == len(p["replicas"]) for p in parts):
                 break
             time.sleep(0.05)

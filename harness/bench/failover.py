@@ -1,5 +1,6 @@
 """Controller failover: SIGKILL the leader, time until a write issued after the kill succeeds.
-(`--fault pause`: SIGSTOP instead, a hung leader, resumed after each trial.)
+(`--fault pause`: SIGSTOP instead, a hung leader, resumed after each trial.) With `--partition`:
+partition-leader failover per replication mode instead (harness/bench/partition_failover.py).
 
 Method (as for the peer figures in docs/benchmarks.md): a sequential writer PUTs 100-byte
 values over the admin API; the leader is killed with SIGKILL; the clock starts at the kill and
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.admin.client import AdminClient, AdminError
+from harness.bench import partition_failover
 from harness.launcher import cluster as cl
 
 VALUE = "v" * 100
@@ -101,12 +103,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="SIGKILL the leader (default), or SIGSTOP it: a hung leader whose "
                              "sockets stay open, found only by the fetch timeout")
     parser.add_argument("--controllers", type=int, default=3)
+    parser.add_argument("--partition", action="store_true",
+                        help="partition-leader failover (kill -9 of the leader's broker, 3 "
+                             "brokers) per --replication-mode instead of the controller's")
+    parser.add_argument("--replication-mode", default="isr,quorum,raft",
+                        help="with --partition: comma-separated topic modes (default all three)")
     parser.add_argument("--data-dir", help="fresh cluster directory (default: a temp dir)")
     parser.add_argument("--config", action="append", metavar="KEY=VALUE",
                         help="node config override")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.partition:
+        if args.fault != "kill":
+            print("error: --partition measures --fault kill only")
+            return 2
+        return partition_failover.run(args)
     base = Path(args.data_dir) if args.data_dir else Path(tempfile.mkdtemp(prefix="kraftlab-failover-"))
     cluster = cl.create_cluster(base, args.controllers, cl.parse_overrides(args.config))
     base = base.resolve()

@@ -1,5 +1,10 @@
 """Produce throughput and latency: 3 brokers, RF 3, one producer, 100-byte records, acks=1 and all.
 
+`--replication-mode isr,quorum,raft` measures the modes side by side in ONE run: one topic per
+mode in the same cluster (`bench-<mode>`, replication.mode=<mode>), each measured in turn with
+every `--acks`, and a table at the end (records/s, p50/p99 latency, broker CPU per record = CPU
+time of the three broker processes over the measured records, in microseconds).
+
 Method: a fresh cluster (`--controllers`, default 1, and `--brokers`, default 3, on 127.0.0.1, the
 same launcher as `kraftlab cluster up`) with one topic of `--partitions` (default 1) partitions
 and replication factor 3. One harness.client Producer in this process (native msgpack protocol,
@@ -32,9 +37,12 @@ from harness.bench.quorum import cluster_cpu, percentile
 from harness.client import run as client_run
 from harness.launcher import cluster as cl
 
+MODES = ("isr", "quorum", "raft")  # topic replication.mode values, measured side by side
+
 
 async def produce_run(cluster: cl.ClusterFile, topic: str, acks: int, records: int,
-                      record_size: int, args: argparse.Namespace) -> dict[str, Any]:  # fmt: skip
+                      record_size: int, args: argparse.Namespace,
+                      mode: str = "isr") -> dict[str, Any]:  # fmt: skip
     from harness.client import Bootstrap, ClusterClient, Producer, ProducerConfig
 
     bootstrap = Bootstrap(cluster.cluster_id, tuple((n.id, n.host, n.rpc_port) for n in cluster.brokers))
@@ -71,7 +79,9 @@ async def produce_run(cluster: cl.ClusterFile, topic: str, acks: int, records: i
     await producer.close()
     client.close()
     node_cpu = {n: round(cpu1[n] - cpu0[n], 2) for n in cpu0}
+    broker_cpu_s = sum(cpu1[n.id] - cpu0[n.id] for n in cluster.brokers)
     return {
+        "replication_mode": mode,
         "acks": "all" if acks == -1 else str(acks),
         "records": records,
         "record_bytes": record_size,
@@ -83,6 +93,7 @@ async def produce_run(cluster: cl.ClusterFile, topic: str, acks: int, records: i
         "max_ms": round(max(latencies), 2) if latencies else None,
         "failed_sampled": failed,
         "node_cpu_s": node_cpu,
+        "broker_cpu_us_per_record": round(broker_cpu_s * 1e6 / records, 1),
         "client_cpu_s": round(ccpu1 - ccpu0, 2),
     }
 
@@ -90,6 +101,9 @@ async def produce_run(cluster: cl.ClusterFile, topic: str, acks: int, records: i
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common(parser)
     parser.add_argument("--acks", default="1,all", help="comma-separated: 0, 1, all")
+    parser.add_argument("--replication-mode", default="isr",
+                        help="comma-separated topic modes measured side by side in one run: "
+                             "isr, quorum, raft (default isr)")
     parser.add_argument("--client", choices=("native", "confluent-kafka", "kafka-python"),
                         default="native",
                         help="the producer: kraftlab's own client (native protocol) or a real "
@@ -97,7 +111,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def print_row(r: dict[str, Any], what: str) -> None:
-    print(f"{what} acks={r['acks']}: {r['records']} x {r['record_bytes']} B in {r['elapsed_s']} s "
+    print(f"{what} {r['replication_mode']} acks={r['acks']}: {r['records']} x {r['record_bytes']} B in {r['elapsed_s']} s "
           f"= {r['records_per_s']} records/s, {r['mb_per_s']} MB/s; latency p50 {r['p50_ms']} ms, "
           f"p99 {r['p99_ms']} ms, max {r['max_ms']} ms; CPU s: nodes {r['node_cpu_s']}, "
           f"client {r['client_cpu_s']}", flush=True)
@@ -107,17 +121,34 @@ def run(args: argparse.Namespace) -> int:
     if getattr(args, "client", "native") != "native":
         return kafka_produce.run(args)
     acks_list = [ACKS[a.strip()] for a in args.acks.split(",")]
-    topic = "bench"
+    modes = [m.strip() for m in args.replication_mode.split(",")]
+    if not set(modes) <= set(MODES) or len(set(modes)) != len(modes):
+        print(f"error: --replication-mode takes distinct values of {', '.join(MODES)}")
+        return 2
+    topics = {f"bench-{m}": {"replication.mode": m} for m in modes}
+    first, *rest = topics
     results = []
-    with data_cluster(args, topic) as cluster:
-        for acks in acks_list:
-            result = client_run(produce_run(cluster, topic, acks, args.records,
-                                             args.record_size, args))  # fmt: skip
-            results.append(result)
-            if not args.json:
-                print_row(result, "produce")
+    with data_cluster(args, first, {t: topics[t] for t in rest}, topics[first]) as cluster:
+        for mode, topic in zip(modes, topics, strict=True):
+            for acks in acks_list:
+                result = client_run(produce_run(cluster, topic, acks, args.records,
+                                                 args.record_size, args, mode))  # fmt: skip
+                results.append(result)
+                if not args.json:
+                    print_row(result, "produce")
     if args.json:
         print(json.dumps({"bench": "produce", "brokers": args.brokers,
                           "controllers": args.controllers, "partitions": args.partitions,
                           "replication_factor": min(3, args.brokers), "runs": results}))
+    elif len(results) > 1:
+        print_table(results)
     return 0
+
+
+def print_table(results: list[dict[str, Any]]) -> None:
+    print(f"{'mode':<7} {'acks':<5} {'records/s':>10} {'MB/s':>7} {'p50 ms':>7} {'p99 ms':>7} "
+          f"{'broker CPU us/record':>21}")
+    for r in results:
+        print(f"{r['replication_mode']:<7} {r['acks']:<5} {r['records_per_s']:>10} "
+              f"{r['mb_per_s']:>7} {r['p50_ms']!s:>7} {r['p99_ms']!s:>7} "
+              f"{r['broker_cpu_us_per_record']:>21}")

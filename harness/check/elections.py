@@ -22,6 +22,11 @@ mode always fences before it elects, so the hidden changes alternate through -1 
 exact; in ISR mode a failover moves the leader straight to an ISR member (no -1 unless no
 member is eligible), so the hidden changes are counted as elections. With a watcher sampling
 every 100 ms and three brokers' logs, a gap needs every source to miss a state.
+
+Raft mode (replication.mode=raft): the leader epoch is the Raft group's, which also grows with
+elections nobody won (a candidate's epoch), and the metadata shows an epoch only once its leader
+reported it (quorum/controller/raft_leaders.py). So every observed epoch with a real leader after
+the baseline is one election, and hidden epochs are not counted (most are failed candidacies).
 """
 
 from __future__ import annotations
@@ -54,7 +59,7 @@ def merge(*sources: Mapping[int, Mapping[int, int]]) -> States:
 
 
 def count_elections(states: Iterable[tuple[int, int]], *, quorum_mode: bool,
-                    from_epoch: int | None = None) -> int:  # fmt: skip
+                    from_epoch: int | None = None, raft_mode: bool = False) -> int:  # fmt: skip
     """Elections (changes to a real leader) between the observed (leader_epoch, leader) states
     of one partition. The lowest epoch at or above `from_epoch` is the baseline."""
     seq = sorted((e, leader) for e, leader in dict(states).items()
@@ -62,7 +67,7 @@ def count_elections(states: Iterable[tuple[int, int]], *, quorum_mode: bool,
     count = 0
     for (e0, l0), (e1, l1) in zip(seq, seq[1:], strict=False):
         d = e1 - e0
-        if d == 1:
+        if d == 1 or raft_mode:
             count += l1 != NO_LEADER
         elif quorum_mode:
             # hidden changes alternate real, -1 (fence before every election)
@@ -103,9 +108,9 @@ def broker_log_states(logs_dir: Path, topic: str) -> States:
 
 
 def leader_elections(observed: Mapping[int, Mapping[int, int]], start: Mapping[int, int],
-                     *, quorum_mode: bool) -> dict[int, int]:  # fmt: skip
+                     *, quorum_mode: bool, raft_mode: bool = False) -> dict[int, int]:  # fmt: skip
     """Elections per partition since `start` (partition -> its leader epoch when the run
     began), from the merged observed states."""
     return {p: count_elections(observed.get(p, {}).items(), quorum_mode=quorum_mode,
-                               from_epoch=e)
+                               from_epoch=e, raft_mode=raft_mode)
             for p, e in sorted(start.items())}

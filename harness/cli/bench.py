@@ -16,6 +16,7 @@ from harness.bench import (
     consume,
     failover,
     fsync,
+    idle,
     kafka_produce,
     log,
     produce,
@@ -33,6 +34,7 @@ KINDS: dict[str, ModuleType] = {
     "consume": consume,
     "kafka-produce": kafka_produce,
     "fsync": fsync,
+    "idle": idle,
 }
 
 

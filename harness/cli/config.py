@@ -62,7 +62,7 @@ CONTROLLER_ONLY = frozenset({"leader.imbalance.check.interval.ms", "auto.leader.
 # Read only by brokers: the replica fetchers, controlled shutdown, and the data logs (`log.*`,
 # message.max.bytes: the broker defaults of the topic log configs, harness/runtime/log_configs.py;
 # controllers host no data logs; their metadata log is `kraftlab.log.*` / `kraftlab.snapshot.*`).
-BROKER_ONLY_PREFIXES = ("replica.", "kraftlab.controlled.shutdown.", "log.")
+BROKER_ONLY_PREFIXES = ("replica.", "kraftlab.controlled.shutdown.", "log.", "offsets.", "group.")
 BROKER_ONLY = frozenset({"message.max.bytes"})
 # Broker setting -> the topic config it is the default of (Kafka's synonyms): its value must be
 # one the topic config accepts, else the broker would refuse it at start (checked up front).

@@ -4,7 +4,7 @@
                         [--consistency linearizable|local] [--data-dir DIR] ...
     kraftlab jepsen run --workload queue --nemesis NAME [--acks 0|1|all]
                         [--min-insync-replicas N] [--replication-factor R] [--partitions P]
-                        [--unclean] [--no-idempotence] [--replication-mode isr|quorum] ...
+                        [--unclean] [--no-idempotence] [--replication-mode isr|quorum|raft] ...
 
 Progress goes to stderr; the last stdout line is a one-line summary. Exit 0 valid, 1 anomalies,
 2 unknown, 3 the run could not be done (bad option, cluster did not start).
@@ -82,9 +82,12 @@ def register(sub: Any) -> None:
                    help="topic unclean.leader.election.enable=true (default false)")
     q.add_argument("--idempotence", action=argparse.BooleanOptionalAction, default=None,
                    help="enable.idempotence (default: on with acks=all, off otherwise)")
-    q.add_argument("--replication-mode", choices=("isr", "quorum"), default="isr",
+    q.add_argument("--replication-mode", choices=("isr", "quorum", "raft"), default="isr",
                    help="topic replication.mode (default isr)")
     q.add_argument("--consumers", type=int, default=2, help="consumer workers (default 2)")
+    q.add_argument("--subscribe", action="store_true",
+                   help="consumers are one consumer group (subscribe, commit after processing; "
+                        "Kafka protocol, confluent-kafka) instead of reading every partition")
     q.add_argument("--brokers", type=int, default=None,
                    help="brokers of the run's cluster (default 3 for queue, 0 for kv)")
     p.add_argument("--op-timeout", type=float, default=2.5, metavar="S",
@@ -129,6 +132,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             unclean_leader_election=args.unclean, idempotence=idempotence,
             replication_mode=args.replication_mode, producers=concurrency,
             consumers=args.consumers, rate=rate, op_timeout_s=args.op_timeout,
+            subscribe=args.subscribe,
         )
     except ValueError as exc:
         raise RunError(str(exc)) from None

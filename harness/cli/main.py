@@ -21,12 +21,14 @@ from harness.cli import (
     cluster,
     compare,
     config,
+    group,
     jepsen,
     kv,
     nemesis,
     quorum,
     sim,
     topic,
+    ui,
 )
 from harness.runtime.logs import configure_logging
 
@@ -37,14 +39,16 @@ COMMAND_MODULES = (
     quorum,
     kv,
     topic,
+    group,  # `kraftlab group list|describe` (consumer groups)
     client,  # `kraftlab produce` and `kraftlab consume` (harness.client)
     nemesis,  # `kraftlab nemesis` (faults by hand on a running cluster)
     compare,
     bench,
-    sim,  # `sim quorum`, `sim cluster`, `sim matrix` (data-plane scenario matrix)
+    sim,  # `sim quorum`, `sim cluster`, `sim matrix` (data-plane scenario matrix), `sim replay`
     check,
     jepsen,  # `kraftlab jepsen run` (real-process runs)
     analyze,  # `kraftlab analyze` (Spark comparison, docs/compare.md)
+    ui,  # `kraftlab ui` (the web view, docs/ui.md)
 )
 
 

@@ -19,7 +19,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
-from harness.cli import sim_cluster, sim_matrix
+from harness.cli import sim_cluster, sim_matrix, sim_replay
 
 if TYPE_CHECKING:
     from harness.sim.runs.runner import RunSummary, Totals
@@ -65,6 +65,7 @@ def register(sub: Any) -> None:
     q.set_defaults(handler=run_quorum)
     sim_cluster.add_kind(kinds)  # `sim cluster`
     sim_matrix.add_kind(kinds)  # `sim matrix`
+    sim_replay.add_kind(kinds)  # `sim replay` (a recorded run in the web view)
 
 
 def _log_level(args: argparse.Namespace) -> int:

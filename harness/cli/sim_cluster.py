@@ -3,7 +3,7 @@ controllers), brokers, and the data plane with producers and consumers.
 
     kraftlab sim cluster --seeds N [--seed S] [--plane both|data|metadata] [--brokers B]
         [--voters V] [--replication-factor R] [--acks 1|all] [--min-insync-replicas M]
-        [--replication-mode isr|quorum] [--unclean] [--producers P] [--consumers C]
+        [--replication-mode isr|quorum|raft] [--unclean] [--producers P] [--consumers C]
         [--nemesis partition,crash,pause] [--data-duration-ms D] [--duration-ms D] [--trace]
         [--jobs J]
 
@@ -14,9 +14,11 @@ runs seeds S..S+N-1 (S defaults to 1). Per seed, by default (`--plane both`):
 - the data run (harness/sim/runs/cluster_run.py): V Raft controllers (the active controller runs on
   the Raft leader) and B brokers hosting a topic of one partition (RF R) on the real replica
   state machine, P producers (acks), C consumers, and a random fault schedule drawn from the
-  seed (`--nemesis`: kinds partition, crash, pause, power, or shape names); checked: no
-  acknowledged write lost, no two replicas disagree below the HW, HW <= min ISR LEO, Raft
-  safety and the metadata invariants on every controller.
+  seed (`--nemesis`: kinds partition, crash, pause, power, power-loss, or shape names);
+  checked: no acknowledged write lost, no two replicas disagree below the HW, HW <= min ISR
+  LEO, Raft safety and the metadata invariants on every controller. `--replication-mode raft`:
+  the partition's replicas are a Raft group (harness/sim/actors/raft_host.py), also checked for
+  one leader per epoch, a HW that never goes back and never passes the majority's log end.
 `--plane metadata` is the metadata run alone (the command's behaviour before the data plane),
 `--plane data` the data run alone. Every seed prints a one-line summary of its data run; a
 failing seed prints its violation and the command that replays it exactly.
@@ -69,7 +71,7 @@ def add_kind(kinds: Any) -> None:
     d.add_argument("--replication-factor", type=int, default=3, help="default 3")
     d.add_argument("--acks", choices=("1", "all"), default="all", help="default all")
     d.add_argument("--min-insync-replicas", type=int, default=2, help="default 2")
-    d.add_argument("--replication-mode", choices=("isr", "quorum"), default="isr")
+    d.add_argument("--replication-mode", choices=("isr", "quorum", "raft"), default="isr")
     d.add_argument(
         "--unclean", action="store_true", help="unclean.leader.election.enable=true (default false)"
     )
@@ -78,7 +80,7 @@ def add_kind(kinds: Any) -> None:
     d.add_argument(
         "--nemesis",
         default="partition,crash,pause",
-        help="fault kinds (partition, crash, pause, power) or shape names, comma "
+        help="fault kinds (partition, crash, pause, power, power-loss) or shape names, comma "
         "separated, or none (default partition,crash,pause)",
     )
     d.add_argument(
@@ -202,7 +204,9 @@ def run_cluster(args: argparse.Namespace) -> int:
         print(
             f"data plane: {sample.voters} controllers, {sample.brokers} brokers, RF "
             f"{sample.replication_factor}, acks={sample.acks}, min.insync.replicas="
-            f"{sample.min_insync_replicas}, mode {sample.replication_mode}, unclean "
+            f"{sample.min_insync_replicas}"
+            f"{' (does not apply)' if sample.replication_mode == 'raft' else ''}, "
+            f"mode {sample.replication_mode}, unclean "
             f"{str(sample.unclean_leader_election).lower()}, nemesis {args.nemesis}",
             flush=True,
         )

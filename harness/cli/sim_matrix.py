@@ -2,7 +2,7 @@
 
     kraftlab sim matrix --out DIR [--seeds N] [--first-seed S] [--runs N]
                         [--engine local|spark] [--master URL] [--jobs J] [--full]
-                        [--modes isr,quorum] [--acks 1,all] [--min-isr 1,2]
+                        [--modes isr,quorum,raft] [--acks 1,all] [--min-isr 1,2]
                         [--unclean false,true] [--elr false,true] [--rf 3,5]
                         [--leader-epoch true,false]
                         [--nemeses a,b,...] [--durations 1,5,30] [--histories]
@@ -12,10 +12,11 @@
 
 --study default|large runs the study's matrix instead (harness/sim/runs/study_matrix.py: the
 arms, every nemesis, the trade-off curves; what `kraftlab compare` runs, or its larger preset).
-Without --full and without any of the dimension options it runs the default matrix (both modes,
-the main settings, every nemesis, RF 3, faults of 1 and 5 s, 20 seeds; harness/sim/runs/matrix.py
-DEFAULT_SETTINGS); --full (or any dimension option) starts from the product of every dimension
-(MatrixSpec's defaults). --runs N keeps the first N runs. Rows: DIR/part-*.parquet in the
+Without --full and without any of the dimension options it runs the default matrix (the three
+modes, the main settings, every nemesis, RF 3, faults of 1 and 5 s, 20 seeds;
+harness/sim/runs/matrix.py DEFAULT_SETTINGS); --full (or any dimension option) starts from the
+product of every dimension (MatrixSpec's defaults; raft cells only with unclean and ELR off and
+leader epochs on, which is all raft mode has). --runs N keeps the first N runs. Rows: DIR/part-*.parquet in the
 run-summary schema (harness/results/schema.py,
 docs/compare.md); --histories also writes DIR/histories/<run_id>.jsonl (local engine).
 --metadata: the controller side of every run: `raft` (default; 3 simulated Raft voters, on which
@@ -29,8 +30,12 @@ broker.session.timeout.ms sweeps). --timeline writes DIR/timelines/<run_id>.md a
 replicas' leader, epoch, ISR, LEO and HW around a loss (each row's replay_command ends with it).
 
 The `sim` group (harness/cli/sim.py) adds this module's `matrix` kind, as it adds `cluster`.
+--engine spark runs the matrix as Spark tasks on --master (harness/spark/matrix.py), kraftlab's
+code shipped to the executors; a run that raises there is reported with its seed, config and
+the command replaying it here (docs/compare.md, "Running on Spark").
 Exit code: 0; 1 if a simulator invariant (HW above the ISR's LEO, a leader epoch going back)
-broke in any run (anomalies the checkers find are results, not failures); 2 on bad options.
+broke in any run, or a run failed in an executor (anomalies the checkers find are results, not
+failures); 2 on bad options.
 """
 
 from __future__ import annotations
@@ -38,7 +43,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -63,7 +67,7 @@ def add_kind(kinds: Any) -> None:
     m.add_argument("--study", choices=("default", "large"), default=None,
                    help="the study's matrix (harness/sim/runs/study_matrix.py): what kraftlab "
                         "compare runs, or the larger preset for a Spark cluster")
-    for name, help_ in (("modes", "isr,quorum"), ("acks", "1,all"), ("min-isr", "1,2"),
+    for name, help_ in (("modes", "isr,quorum,raft"), ("acks", "1,all"), ("min-isr", "1,2"),
                         ("unclean", "false,true"), ("elr", "false,true"), ("rf", "3,5"),
                         ("leader-epoch", "leader.epoch.enable values, e.g. true,false"),
                         ("nemeses", "comma-separated nemesis names"),
@@ -107,8 +111,8 @@ def build_spec(args: argparse.Namespace) -> Any:
     from harness.sim.faults.shapes import SCENARIO_NEMESES as NEMESES
     from harness.sim.runs.matrix import DEFAULT_SEEDS, MatrixSpec, default_spec
 
-    dims = {"modes": (str, ("isr", "quorum")), "acks": (str, ("1", "all")),
-            "min_isr": (int, (1, 2, 3)), "unclean": (_BOOLS.__getitem__, None),
+    dims = {"modes": (str, ("isr", "quorum", "raft")), "acks": (str, ("1", "all")),
+            "min_isr": (int, (1, 2, 3, 4, 5)), "unclean": (_BOOLS.__getitem__, None),
             "elr": (_BOOLS.__getitem__, None), "rf": (int, (1, 3, 5)),
             "leader_epoch": (_BOOLS.__getitem__, None),
             "nemeses": (str, NEMESES), "durations": (lambda v: int(float(v) * 1000), None)}
@@ -153,7 +157,6 @@ def run_matrix(args: argparse.Namespace) -> int:
     from harness.results.schema import write_dataset
     from harness.sim.runs.matrix import Progress, run_local
     from harness.sim.runs.runner import quiet_logging
-    from harness.spark.matrix import run_spark
 
     quiet_logging(logging.ERROR)  # thousands of runs: the cores' info lines only cost time
 
@@ -186,14 +189,10 @@ def run_matrix(args: argparse.Namespace) -> int:
               f"(at most {MAX_TIMELINES}: it is for replaying a few)", file=sys.stderr)
         return 2
     out = Path(args.out)
-    started = time.monotonic()
     print(f"sim matrix: {len(configs)} runs, engine {args.engine}, metadata {spec.metadata}",
           file=sys.stderr, flush=True)
     if args.engine == "spark":
-        count = run_spark(configs, out, args.master)
-        wall = time.monotonic() - started
-        print(f"runs {count}, wall {wall:.1f} s, {count / max(wall, 1e-9):.2f} runs/s; rows: {out}")
-        return 0
+        return _run_on_spark(configs, out, args.master)
     progress = Progress(len(configs))
     broken: list[str] = []
     hist_dir = out / "histories"
@@ -231,3 +230,27 @@ def write_timelines(configs: Any, where: Path) -> None:
         (where / f"{timeline.run_id}.md").write_text(timeline.markdown() + "\n")
         (where / f"{timeline.run_id}.json").write_text(json.dumps(timeline.to_json()))
         print(f"timeline: {where / timeline.run_id}.md (lost {result.lost_writes})")
+
+
+def _run_on_spark(configs: list[Any], out: Path, master: str | None) -> int:
+    """The matrix as Spark tasks (harness/spark/matrix.py), kraftlab's code shipped to the
+    executors; exit 1 if a run failed in an executor or broke a simulator invariant."""
+    from harness.sim.runs.matrix import Progress
+    from harness.spark.matrix import report_failures, run_spark
+    from harness.spark.session import build_session
+    from harness.spark.ship import ship
+
+    spark = build_session(master, app_name="kraftlab-sim-matrix")
+    try:
+        ship(spark)
+        result = run_spark(spark, configs, out, Progress(len(configs)))
+    finally:
+        spark.stop()
+    for executor in result.executors[:5]:
+        print(f"executors ran: {executor}", file=sys.stderr)
+    report_failures(result, lambda line: print(line, file=sys.stderr))
+    print(f"runs {result.runs} in {result.tasks} Spark tasks, wall {result.wall_s:.1f} s, "
+          f"{result.runs / max(result.wall_s, 1e-9):.2f} runs/s, "
+          f"{result.cpu_ms / 1000 / max(result.runs, 1):.3f} CPU s per run in the executors; "
+          f"failed {len(result.failures)}; rows: {out}")
+    return 1 if result.failures or result.violations else 0

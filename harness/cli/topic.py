@@ -4,7 +4,10 @@ command line, through any node's admin API (docs/api.md).
 Any node answers: a broker or a follower controller forwards to the active controller. While
 there is no active controller (an election after a kill -9) the command retries on the next node
 until `--timeout`, showing progress; a Kafka error (TOPIC_ALREADY_EXISTS, INVALID_*, ...) is
-printed with its name and exits 1. `describe` prints kafka-topics.sh --describe lines.
+printed with its name and exits 1. `describe` prints kafka-topics.sh --describe lines; for a
+replication.mode=raft topic, under each partition, its Raft group as the leader's broker sees it
+(GET /partitions of every broker: leader, epoch, HW, each voter's role and lag) and a note that
+min.insync.replicas does not apply.
 """
 
 from __future__ import annotations
@@ -15,8 +18,10 @@ import sys
 from typing import Any
 from urllib.parse import quote
 
-from harness.cli.common import add_data_dir, admin_request, guarded
+from harness.admin.client import AdminClient, AdminError
+from harness.cli.common import add_data_dir, admin_request, data_dir_of, guarded
 from harness.launcher import cluster as cl
+from partition.raft import MIN_INSYNC_REPLICAS_NOTE
 
 
 def fail(status: int, data: Any) -> int:
@@ -39,8 +44,61 @@ def cmd_describe(args: argparse.Namespace) -> int:
     status, data = admin_request(args, "GET", f"{path}?format=text")
     if status != 200:
         return fail(status, data)
-    sys.stdout.write(data)
+    raft = [line.split("\t", 1)[0].removeprefix("Topic: ") for line in data.splitlines()
+            if line.startswith("Topic: ") and "replication.mode=raft" in line]  # fmt: skip
+    if not raft:
+        sys.stdout.write(data)
+        return 0
+    rows = raft_rows(cl.ClusterFile.load(data_dir_of(args)), set(raft))
+    for line in data.splitlines():
+        print(line)
+        fields = dict(f.split(": ", 1) for f in line.strip().split("\t") if ": " in f)
+        if line.startswith("\t") and fields.get("Topic") in raft:
+            print(raft_line(fields["Topic"], int(fields["Partition"]), rows))
+        elif line.startswith("Topic: ") and fields.get("Topic") in raft:
+            print(f"\tNote: {MIN_INSYNC_REPLICAS_NOTE} (replication.mode=raft)")
     return 0
+
+
+def raft_rows(cluster: cl.ClusterFile, topics: set[str]) -> dict[tuple[str, int], list[Any]]:
+    """GET /partitions of every broker that answers: the raft replicas' own views."""
+    out: dict[tuple[str, int], list[Any]] = {}
+    for node in cluster.brokers:
+        client = AdminClient(node.host, node.admin_port, timeout_s=2.0)
+        try:
+            rows = client.get_json("/partitions")
+        except (AdminError, OSError):
+            continue  # a stopped broker: its replica shows as the others see it
+        finally:
+            client.close()
+        for row in rows:
+            if row.get("replication_mode") == "raft" and row["topic"] in topics:
+                row["broker"] = node.id
+                out.setdefault((row["topic"], row["partition"]), []).append(row)
+    return out
+
+
+def raft_line(topic: str, partition: int, rows: dict[tuple[str, int], list[Any]]) -> str:
+    """The Raft group of one partition as its leader sees it: leader, epoch, HW, and every
+    voter's role and lag (only the leader knows its followers; without one, each replica's own
+    role)."""
+    seen = rows.get((topic, partition), [])
+    if not seen:
+        return "\t  Raft: no replica answered"
+    leaders = [r for r in seen if r["role"] == "leader"]
+    if leaders:
+        lead = max(leaders, key=lambda r: r["leader_epoch"])
+        voters = ", ".join(
+            f"{v['node_id']} ({v['role']}" + ("" if v["role"] == "leader" or v["lag"] is None
+                                              else f", lag {v['lag']}") + ")"
+            for v in lead["voters"])  # fmt: skip
+        return (f"\t  Raft: Leader: {lead['leader']}\tEpoch: {lead['leader_epoch']}\t"
+                f"HighWatermark: {lead['high_watermark']}\tLogEndOffset: "
+                f"{lead['log_end_offset']}\tVoters: {voters}\tAcksAllNeeds: "
+                f"{lead['acks_all_needs']}")
+    epoch = max(r["leader_epoch"] for r in seen)
+    own = ", ".join(f"{r['broker']} ({r['role']})" for r in sorted(seen, key=lambda r: r["broker"]))
+    return f"\t  Raft: Leader: none\tEpoch: {epoch}\tVoters: {own}"
 
 
 def cmd_list(args: argparse.Namespace) -> int:

@@ -63,6 +63,12 @@ QUEUE_OVERRIDES = {
     "replica.fetch.backoff.ms": "200",
 }
 QUEUE_BROKERS = 3
+# `--subscribe` (a consumer group): a few offsets partitions (Kafka's 50 are many replicas for a
+# laptop-sized run) and no initial rebalance delay, so the group forms within the lead-in.
+SUBSCRIBE_OVERRIDES = {
+    "offsets.topic.num.partitions": "6",
+    "group.initial.rebalance.delay.ms": "0",
+}
 
 STOP_POLL_S = 0.1  # how often `RunOptions.stop_when` is asked
 
@@ -133,7 +139,8 @@ def cluster_overrides(options: RunOptions) -> dict[str, str]:
     """The node configs of the run: the queue's broker timings under the user's overrides."""
     if options.workload != "queue":
         return dict(options.overrides)
-    return {**QUEUE_OVERRIDES, **options.overrides}
+    group = SUBSCRIBE_OVERRIDES if options.queue.subscribe else {}
+    return {**QUEUE_OVERRIDES, **group, **options.overrides}
 
 
 def _say(options: RunOptions, message: str) -> None:

@@ -59,6 +59,7 @@ from typing import Any
 import aiohttp
 
 from harness.check import elections as el
+from harness.check.groups import check_groups
 from harness.check.history import Operation
 from harness.check.queue import check_queue
 from harness.client import (
@@ -73,6 +74,7 @@ from harness.client import (
     ProducerConfig,
 )
 from harness.jepsen.recorder import CheckOutcome, ProcessIds, RunContext
+from harness.jepsen.workload_subscribe import GroupConsumers
 
 ACKS = {"0": 0, "1": 1, "all": -1}
 SETUP_TIMEOUT_S = 20.0
@@ -93,19 +95,20 @@ class QueueOptions:
     min_insync_replicas: int = 2
     unclean_leader_election: bool = False
     idempotence: bool = True
-    replication_mode: str = "isr"  # "isr" | "quorum" (the topic's replication.mode)
+    replication_mode: str = "isr"  # "isr" | "quorum" | "raft" (the topic's replication.mode)
     producers: int = 3
     consumers: int = 2
     rate: float = 60.0  # sends per second, all producers together
     op_timeout_s: float = 2.5
     poll_wait_ms: int = 300  # fetch.max.wait.ms of workload polls
     drain_timeout_s: float = 5.0  # one drain op
+    subscribe: bool = False  # consumers are one consumer group (workload_subscribe.py)
 
     def __post_init__(self) -> None:
         if self.acks not in ACKS:
             raise ValueError(f"acks must be one of {', '.join(ACKS)}, got {self.acks!r}")
-        if self.replication_mode not in ("isr", "quorum"):
-            raise ValueError("replication_mode must be 'isr' or 'quorum'")
+        if self.replication_mode not in ("isr", "quorum", "raft"):
+            raise ValueError("replication_mode must be 'isr', 'quorum' or 'raft'")
         if self.partitions < 1 or self.replication_factor < 1 or self.producers < 1:
             raise ValueError("partitions, replication_factor and producers must be >= 1")
         if self.consumers < 0 or self.rate <= 0 or self.op_timeout_s <= 0:
@@ -153,6 +156,10 @@ class QueueWorkload:
         # elections.py): the setup's, the watcher's during the run, the final phase's
         self.leader_states: el.States = {}
         self._watcher: asyncio.Task[None] | None = None
+        self._drain_ends: dict[int, int] = {}  # partition -> end of its final drain
+        self.group = GroupConsumers(options.topic, options.partitions, self.pids,
+                                    options.poll_wait_ms, options.op_timeout_s, _decode
+                                    ) if options.subscribe else None  # fmt: skip
 
     def describe(self) -> dict[str, Any]:
         o = self.options
@@ -162,6 +169,7 @@ class QueueWorkload:
                 "unclean_leader_election": o.unclean_leader_election,
                 "idempotence": o.idempotence, "replication_mode": o.replication_mode,
                 "producers": o.producers, "consumers": o.consumers, "rate": o.rate,
+                "subscribe": o.subscribe,
                 "concurrency": self.concurrency, "op_timeout_s": self.op_timeout_s}
 
     def is_producer(self, worker: int) -> bool:
@@ -243,6 +251,8 @@ class QueueWorkload:
         self._client = ClusterClient(Bootstrap.from_cluster_file(ctx.data_dir),
                                      request_timeout_ms=int(o.op_timeout_s * 1000))
         self._watcher = asyncio.create_task(self._watch_leaders(ctx))
+        if self.group is not None:
+            self.group.setup(ctx.data_dir)
         if ctx.progress is not None:
             ctx.progress(f"topic {o.topic}: {o.partitions} partitions, RF "
                          f"{o.replication_factor}, {o.topic_configs()}, acks={o.acks}, "
@@ -275,7 +285,8 @@ class QueueWorkload:
         if logs_dir is not None and logs_dir.is_dir():
             states = el.merge(states, el.broker_log_states(logs_dir, self.options.topic))
         per = el.leader_elections(states, self.leader_epochs_start,
-                                  quorum_mode=self.options.replication_mode == "quorum")
+                                  quorum_mode=self.options.replication_mode == "quorum",
+                                  raft_mode=self.options.replication_mode == "raft")
         changes = sum(el.epoch_changes(states.get(p, {}), e)
                       for p, e in self.leader_epochs_start.items())
         return {"partition_leader_elections": sum(per.values()),
@@ -366,6 +377,8 @@ class QueueWorkload:
         return out
 
     async def poll(self, ctx: RunContext, worker: int) -> str:
+        if self.group is not None:
+            return await self.group.poll(ctx, worker)
         consumer = self._consumers.get(worker) or await self._assign(ctx, worker)
         process = self.pids.current(worker)
         ctx.recorder.record(process, "invoke", "poll", None)
@@ -478,6 +491,7 @@ class QueueWorkload:
             rows = await self._drain_once(partition, after, budget)
             if rows is not None:
                 ctx.recorder.record(process, "ok", "poll", {tp: rows}, final=True)
+                self._drain_ends[partition] = max([after + 1] + [o + 1 for o, _ in rows])
                 return True
             ctx.recorder.record(process, "fail", "poll", None, "DRAIN_INCOMPLETE", final=True)
         return False
@@ -496,10 +510,16 @@ class QueueWorkload:
         for p, offset in enumerate(offsets):
             if await self._drain(ctx, p, -1 if offset is None else offset, deadline):
                 drained.append(self.tps[p])
+        caught_up = None
+        if self.group is not None:
+            workers = [w for w in range(self.concurrency) if not self.is_producer(w)]
+            caught_up = await self.group.catch_up(ctx, workers, self._drain_ends, deadline)
+            self.group.close()
         view = await self.topic_view(ctx)
         self._observe(view)
         self.final_info = {"probe_recovery_s": recovery_s, "drained_partitions": drained,
                            "drain_complete": len(drained) == self.options.partitions,
+                           "group_caught_up": caught_up,
                            **self.count_elections(),  # the runner adds the brokers' logs
                            "final_topic": view}
         for producer in self._aborted:
@@ -516,6 +536,16 @@ class QueueWorkload:
         anomalies = {name: {"count": result.counts[name], "examples": result.anomalies[name]}
                      for name in report["anomaly_types"]}
         verdict = "valid" if result.valid else "invalid"
+        if self.group is not None:
+            groups = check_groups(ops)
+            anomalies.update({name: {"count": n, "examples": groups.anomalies[name]}
+                              for name, n in groups.counts.items() if n})  # fmt: skip
+            report["group"] = {"counts": groups.counts, "anomalies": groups.anomalies,
+                               "stats": groups.stats}  # fmt: skip
+            if not groups.valid:
+                verdict = "invalid"
+            elif verdict == "valid" and not groups.stats["group_caught_up"]:
+                verdict = "unknown"  # the group never consumed up to the end
         if verdict == "valid" and not self.final_info.get("drain_complete", False):
             verdict = "unknown"  # nothing wrong seen, but some partition was never drained
         return CheckOutcome(verdict, anomalies, report)

@@ -16,10 +16,14 @@ from typing import Any
 
 @dataclass(slots=True)
 class Reply:
-    """Answer a request once; later calls are ignored."""
+    """Answer a request once; later calls are ignored. `client_id` (the request header's) and
+    `client_host` (the peer address, as Kafka shows it: "/127.0.0.1") say who asked (the group
+    coordinator records both per member)."""
 
     send: Callable[[Any], None]
     done: bool = field(default=False)
+    client_id: str = ""
+    client_host: str = ""
 
     def __call__(self, body: Any) -> None:
         if not self.done:

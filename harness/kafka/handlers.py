@@ -1,7 +1,9 @@
 """Kafka API handlers of the broker's Kafka listener (harness/kafka/server.py): ApiVersions,
 Metadata, Produce, Fetch, ListOffsets, InitProducerId (the admin APIs CreateTopics, DeleteTopics
 and DescribeCluster are in admin_handlers.py; DescribeConfigs, AlterConfigs and
-IncrementalAlterConfigs in config_handlers.py).
+IncrementalAlterConfigs in config_handlers.py; FindCoordinator and the group APIs in
+group_handlers.py; OffsetForLeaderEpoch, DescribeQuorum, ElectLeaders, DescribeLogDirs and
+DescribeProducers in ops_handlers.py).
 
 Every data request goes through the broker's ReplicaManager (harness/runtime/replica_manager.py),
 the same path as the native protocol and the admin API: there is no second produce or fetch
@@ -59,12 +61,13 @@ from kafka.protocol.producer import (  # type: ignore[import-untyped]
     ProduceResponse,
 )
 
-from harness.kafka import admin_handlers, config_handlers
+from harness.kafka import admin_handlers, config_handlers, group_handlers, ops_handlers
 from harness.kafka.answer import Reply, topic_uuid
 from harness.runtime.broker import BrokerNode
 from partition.log import batch as rb
 from partition.replica import FetchResponse as CoreFetch
 from partition.replica import ProduceResponse as CoreProduce
+from quorum.metadata.configs import INTERNAL_TOPICS
 from quorum.metadata.errors import Errors
 from quorum.metadata.records import NO_LEADER
 
@@ -88,7 +91,8 @@ SUPPORTED: dict[int, tuple[Any, Any, int, int]] = {
     ProduceRequest.API_KEY: (ProduceRequest, ProduceResponse, 3, 10),
     FetchRequest.API_KEY: (FetchRequest, FetchResponse, 4, 12),
     ListOffsetsRequest.API_KEY: (ListOffsetsRequest, ListOffsetsResponse, 1, 7),
-    MetadataRequest.API_KEY: (MetadataRequest, MetadataResponse, 1, 12),
+    # v0 too: older aiokafka and kafka-python 2.x open with it (Kafka 4.0 kept v0-3, KIP-896).
+    MetadataRequest.API_KEY: (MetadataRequest, MetadataResponse, 0, 12),
     ApiVersionsRequest.API_KEY: (ApiVersionsRequest, ApiVersionsResponse, 0, 3),
     InitProducerIdRequest.API_KEY: (InitProducerIdRequest, InitProducerIdResponse, 0, 4),
     # admin_handlers.py. DeleteTopics v6 names topics by id; DescribeCluster v2 adds fenced brokers.
@@ -100,6 +104,11 @@ SUPPORTED: dict[int, tuple[Any, Any, int, int]] = {
     AlterConfigsRequest.API_KEY: (AlterConfigsRequest, AlterConfigsResponse, 0, 2),
     IncrementalAlterConfigsRequest.API_KEY: (IncrementalAlterConfigsRequest,
                                              IncrementalAlterConfigsResponse, 0, 1),
+    # group_handlers.py: FindCoordinator and the classic group protocol (docs/groups.md).
+    **group_handlers.SUPPORTED,
+    # ops_handlers.py: OffsetForLeaderEpoch, DescribeQuorum, ElectLeaders, DescribeLogDirs,
+    # DescribeProducers (Kafka's own tools).
+    **ops_handlers.SUPPORTED,
 }
 
 
@@ -132,6 +141,10 @@ def handle(node: BrokerNode, api_key: int, version: int, request: Any, reply: Re
         config_handlers.alter_configs(node, version, request, reply)
     elif api_key == IncrementalAlterConfigsRequest.API_KEY:
         config_handlers.incremental_alter_configs(node, version, request, reply)
+    elif api_key in group_handlers.HANDLERS:
+        group_handlers.HANDLERS[api_key](node, version, request, reply)
+    elif api_key in ops_handlers.HANDLERS:
+        ops_handlers.HANDLERS[api_key](node, version, request, reply)
     else:  # server.py only routes keys in SUPPORTED
         raise AssertionError(f"api key {api_key} not routed")
 
@@ -151,17 +164,20 @@ def api_versions_body(version: int, error_code: int) -> Any:
 
 def metadata_body(node: BrokerNode, version: int, request: Any) -> Any:
     """Brokers (unfenced, with a Kafka listener) and topics from this broker's image.
-    Auto-creation is off: an unknown topic is UNKNOWN_TOPIC_OR_PARTITION."""
+    Auto-creation is off: an unknown topic is UNKNOWN_TOPIC_OR_PARTITION. A raft partition
+    hosted here names the leader its Raft replica knows when that is newer than the image
+    (harness/runtime/raft_leadership.py: clients find it with every controller down)."""
     cls = MetadataResponse[version]
     image = node.image
+    leader_for = None if node.broker is None else node.broker.replicas.leader_for
     brokers = []
     for b in image.brokers():
         endpoint = b.endpoint("kafka")
         if endpoint is not None and image.is_broker_usable(b.broker_id):
             brokers.append(cls.MetadataResponseBroker(node_id=b.broker_id, host=endpoint.host,
                                                       port=endpoint.port, rack=b.rack))  # fmt: skip
-    if request.topics is None:
-        names = [t.name for t in image.topics()]
+    if request.topics is None or (version == 0 and not request.topics):
+        names = [t.name for t in image.topics()]  # v0: an empty list means every topic
     else:
         names = [t.name for t in request.topics if t.name is not None]
     topics = []
@@ -174,15 +190,16 @@ def metadata_body(node: BrokerNode, version: int, request: Any) -> Any:
             continue
         parts = []
         for p in image.partitions(topic.topic_id):
-            leader = -1 if p.leader == NO_LEADER else p.leader
+            leader, epoch = (p.leader, p.leader_epoch) if leader_for is None else leader_for(p)
+            leader = -1 if leader == NO_LEADER else leader
             offline = [r for r in p.replicas if not image.is_broker_usable(r)]
             error = Errors.LEADER_NOT_AVAILABLE if leader < 0 else Errors.NONE
             parts.append(tcls.MetadataResponsePartition(
                 error_code=error.code, partition_index=p.partition, leader_id=leader,
-                leader_epoch=p.leader_epoch, replica_nodes=list(p.replicas),
+                leader_epoch=epoch, replica_nodes=list(p.replicas),
                 isr_nodes=list(p.isr), offline_replicas=offline))  # fmt: skip
         topics.append(tcls(error_code=0, name=name, topic_id=topic_uuid(topic.topic_id),
-                           is_internal=False, partitions=parts))  # fmt: skip
+                           is_internal=name in INTERNAL_TOPICS, partitions=parts))  # fmt: skip
     # KRaft brokers hand clients a random live broker as "controller"; we name ourselves.
     return cls(throttle_time_ms=0, brokers=brokers, cluster_id=node.cluster_id,
                controller_id=node.node_id, topics=topics)  # fmt: skip
@@ -376,26 +393,23 @@ def list_offsets_body(node: BrokerNode, version: int, request: Any) -> Any:
 
 def _list_offset(replicas: Any, topic: str, partition: int, timestamp: int,
                  current_leader_epoch: int) -> tuple[Errors, int, int, int]:  # fmt: skip
-    r = replicas.by_name.get((topic, partition))
-    if r is None:
-        _, error, _, _ = replicas.lookup(topic, partition)
+    error, view = replicas.offsets_view(topic, partition)  # any replication mode
+    if view is None:
         return error, -1, -1, -1
-    core = r.core
-    if not core.is_leader:
+    if not view.is_leader:
         return Errors.NOT_LEADER_OR_FOLLOWER, -1, -1, -1
-    if current_leader_epoch >= 0 and current_leader_epoch != core.leader_epoch:
-        error = (Errors.FENCED_LEADER_EPOCH if current_leader_epoch < core.leader_epoch
+    if current_leader_epoch >= 0 and current_leader_epoch != view.leader_epoch:
+        error = (Errors.FENCED_LEADER_EPOCH if current_leader_epoch < view.leader_epoch
                  else Errors.UNKNOWN_LEADER_EPOCH)  # fmt: skip
         return error, -1, -1, -1
-    status = core.status()
     if timestamp == EARLIEST_TIMESTAMP:
-        return Errors.NONE, status.log_start_offset, -1, core.leader_epoch
+        return Errors.NONE, view.log_start_offset, -1, view.leader_epoch
     if timestamp == LATEST_TIMESTAMP:
-        return Errors.NONE, status.high_watermark, -1, core.leader_epoch
+        return Errors.NONE, view.high_watermark, -1, view.leader_epoch
     if timestamp == MAX_TIMESTAMP or timestamp >= 0:
-        offset, found_ms = offset_for_timestamp(r.log, status.log_start_offset, status.high_watermark,
-                                         timestamp)  # fmt: skip
-        return Errors.NONE, offset, found_ms, core.leader_epoch if offset >= 0 else -1
+        offset, found_ms = offset_for_timestamp(view.log, view.log_start_offset,
+                                                view.high_watermark, timestamp)  # fmt: skip
+        return Errors.NONE, offset, found_ms, view.leader_epoch if offset >= 0 else -1
     return Errors.INVALID_REQUEST, -1, -1, -1
 
 

@@ -98,6 +98,7 @@ class _Connection:
         self.closed = False
         peer = writer.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self.client_host = f"/{peer[0]}" if peer else ""
 
     async def serve(self) -> None:
         try:
@@ -162,7 +163,9 @@ class _Connection:
                 self._fill(reply_slot, body, cid)
 
         try:
-            handlers.handle(self.listener.node, api_key, api_version, request, Reply(reply))
+            handlers.handle(self.listener.node, api_key, api_version, request,
+                            Reply(reply, client_id=header.client_id or "",
+                                  client_host=self.client_host))  # fmt: skip
         except Exception as exc:  # a handler bug must not stop the broker: drop this client
             log.error("kafka.handler_failed", api_key=api_key, api_version=api_version,
                       error=f"{type(exc).__name__}: {exc}", exc_info=exc)  # fmt: skip

@@ -10,7 +10,8 @@ The simulator drives the same BrokerSession (harness/sim/actors/cluster_node.py)
 
 It also logs this broker's own partition assignments as they change (`broker.partition_*`) and
 hands every applied metadata change to the replica manager (replica_manager.py), which hosts the
-data replicas. Controller RPCs (AlterPartition, AllocateProducerIds) go to the leader the observer
+data replicas, then to the group host (group_host.py: the group coordinator, on the
+`__consumer_offsets` partitions this broker leads). Controller RPCs (AlterPartition, AllocateProducerIds) go to the leader the observer
 core knows, over the node transport (controller_rpc.py): `send_controller` / `call_controller`.
 """
 
@@ -27,6 +28,7 @@ import structlog
 from harness.drive.broker_session import BrokerSession, BrokerTiming, Transition
 from harness.runtime.context import NodeContext
 from harness.runtime.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
+from harness.runtime.group_host import GroupHost
 from harness.runtime.replica_manager import ReplicaManager
 from quorum.controller import (
     AlterPartitionRequest,
@@ -75,6 +77,7 @@ class BrokerLifecycle:
         self._next_call_id = 1 << 40  # disjoint from the session's request ids
         self._assignments: dict[tuple[str, int], tuple[int, int, tuple[int, ...]]] = {}
         self.replicas = ReplicaManager(node, self)
+        self.groups = GroupHost(node, self, self.replicas)  # the group coordinator (group_host.py)
 
     @property
     def incarnation_id(self) -> str:
@@ -93,7 +96,11 @@ class BrokerLifecycle:
         """Ask the controller to let us go; True once it said should_shut_down."""
         if not self.session.registered:
             return True  # never registered: nothing to hand over
-        log.info("broker.controlled_shutdown_requested", broker_epoch=self.broker_epoch)
+        # Raft partitions led here hand over first (EndQuorumEpoch): their voters elect a
+        # successor at once; the controller is not asked (replication.mode=raft).
+        handed_over = self.replicas.raft.resign_all()
+        log.info("broker.controlled_shutdown_requested", broker_epoch=self.broker_epoch,
+                 raft_leaderships_resigned=handed_over)
         self.session.request_shutdown(self.node.now_ms())
         self._step()
         try:
@@ -107,6 +114,7 @@ class BrokerLifecycle:
 
     async def close(self) -> None:
         self._stopped = True
+        self.groups.close()
         self.replicas.close()
         if self._timer is not None:
             self._timer.cancel()
@@ -242,6 +250,7 @@ class BrokerLifecycle:
             for topic, part in image.partitions_hosted_by(self.broker_id)
         }
         self.replicas.on_metadata(image)
+        self.groups.on_metadata()  # leadership of __consumer_offsets partitions
         if current == self._assignments:
             return
         for key, (leader, leader_epoch, isr) in sorted(current.items()):

@@ -120,6 +120,14 @@ TUNABLES: dict[str, tuple[str, int]] = {
     # Admin API security (docs/operations.md "Security"): mutating routes need the cluster's
     # bearer token when the admin listener is not 127.0.0.1, or always with this set to 1.
     "kraftlab.admin.require.token": ("admin_require_token", 0),
+    # The group coordinator (brokers; Kafka's names and defaults, docs/groups.md).
+    "offsets.topic.num.partitions": ("offsets_topic_num_partitions", 50),
+    "offsets.topic.replication.factor": ("offsets_topic_replication_factor", 3),
+    "offsets.commit.timeout.ms": ("offsets_commit_timeout_ms", 5_000),
+    "group.initial.rebalance.delay.ms": ("group_initial_rebalance_delay_ms", 3_000),
+    "group.min.session.timeout.ms": ("group_min_session_timeout_ms", 6_000),
+    "group.max.session.timeout.ms": ("group_max_session_timeout_ms", 1_800_000),
+    "group.max.size": ("group_max_size", 2**31 - 1),
 }
 
 # The admin API is open (no token) only on this address: any other bind needs the token.
@@ -167,6 +175,13 @@ class NodeConfig:
     message_max_bytes: int = 1024 * 1024 + 12
     unflushed_in_process: int = 0
     admin_require_token: int = 0
+    offsets_topic_num_partitions: int = 50
+    offsets_topic_replication_factor: int = 3
+    offsets_commit_timeout_ms: int = 5_000
+    group_initial_rebalance_delay_ms: int = 3_000
+    group_min_session_timeout_ms: int = 6_000
+    group_max_session_timeout_ms: int = 1_800_000
+    group_max_size: int = 2**31 - 1
     admin_token_file: Path | None = None
     # "controller" or "broker" (Kafka's process.roles; combined mode is not supported).
     process_roles: str = "controller"
@@ -279,6 +294,13 @@ BOOLEAN_KEYS = frozenset({"auto.leader.rebalance.enable", "kraftlab.log.fsync",
 LOAD_RANGES: dict[str, tuple[int, int, str]] = {
     "log.retention.ms": (-2, LONG_MAX, " (-2: unset, log.retention.hours applies; -1: unlimited)"),
     "log.retention.hours": (0, INT_MAX, " (for unlimited retention set log.retention.ms=-1)"),
+    "offsets.topic.num.partitions": (1, 10_000, ""),
+    "offsets.topic.replication.factor": (1, 1_000, ""),
+    "offsets.commit.timeout.ms": (1, INT_MAX, ""),
+    "group.initial.rebalance.delay.ms": (0, INT_MAX, ""),
+    "group.min.session.timeout.ms": (1, INT_MAX, ""),
+    "group.max.session.timeout.ms": (1, INT_MAX, ""),
+    "group.max.size": (1, INT_MAX, ""),
 }
 
 
@@ -342,6 +364,11 @@ def from_properties(props: dict[str, str]) -> NodeConfig:
             problem = None if synonym is None else validate_topic_config(synonym, str(tunables[name]))
             if problem is not None:
                 raise ConfigError(f"{key} is the broker default of topic config {synonym}: {problem}")
+    low = tunables.get("group_min_session_timeout_ms", 6_000)
+    high = tunables.get("group_max_session_timeout_ms", 1_800_000)
+    if low > high:
+        raise ConfigError(f"group.min.session.timeout.ms ({low}) must not exceed "
+                          f"group.max.session.timeout.ms ({high})")
     node_id = parse_integer("node.id", props["node.id"])
     voters = parse_endpoints(props["controller.quorum.voters"], "controller.quorum.voters")
     admin = parse_endpoints(props["kraftlab.admin.listeners"], "kraftlab.admin.listeners")

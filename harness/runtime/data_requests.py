@@ -9,6 +9,7 @@ call with an error naming what is wrong (NOT_LEADER_OR_FOLLOWER / BROKER_NOT_AVA
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Any, assert_never
 
 from harness.net.data_protocol import (
@@ -28,6 +29,7 @@ from harness.net.data_protocol import (
 from harness.runtime.broker import BrokerNode
 from partition.replica import FetchResponse, ProduceResponse
 from quorum.metadata.image import MetadataImage
+from quorum.metadata.records import Partition
 
 MAX_FETCH_BYTES = 16 << 20
 MAX_WAIT_MS = 30_000
@@ -47,7 +49,8 @@ def answer_data_call(node: BrokerNode, conn: Any, call: DataCall) -> None:
     broker = node.broker
     match call:
         case MetadataCall():
-            conn.reply(metadata_result(node.image, call))
+            leader_for = None if broker is None else broker.replicas.leader_for
+            conn.reply(metadata_result(node.image, call, leader_for))
             return
         case _:
             pass
@@ -98,9 +101,12 @@ def _error(call: DataCall, error: str) -> Any:
             assert_never(call)
 
 
-def metadata_result(image: MetadataImage, call: MetadataCall) -> MetadataResult:
+def metadata_result(image: MetadataImage, call: MetadataCall,
+                    leader_for: Callable[[Partition], tuple[int, int]] | None = None,
+                    ) -> MetadataResult:  # fmt: skip
     """Brokers and partition leaders as this node's image has them (may be a little stale:
-    a client that meets NOT_LEADER_OR_FOLLOWER refreshes and retries)."""
+    a client that meets NOT_LEADER_OR_FOLLOWER refreshes and retries); `leader_for` (a
+    broker's) may name a newer leader of a raft partition it hosts (raft_leadership.py)."""
     brokers = []
     for b in image.brokers():
         rpc = b.endpoint("rpc")
@@ -115,7 +121,8 @@ def metadata_result(image: MetadataImage, call: MetadataCall) -> MetadataResult:
             unknown.append(name)
             continue
         for p in image.partitions(topic.topic_id):
-            partitions.append(PartitionMetadata(name, p.partition, p.leader, p.leader_epoch,
-                                                p.replicas, p.isr))  # fmt: skip
+            leader, epoch = (p.leader, p.leader_epoch) if leader_for is None else leader_for(p)
+            partitions.append(PartitionMetadata(name, p.partition, leader, epoch, p.replicas,
+                                                p.isr))  # fmt: skip
     return MetadataResult(call.request_id, "NONE", tuple(brokers), tuple(partitions),
                           tuple(unknown))  # fmt: skip

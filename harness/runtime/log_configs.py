@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING
 
 from partition.log.config import LogConfig
 from quorum.metadata.configs import (
+    CLEANUP_POLICY,
+    COMPACT_POLICIES,
     FLUSH_MESSAGES,
     FLUSH_MS,
     MAX_MESSAGE_BYTES,
@@ -73,8 +75,21 @@ class TopicLogConfigs:
         hit = self._cache.get(key)
         if hit is None:
             merged = effective_topic_configs({**self.defaults, **overrides})
-            hit = (merged, LogConfig.from_topic_configs(merged))
+            hit = (merged, LogConfig.from_topic_configs(_without_compaction(merged)))
             if len(self._cache) > 1024:  # bounded: topics come and go
                 self._cache.clear()
             self._cache[key] = hit
         return hit
+
+
+def _without_compaction(configs: dict[str, str]) -> dict[str, str]:
+    """The log settings of a compacted internal topic (`__consumer_offsets`): there is no log
+    cleaner, so a compact-only log is never deleted by retention (Kafka deletes by time or size
+    only under `delete`); `compact,delete` keeps retention."""
+    policy = configs.get(CLEANUP_POLICY, "delete")
+    if policy not in COMPACT_POLICIES:
+        return configs
+    out = {**configs, CLEANUP_POLICY: "delete"}
+    if "delete" not in policy.split(","):
+        out[RETENTION_MS] = out[RETENTION_BYTES] = "-1"
+    return out

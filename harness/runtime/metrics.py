@@ -14,6 +14,9 @@ name=ActiveControllerCount` -> `kafka_controller_active_controller_count`):
   partitions this broker leads (Kafka's definitions, harness/runtime/status.py `partition_health`;
   for replication.mode=quorum topics "min ISR" is a majority of the replicas),
   and kafka_server_replica_manager_isr_{shrinks,expands}_total for the partitions it leads;
+  replication.mode=raft partitions (min ISR: a majority of the voters) add to the per-partition
+  LEO/HW/lag gauges and have kraftlab_raft_partition_* counters (rounds, grouped fsyncs,
+  envelopes per peer, leadership reports);
 - every admin route: kafka_network_request_metrics_total_time_ms, a histogram per method and
   route template (Kafka's RequestMetrics TotalTimeMs, per HTTP route instead of per API key).
 kraftlab_* names remain for what Kafka has no name for (transport counters, among them the native
@@ -52,6 +55,8 @@ from prometheus_client.core import (
 
 from harness.drive.raftlog import RaftLogStore
 from harness.runtime.broker import BrokerNode
+from harness.runtime.raft_leadership import RaftLeadership
+from harness.runtime.raft_partitions import RaftPartitions
 from harness.runtime.status import partition_health
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import ApplyResult, MetadataImage
@@ -258,7 +263,8 @@ class _NodeCollector:
         led = partition_health(image, led_by=node.node_id)
         rm = node.broker.replicas
         prefix = "kafka_server_replica_manager_"
-        yield _gauge(prefix + "partition_count", "replicas hosted here", len(rm.replicas))
+        yield _gauge(prefix + "partition_count", "replicas hosted here",
+                     len(rm.replicas) + len(rm.raft.replicas))
         yield _gauge(prefix + "leader_count", "partitions led here", led.total)
         yield _gauge(prefix + "under_replicated_partitions",
                      "led partitions whose ISR is smaller than the replica set",
@@ -301,9 +307,43 @@ class _NodeCollector:
                     continue  # not fetched yet since this leader took over: unknown, not lag
                 lag.add_metric([topic, str(partition), str(f.replica_id)],
                                max(0, status.log_end_offset - f.log_end_offset))
+        raft = rm.raft
+        for (topic, partition), rr in sorted(raft.by_name.items()):
+            leo.add_metric([topic, str(partition)], rr.core.log_end_offset)
+            hw.add_metric([topic, str(partition)], rr.core.high_watermark)
+            if rr.core.is_leader:
+                for v in rr.core.status().voters:
+                    if v.node_id != node.node_id and v.lag is not None:
+                        lag.add_metric([topic, str(partition), str(v.node_id)], v.lag)
         yield leo
         yield hw
         yield lag
+        yield from _raft_partitions(raft, rm.leadership)
+
+
+def _raft_partitions(raft: RaftPartitions, leadership: RaftLeadership) -> Iterator[Metric]:
+    """replication.mode=raft: the driver's rounds, grouped fsyncs and per-peer envelopes
+    (harness/runtime/raft_partitions.py), and the Raft groups led here."""
+    p = "kraftlab_raft_partition_"
+    yield _gauge(p + "leader_count", "raft partitions whose Raft leader is this broker",
+                 sum(1 for r in raft.replicas.values() if r.core.is_leader))
+    yield _counter(p + "rounds", "event-loop rounds that ran raft partition work", raft.rounds)
+    yield _counter(p + "core_calls", "inputs and ticks fed to raft partition cores",
+                   raft.core_calls)
+    yield _counter(p + "fsync_rounds", "grouped fsync rounds (one per round with a dirty log)",
+                   raft.fsync_rounds)
+    yield _counter(p + "log_fsyncs", "partition log fsyncs (at most one per log per round)",
+                   raft.log_fsyncs)
+    yield _counter(p + "produce_requests", "produce requests for raft partitions",
+                   raft.produce_requests)
+    yield _counter(p + "produce_calls", "produce calls to cores (a round's requests together)",
+                   raft.produce_calls)
+    yield _counter(p + "envelopes_sent", "RaftEnvelopes sent (one per peer per round)",
+                   raft.mux.envelopes_sent)
+    yield _counter(p + "messages_sent", "Raft messages those envelopes carried",
+                   raft.mux.items_sent)
+    yield _counter(p + "leadership_reports", "ReportRaftLeaders requests to the controller",
+                   leadership.reports_sent)
 
 
 class NodeMetrics:

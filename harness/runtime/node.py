@@ -58,6 +58,7 @@ from harness.runtime.quorum_state import QuorumStateFile
 from harness.runtime.replica_manager import ReplicaFetchBatch, ReplicaFetchBatchResponse
 from harness.runtime.status import quorum_replication, quorum_status
 from partition.log.storage import FileStorage
+from partition.raft import RaftEnvelope
 from quorum import codec
 from quorum.metadata import DecodeError, ImageError, MetadataImage, encode_record
 from quorum.metadata.image import ApplyResult
@@ -230,6 +231,11 @@ class ControllerNode:
             elif self.rpc_server is not None:
                 self.rpc_server.on_response(message)
             return
+        if isinstance(message, RaftEnvelope):
+            if self.broker is None:
+                raise FrameError("a controller hosts no raft partitions")
+            self.broker.replicas.raft.on_envelope(src, message)
+            return
         if isinstance(message, ReplicaFetchBatch | ReplicaFetchBatchResponse):
             if self.broker is None:
                 raise FrameError("a controller hosts no data replicas")
@@ -245,6 +251,8 @@ class ControllerNode:
 
     def _on_unreachable(self, peer: int) -> None:
         self._step(self.core.peer_unreachable, peer)
+        if self.broker is not None:
+            self.broker.replicas.raft.peer_unreachable(peer)
 
     def _on_timer(self) -> None:
         self._timer = None

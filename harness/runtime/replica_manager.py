@@ -60,8 +60,12 @@ import structlog
 from harness.drive.replica_effects import execute_replica_effects
 from harness.runtime.context import BrokerLink, NodeContext
 from harness.runtime.log_configs import TopicLogConfigs
+from harness.runtime.raft_leadership import RaftLeadership
+from harness.runtime.raft_partitions import RaftPartitions, status_row
+from partition.log.log import PartitionLog
 from partition.log.manager import LogManager
 from partition.log.storage import BufferedFileStorage, FileStorage
+from partition.raft.election_states import ELECTION_STATES_FILE, ElectionStates
 from partition.replica import (
     ACKS_NONE,
     CONSUMER_REPLICA_ID,
@@ -84,6 +88,7 @@ from quorum.controller.messages import (
     ReportReplicaPositionRequest,
     ReportReplicaPositionResponse,
 )
+from quorum.metadata.configs import REPLICATION_MODE, REPLICATION_MODE_RAFT
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import NO_LEADER, Partition
@@ -111,6 +116,17 @@ class ReplicaFetchBatch:
 @dataclass(frozen=True, slots=True)
 class ReplicaFetchBatchResponse:
     responses: tuple[FetchResponse, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetsView:
+    """What ListOffsets reads of a hosted partition (harness/kafka), whatever its mode."""
+
+    is_leader: bool
+    leader_epoch: int
+    log_start_offset: int
+    high_watermark: int
+    log: PartitionLog
 
 
 @dataclass(slots=True)
@@ -181,6 +197,11 @@ class ReplicaManager:
         self.fetch_requests_sent = 0
         self._reports: dict[tuple[str, int], _SentReport] = {}
         self.position_reports_sent = 0
+        # replication.mode=raft partitions: their own driver and leadership reports.
+        self.leadership = RaftLeadership(node, broker)
+        states = ElectionStates(storage, str(self.data_dir / ELECTION_STATES_FILE))
+        self.raft = RaftPartitions(node, self, self.leadership, states)
+        self.leadership.start(self.raft)
         self._arm_housekeeping()
         self._arm_retention()
         self._arm_deletions()
@@ -219,8 +240,17 @@ class ReplicaManager:
         # the old log still open (the new replica gets a fresh directory).
         for key in [k for k in self.replicas if k not in hosted]:
             self._remove(image, self.replicas[key])
+        for key in [k for k in self.raft.replicas if k not in hosted]:
+            self._remove_raft(image, key)
+        raft_topics: dict[str, bool] = {}
+        new_raft: list[tuple[str, str, Partition, PartitionLog]] = []
         for topic, part in assigned:
             key = (topic.topic_id, part.partition)
+            if raft_topics.setdefault(topic.name, self._is_raft(image, topic.name)):
+                plog = self._sync_raft(image, topic.name, topic.topic_id, part, overrides_of)
+                if plog is not None:
+                    new_raft.append((topic.name, topic.topic_id, part, plog))
+                continue
             r = self.replicas.get(key)
             if r is None:
                 r = self._create(image, topic.name, topic.topic_id, part.partition)
@@ -234,6 +264,32 @@ class ReplicaManager:
             if part != r.last_partition or eligible != r.last_eligible:
                 r.last_partition, r.last_eligible = part, eligible
                 self._step(r, MetadataUpdated(part, eligible))
+        # The cores of new raft partitions start together, after every log was opened (a
+        # thousand logs take seconds): their election timers all start from now.
+        for name, topic_id, part, plog in new_raft:
+            new = self.raft.create(name, topic_id, part.partition, part.replicas, plog,
+                                   self.topic_logs.effective(overrides_of[name]))  # fmt: skip
+            new.config_overrides = overrides_of[name]
+
+    @staticmethod
+    def _is_raft(image: MetadataImage, topic: str) -> bool:
+        return image.topic_configs(topic).get(REPLICATION_MODE) == REPLICATION_MODE_RAFT
+
+    def _sync_raft(self, image: MetadataImage, topic: str, topic_id: str, part: Partition,
+                   overrides_of: dict[str, dict[str, str]]) -> PartitionLog | None:  # fmt: skip
+        """A raft partition assigned here: its log opened if it is new (the caller hosts it,
+        its voters being its replicas, fixed at creation), or a changed topic config applied."""
+        overrides = overrides_of.get(topic)
+        if overrides is None:
+            overrides = overrides_of[topic] = image.topic_config_overrides(topic)
+        r = self.raft.replicas.get((topic_id, part.partition))
+        if r is None:
+            return self._open_log(image, topic, topic_id, part.partition)
+        if overrides != r.config_overrides:
+            r.config_overrides = overrides
+            self.log_manager.set_config(topic, part.partition, self.topic_logs.log_config(overrides))
+            self.raft.set_configs(r, self.topic_logs.effective(overrides))
+        return None
 
     def _caught_up(self, image: MetadataImage) -> bool:
         """Kafka's initial catch-up (BrokerServer publishes metadata to the ReplicaManager only
@@ -286,7 +342,8 @@ class ReplicaManager:
             r.core.config = config
             log.info("replica.config_changed", topic=r.topic, partition=r.partition)
 
-    def _create(self, image: MetadataImage, topic: str, topic_id: str, partition: int) -> HostedReplica:
+    def _open_log(self, image: MetadataImage, topic: str, topic_id: str,
+                  partition: int) -> PartitionLog:  # fmt: skip
         log_config = self.topic_logs.log_config(image.topic_config_overrides(topic))
         # KIP-516: a directory left by a deleted topic of the same name (another topic id in its
         # partition.metadata) is renamed aside as deleted and a fresh log created; its epochs and
@@ -297,6 +354,10 @@ class ReplicaManager:
         if len(self.log_manager.pending_deletes) != pending:
             self._arm_deletions()
         self.log_manager.set_config(topic, partition, log_config)  # opened at start: defaults
+        return plog
+
+    def _create(self, image: MetadataImage, topic: str, topic_id: str, partition: int) -> HostedReplica:
+        plog = self._open_log(image, topic, topic_id, partition)
         local = LocalReplicaLog(plog)
         fenced_epoch = plog.read_fenced_epoch()
         core = ReplicaCore(self.broker_id, topic_id, partition, local,
@@ -321,18 +382,26 @@ class ReplicaManager:
         del self.replicas[(r.topic_id, r.partition)]
         self._reports.pop((r.topic_id, r.partition), None)
         self.by_name.pop((r.topic, r.partition), None)
-        if part is None:
+        self._drop_log(r.topic, r.partition, deleted=part is None)
+
+    def _remove_raft(self, image: MetadataImage, key: tuple[str, int]) -> None:
+        deleted = image.partition(*key) is None
+        r = self.raft.remove(key, deleted)
+        if r is not None:
+            self._drop_log(r.topic, r.partition, deleted)
+
+    def _drop_log(self, topic: str, partition: int, deleted: bool) -> None:
+        if deleted:
             # The topic is gone: rename its log aside at once and remove the files after
             # log.segment.delete.delay.ms, as Kafka's LogManager.asyncDelete.
-            self.log_manager.delete_log(r.topic, r.partition, uuid.uuid4().hex, self.node.now_ms())
+            self.log_manager.delete_log(topic, partition, uuid.uuid4().hex, self.node.now_ms())
             self._arm_deletions()
         else:
-            plog = self.log_manager.logs.pop((r.topic, r.partition), None)
+            plog = self.log_manager.logs.pop((topic, partition), None)
             if plog is not None:
                 plog.flush()
                 plog.close()
-        log.info("replica.removed", topic=r.topic, partition=r.partition,
-                 topic_deleted=part is None)  # fmt: skip
+        log.info("replica.removed", topic=topic, partition=partition, topic_deleted=deleted)
 
     # --- driving cores --------------------------------------------------------------------------
 
@@ -501,35 +570,74 @@ class ReplicaManager:
                 callback: ProduceCallback) -> None:  # fmt: skip
         """Append `records` (RecordBatch v2) as leader; `callback` gets the ProduceResponse (for
         acks=0 at once, with no offsets: Kafka does not answer acks=0 at all)."""
-        r, error, leader, epoch = self.lookup(topic, partition)
+        raft = self.raft.by_name.get((topic, partition))
+        r, error, leader, epoch = (None, Errors.NONE, -1, -1) if raft else self.lookup(topic, partition)
         request_id = self._request_id()
-        if r is None:
+        if r is None and raft is None:
             callback(ProduceResponse(request_id, error, leader_id=leader, leader_epoch=epoch))
             return
         if acks != ACKS_NONE:
             self._produce_waiters[request_id] = callback
         self.produced_batches += 1
-        self._step(r, ProduceRequest(r.topic_id, partition, request_id, records, acks, timeout_ms))
+        if raft is not None:
+            self.raft.produce(raft, ProduceRequest(raft.topic_id, partition, request_id, records,
+                                                   acks, timeout_ms))  # fmt: skip
+            leader_epoch = raft.core.leader_epoch
+        else:
+            assert r is not None
+            self._step(r, ProduceRequest(r.topic_id, partition, request_id, records, acks,
+                                         timeout_ms))  # fmt: skip
+            leader_epoch = r.core.leader_epoch
         if acks == ACKS_NONE:
             callback(ProduceResponse(request_id, Errors.NONE, leader_id=self.broker_id,
-                                     leader_epoch=r.core.leader_epoch))  # fmt: skip
+                                     leader_epoch=leader_epoch))  # fmt: skip
 
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int, max_wait_ms: int,
               callback: FetchCallback, current_leader_epoch: int = -1) -> None:  # fmt: skip
         """A consumer fetch (below the HW only, long-polling up to max_wait_ms). A
         current_leader_epoch >= 0 is checked by the core (KIP-320: FENCED_LEADER_EPOCH /
         UNKNOWN_LEADER_EPOCH)."""
-        r, error, leader, epoch = self.lookup(topic, partition)
+        raft = self.raft.by_name.get((topic, partition))
+        r, error, leader, epoch = (None, Errors.NONE, -1, -1) if raft else self.lookup(topic, partition)
         request_id = self._request_id()
-        if r is None:
+        if r is None and raft is None:
             callback(FetchResponse("", partition, error, offset, request_id, leader_id=leader,
                                    leader_epoch=epoch))  # fmt: skip
             return
         self._fetch_waiters[request_id] = callback
-        self._step(r, FetchRequest(r.topic_id, partition, CONSUMER_REPLICA_ID, offset,
-                                   current_leader_epoch=current_leader_epoch,
-                                   max_bytes=max_bytes, max_wait_ms=max_wait_ms,
-                                   request_id=request_id))  # fmt: skip
+        hosted = raft if raft is not None else r
+        assert hosted is not None
+        request = FetchRequest(hosted.topic_id, partition, CONSUMER_REPLICA_ID, offset,
+                               current_leader_epoch=current_leader_epoch, max_bytes=max_bytes,
+                               max_wait_ms=max_wait_ms, request_id=request_id)  # fmt: skip
+        if raft is not None:
+            self.raft.fetch(raft, request)
+        else:
+            assert r is not None
+            self._step(r, request)
+
+    def answer_consumer_fetch(self, response: FetchResponse) -> None:
+        self.send_fetch_response(CONSUMER_REPLICA_ID, response)
+
+    def leader_for(self, part: Partition) -> tuple[int, int]:
+        """(leader, epoch) a Metadata answer gives for `part`: for a raft partition hosted here,
+        this broker's Raft view when it is newer than the image (raft_leadership.py)."""
+        return self.leadership.leader_for(part)
+
+    def offsets_view(self, topic: str, partition: int) -> tuple[Errors, OffsetsView | None]:
+        """What ListOffsets reads of a partition hosted here, any mode; else the lookup error."""
+        raft = self.raft.by_name.get((topic, partition))
+        if raft is not None:
+            status = raft.core.status()
+            return Errors.NONE, OffsetsView(raft.core.is_leader, raft.core.leader_epoch,
+                                            status.log_start_offset, status.high_watermark,
+                                            raft.plog)  # fmt: skip
+        r, error, _, _ = self.lookup(topic, partition)
+        if r is None:
+            return error, None
+        s = r.core.status()
+        return Errors.NONE, OffsetsView(r.core.is_leader, r.core.leader_epoch, s.log_start_offset,
+                                        s.high_watermark, r.log.log)  # fmt: skip
 
     def forget_produce(self, request_id: int) -> None:
         self._produce_waiters.pop(request_id, None)
@@ -560,6 +668,11 @@ class ReplicaManager:
     # --- status ---------------------------------------------------------------------------------
 
     def statuses(self) -> list[dict[str, Any]]:
+        out = self._isr_statuses() + [status_row(r, self.node.now_ms())
+                                      for r in self.raft.by_name.values()]  # fmt: skip
+        return sorted(out, key=lambda row: (row["topic"], row["partition"]))
+
+    def _isr_statuses(self) -> list[dict[str, Any]]:
         out = []
         for (topic, partition), r in sorted(self.by_name.items()):
             s = r.core.status()
@@ -606,7 +719,11 @@ class ReplicaManager:
             return
         try:
             wall_ms = self.node.wall_ms(self.node.now_ms())
-            deleted = sum(plog.apply_retention(wall_ms) for plog in self.log_manager.logs.values())
+            # Not on raft partitions: their log start must become a KIP-630 snapshot boundary
+            # a lagging voter can jump to first (docs/replication.md, Status).
+            deleted = sum(plog.apply_retention(wall_ms)
+                          for name, plog in self.log_manager.logs.items()
+                          if name not in self.raft.by_name)  # fmt: skip
             if deleted:
                 self.log_manager.checkpoint()
         except Exception as exc:
@@ -639,4 +756,6 @@ class ReplicaManager:
         for r in self.replicas.values():
             if r.timer is not None:
                 r.timer.cancel()
+        self.leadership.close()
+        self.raft.close()
         self.log_manager.close()

@@ -15,7 +15,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.runtime.context import NodeContext
-from quorum.metadata.configs import MIN_INSYNC_REPLICAS, REPLICATION_MODE
+from quorum.metadata.configs import (
+    MIN_INSYNC_REPLICAS,
+    REPLICATION_MODE,
+    REPLICATION_MODE_QUORUM,
+    REPLICATION_MODE_RAFT,
+)
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import NO_LEADER
 
@@ -29,6 +34,7 @@ def quorum_status(node: NodeContext) -> dict[str, Any]:
         "role": status.role,
         "leader_id": status.leader_id,
         "leader_epoch": status.epoch,
+        "voted_id": status.voted_id,  # whom this node voted for in leader_epoch (or null)
         "high_watermark": status.high_watermark,
         "log_end_offset": status.log_end_offset,
         "applied_offset": node.image.applied_offset,
@@ -95,6 +101,10 @@ class PartitionHealth:
     at_min_isr = exactly a majority. The ISR of a quorum-mode partition is the leader's set of
     caught-up replicas (the election's reporting majority, then grown and shrunk by the leader
     as in ISR mode), so under_replicated keeps its meaning: some replica is not caught up.
+    replication.mode=raft topics likewise (acks=all waits for a majority of the voters): the
+    leader and ISR are what the Raft leader last reported (harness/runtime/raft_leadership.py:
+    the ISR is the voters that fetched from it within fetch.timeout.ms), and offline is a
+    partition whose reported leader left (fenced, or no election yet).
     The lists name the partitions as `topic-partition`, sorted."""
 
     total: int
@@ -124,7 +134,7 @@ def partition_health(image: MetadataImage, led_by: int | None = None) -> Partiti
         name = f"{topic.name}-{part.partition}"
         if topic.name not in min_isr_of:
             configs = image.topic_configs(topic.name)
-            if configs.get(REPLICATION_MODE) == "quorum":
+            if configs.get(REPLICATION_MODE) in (REPLICATION_MODE_QUORUM, REPLICATION_MODE_RAFT):
                 min_isr_of[topic.name] = -1  # the majority of each partition's replicas
             else:
                 try:

@@ -198,7 +198,7 @@ def run(args: argparse.Namespace) -> int:
     from pyspark.errors import AnalysisException
 
     from harness.results.schema import SchemaError
-    from harness.spark.session import DEFAULT_MASTER, build_session
+    from harness.spark.session import build_session, default_master
 
     progress = Progress(quiet=args.quiet)
     try:
@@ -208,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps({"error": "INVALID_REQUEST", "message": str(exc)}), file=sys.stderr)
         return EXIT_BAD_INPUT
     # Under spark-submit the master is spark-submit's own unless --master overrides it.
-    master = args.master or (None if _under_spark_submit() else DEFAULT_MASTER)
+    master = default_master(args.master)
     progress.stage("start Spark")
     spark = build_session(master)
     try:
@@ -224,13 +224,6 @@ def run(args: argparse.Namespace) -> int:
             print(f"  - {sentence}")
     print(f"report: {result.report}")
     return EXIT_OK
-
-
-def _under_spark_submit() -> bool:
-    """spark-submit starts the JVM first and hands Python its gateway port in the environment."""
-    import os
-
-    return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -10,13 +10,22 @@ Three phases, each reported in OUT (default ./kraftlab-report/):
    replication mode (isr, quorum), the same fault (`kill-partition-leader`) and durability
    (acks=all, min.insync.replicas=2, RF 3), through the runner's API (harness/jepsen/runner.py),
    in OUT/live/jepsen/<mode>/; their summary rows (source `jepsen`) join the analysis.
-2. matrix: the default scenario matrix on the deterministic simulator (harness/sim/runs/matrix.py:
-   both replication modes, the main durability settings, every nemesis shape, 20 seeds),
-   one run-summary row per run in OUT/runs (Parquet, docs/compare.md).
-3. analysis: the Spark job (harness/spark/compare.py) over OUT/runs and OUT/live/jepsen, on
-   `local[*]` by default, or `--master`, writing OUT/analysis/compare.md with tables, plots and computed conclusions.
+2. matrix: a scenario matrix on the deterministic simulator (`--preset`,
+   harness/study/presets.py; the default: both replication modes, the main durability
+   settings, every nemesis shape, 20 seeds), one run-summary row per run in OUT/runs
+   (Parquet, docs/compare.md). By default the runs are Spark tasks (harness/spark/matrix.py)
+   on `local[*]` or `--master`, kraftlab's code shipped to the executors, and Spark writes the
+   rows; `--engine local` runs them in local processes instead (the same rows).
+3. analysis: the Spark job (harness/spark/compare.py) over OUT/runs and OUT/live/jepsen, in the
+   matrix's Spark session, writing OUT/analysis/compare.md with tables, plots and computed
+   conclusions.
 
 OUT/report.md links the three; the command prints the conclusions and that path.
+
+Exit code: 0 when everything ran and held; 1 when the live check failed or a read returned
+the wrong value, a real-process queue run could not run or was not `valid` (anomalies, or the
+cluster never recovered: the runner's verdict), a simulated run failed, or a run broke a
+simulator invariant; 2 on bad options. The report is written either way, with the reasons.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import shutil
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -252,33 +262,88 @@ def live_queue_runs(out: Path, modes: tuple[str, ...] = LIVE_MODES,
     return done
 
 
-def run_matrix(out: Path, seeds: int, jobs: int | None,
-               metadata: str = "raft") -> tuple[Path, float]:
-    """Phase 2: the study's simulated matrix (harness/sim/runs/study_matrix.py), as run-summary
-    Parquet under `out`."""
-    from harness.sim.runs.study_matrix import run_study
+@dataclass(frozen=True, slots=True)
+class MatrixOutcome:
+    """Phase 2's result: where the rows are and what went wrong."""
 
-    if out.exists():
-        shutil.rmtree(out)  # rows of an earlier run must not mix into this analysis
-    out.mkdir(parents=True)
-    path, wall_s = run_study(out, seeds=seeds, jobs=jobs, metadata=metadata)
-    return Path(path), wall_s
+    runs_dir: Path | str  # a directory, or a URI (`--rows hdfs://...`) Spark wrote to
+    runs: int
+    wall_s: float
+    engine: str  # "spark" or "local"
+    master: str | None  # the Spark master the runs ran on (engine spark)
+    failures: tuple[Any, ...] = ()  # harness.spark.matrix.RunFailure
+    violations: tuple[str, ...] = ()  # "<run_id>: <broken simulator invariant>"
 
 
-def run_analysis(runs: Path | list[Path], out: Path, master: str | None,
-                 sim_vs_real: Any = None) -> Any:
-    """Phase 3: the Spark comparison over `runs` (the matrix's rows, plus the live queue runs'
-    directory when it has rows), written to `out`."""
-    from harness.spark.compare import Progress, analyze
-    from harness.spark.session import DEFAULT_MASTER, build_session
+def start_spark(master: str | None, stages: Any) -> Any:
+    """The pipeline's one SparkSession (phases 2 and 3)."""
+    from harness.spark.session import build_session
 
-    stages = Progress()
     stages.stage("start Spark")
-    spark = build_session(master or DEFAULT_MASTER)
+    return build_session(master, app_name="kraftlab-compare")
+
+
+def run_matrix_spark(spark: Any, out: Path, spec: Any) -> MatrixOutcome:
+    """Phase 2 as Spark tasks: kraftlab's code shipped to the executors, rows written by Spark."""
+    from harness.sim.runs.matrix import Progress
+    from harness.spark.matrix import report_failures, run_spark
+    from harness.spark.ship import ship
+
+    configs = spec.configs()
+    zip_path = ship(spark)
+    progress(f"{len(configs)} runs as Spark tasks on {spark.sparkContext.master} "
+             f"(code shipped as {zip_path.name})")
+    result = run_spark(spark, configs, out, Progress(len(configs)))
+    for executor in result.executors[:5]:
+        progress(f"executors ran: {executor}")  # their Python, and where kraftlab came from
+    report_failures(result, progress)
+    return MatrixOutcome(out, result.runs, result.wall_s, "spark", spark.sparkContext.master,
+                         result.failures, result.violations)
+
+
+def run_matrix_local(out: Path, spec: Any, jobs: int | None) -> MatrixOutcome:
+    """Phase 2 in local processes (`--engine local`)."""
+    from harness.results.schema import write_dataset
+    from harness.sim.runs.matrix import Progress, run_local
+
+    configs = spec.configs()
+    progress(f"{len(configs)} runs in local processes")
+    bar = Progress(len(configs))
+    violations: list[str] = []
+    outputs = run_local(configs, jobs, progress=bar, on_output=lambda o: violations.extend(
+        f"{o.row.run_id}: {v}" for v in o.invariant_violations))
+    write_dataset([o.row for o in outputs], out, part="local")
+    for line in violations[:10]:
+        progress(f"INVARIANT {line}")
+    return MatrixOutcome(out, len(configs), bar.wall_s, "local", None, (), tuple(violations))
+
+
+def run_pipeline(out: Path, spec: Any, engine: str, master: str | None, jobs: int | None,
+                 extra_inputs: list[Path], rows: str | None = None,
+                 sim_vs_real: Any = None) -> tuple[MatrixOutcome, Any]:
+    """Phases 2 and 3 in one SparkSession; the rows go to `rows` (a URI Spark writes, engine
+    spark only) or OUT/runs. With `--engine local` the session starts after the local
+    processes have run (no fork beside a live JVM gateway)."""
+    from harness.spark.compare import Progress, analyze, is_uri
+
+    runs: Path | str = rows if rows and is_uri(rows) else Path(rows or out / "runs").resolve()
+    if isinstance(runs, Path) and runs.exists():
+        shutil.rmtree(runs)  # rows of an earlier run must not mix into this analysis
+    stages = Progress()
+    local = None
+    if engine == "local":
+        assert isinstance(runs, Path), "the local engine writes local files"
+        runs.mkdir(parents=True)
+        local = run_matrix_local(runs, spec, jobs)
+    spark = start_spark(master, stages)
     try:
-        return analyze(spark, runs, out, stages, sim_vs_real=sim_vs_real)
+        matrix = local or run_matrix_spark(spark, runs, spec)
+        progress("phase 3/3: Spark analysis")
+        result = analyze(spark, [runs, *extra_inputs], out / "analysis", stages,
+                         sim_vs_real=sim_vs_real)
     finally:
         spark.stop()
+    return matrix, result
 
 
 def matrix_speed(runs: Path, wall_s: float) -> str:
@@ -314,8 +379,47 @@ def live_runs_line(out: Path, queue: list[dict[str, Any]]) -> str:
             + "; ".join(said) + ".")
 
 
-def write_index(out: Path, live: Path | None, live_ok: bool, runs: Path, matrix_wall_s: float,
-                result: Any, queue: list[dict[str, Any]] | None = None) -> Path:
+def problems(live_wanted: bool, live: Path | None, live_ok: bool, modes: tuple[str, ...],
+             queue: list[dict[str, Any]], matrix: MatrixOutcome) -> list[str]:
+    """Why `kraftlab compare` exits 1 (empty: exit 0). A queue run counts as failed unless its
+    verdict is `valid` (the runner's exit code 0): `invalid` is an anomaly the checker found,
+    `unknown` a cluster that never came back."""
+    said = []
+    if live_wanted and live is None:
+        said.append("the live cluster check did not complete")
+    if not live_ok:
+        said.append("a linearizable read on the live cluster did not return the written value")
+    ran = {run["mode"]: run for run in queue}
+    for mode in modes:
+        run = ran.get(mode)
+        if run is None:
+            said.append(f"real-process queue run ({mode}) did not run")
+        elif "error" in run:
+            said.append(f"real-process queue run ({mode}) could not run: {run['error']}")
+        elif run["exit_code"] != 0:
+            said.append(f"real-process queue run ({mode}) is {run['verdict']} "
+                        f"(exit code {run['exit_code']}; {run['out']}/report.html)")
+    if matrix.failures:
+        said.append(f"{len(matrix.failures)} simulated runs failed (replay commands above and "
+                    f"in the report)")
+    if matrix.violations:
+        said.append(f"{len(matrix.violations)} simulator invariants broke "
+                    f"(first: {matrix.violations[0]})")
+    return said
+
+
+def write_index(out: Path, live: Path | None, live_ok: bool, matrix: MatrixOutcome,
+                result: Any, queue: list[dict[str, Any]] | None = None,
+                failed: list[str] | None = None, preset: str = "default") -> Path:
+    runs = matrix.runs_dir
+    if isinstance(runs, Path) and runs.is_relative_to(out):
+        rows = f"`{runs.relative_to(out)}` ({matrix_speed(runs, matrix.wall_s)})"
+    elif isinstance(runs, Path):
+        rows = f"`{runs}` ({matrix_speed(runs, matrix.wall_s)})"
+    else:
+        rows = f"`{runs}` ({matrix.runs} runs, {matrix.wall_s:.0f} s wall)"
+    where = (f"Spark tasks on `{matrix.master}`" if matrix.engine == "spark"
+             else "local processes")
     lines = [
         "# kraftlab compare",
         "",
@@ -325,8 +429,8 @@ def write_index(out: Path, live: Path | None, live_ok: bool, runs: Path, matrix_
         + (f"[{live.relative_to(out)}]({live.relative_to(out)}), every linearizable read "
            f"returned the written value: **{live_ok}**. " if live else "skipped or failed. ")
         + live_runs_line(out, queue or []),
-        f"2. Simulated scenario matrix: run-summary Parquet in `{runs.relative_to(out)}` "
-        f"({matrix_speed(runs, matrix_wall_s)}).",
+        f"2. Simulated scenario matrix (preset `{preset}`, {where}): run-summary Parquet in "
+        f"{rows}.",
         f"3. Spark analysis: [{result.report.relative_to(out)}]({result.report.relative_to(out)})"
         " (tables, plots, conclusions)"
         + (f"; the study for an operator, verdicts first: "
@@ -339,6 +443,13 @@ def write_index(out: Path, live: Path | None, live_ok: bool, runs: Path, matrix_
     verdicts = verdict_lines(getattr(result, "verdicts", []))
     if verdicts:
         lines += ["## Verdicts (equal safety first)", "", *verdicts, ""]
+    if failed:
+        lines += ["## Failed (exit code 1)", "", *[f"- {why}" for why in failed], ""]
+    for failure in matrix.failures[:10]:
+        lines += [f"- run `{failure.run_id}` (seed {failure.seed}): {failure.error}; replay: "
+                  f"`{failure.replay()}`"]
+    if matrix.failures:
+        lines.append("")
     lines += ["## Conclusions (computed from the runs)", ""]
     for source, said in result.sentences.items():
         lines.append(f"### {source}")
@@ -349,11 +460,27 @@ def write_index(out: Path, live: Path | None, live_ok: bool, runs: Path, matrix_
     return path
 
 
+def matrix_spec(args: argparse.Namespace) -> Any:
+    """The preset with `--seeds` and `--faults` applied; ValueError names a bad option."""
+    from harness.study.presets import preset_spec
+
+    faults = tuple(f.strip() for f in args.faults.split(",")) if args.faults else None
+    return preset_spec(args.preset, args.seeds, faults, getattr(args, "metadata", "raft"))
+
+
 def cmd_compare(args: argparse.Namespace) -> int:
+    try:
+        spec = matrix_spec(args)
+        if args.rows and args.engine == "local":
+            raise ValueError("--rows is where Spark writes the rows: it needs --engine spark")
+    except ValueError as exc:
+        print(f"kraftlab compare: INVALID_REQUEST: {exc}", file=sys.stderr)
+        return 2
     out = Path(args.out).resolve()
     out.mkdir(parents=True, exist_ok=True)
     live, live_ok = None, True
     queue: list[dict[str, Any]] = []
+    modes: tuple[str, ...] = ()
     jepsen_dir = out / "live" / "jepsen"
     if jepsen_dir.exists():
         shutil.rmtree(jepsen_dir)  # rows of an earlier compare must not mix into this analysis
@@ -373,20 +500,73 @@ def cmd_compare(args: argparse.Namespace) -> int:
         comparison, table = run_sim_vs_real(out / "sim-vs-real", args.sim_vs_real_runs,
                                             progress=tagged("sim-vs-real"))
         progress(f"sim-vs-real table: {table}")
-    progress("phase 2/3: simulated scenario matrix")
-    from harness.sim.runs.study_matrix import STUDY_SEEDS
-
-    runs, wall_s = run_matrix(out / "runs", args.seeds or STUDY_SEEDS, args.jobs,
-                              getattr(args, "metadata", "raft"))
-    progress("phase 3/3: Spark analysis")
-    inputs = [out / "runs"]
+    progress(f"phase 2/3: simulated scenario matrix (preset {args.preset}, engine {args.engine})")
+    extra = []
     if jepsen_dir.exists() and any(jepsen_dir.rglob("part-*.parquet")):
-        inputs.append(jepsen_dir)  # the Spark job reads both; rows keep their source
-    result = run_analysis(inputs, out / "analysis", args.master, comparison)
-    index = write_index(out, live, live_ok, runs, wall_s, result, queue)
+        extra.append(jepsen_dir)  # the Spark job reads both; rows keep their source
+    from harness.spark.session import default_master
+
+    matrix, result = run_pipeline(out, spec, args.engine, default_master(args.master),
+                                  args.jobs, extra, args.rows, comparison)
+    failed = problems(not args.skip_live, live, live_ok, modes, queue, matrix)
+    index = write_index(out, live, live_ok, matrix, result, queue, failed, args.preset)
     for source, said in result.sentences.items():
         print(f"{source}:")
         for sentence in said:
             print(f"  - {sentence}")
+    for why in failed:
+        print(f"FAILED: {why}")
     print(f"report: {index}")
-    return 0 if (args.skip_live or live is not None) and live_ok else 1
+    return 1 if failed else 0
+
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--out", default="./kraftlab-report", help="report directory")
+    parser.add_argument("--preset", choices=("default", "tiny", "large", "matrix", "cross"),
+                        default="default",
+                        help="the scenario matrix: default (the study, 1,308 runs), tiny (72 "
+                             "runs), large (the study's larger preset, for a cluster), matrix "
+                             "and cross (the matrices before the study); docs/compare.md")
+    parser.add_argument("--seeds", type=int, default=None,
+                        help="seeds per matrix cell (default: the preset's; 8 for default)")
+    parser.add_argument("--faults", default=None,
+                        help="comma-separated nemesis names instead of the preset's")
+    parser.add_argument("--engine", choices=("spark", "local"), default="spark",
+                        help="run the matrix as Spark tasks (default) or in local processes")
+    parser.add_argument("--master", default=None,
+                        help="Spark master URL for the matrix and the analysis (default "
+                             "local[*]; under spark-submit, spark-submit's)")
+    parser.add_argument("--rows", default=None, metavar="URI",
+                        help="where Spark writes the matrix rows (default OUT/runs): on a "
+                             "cluster of several machines, a location the driver and every "
+                             "executor read, e.g. hdfs:///kraftlab/runs or a shared mount")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="simulator processes of --engine local (default: all cores)")
+    parser.add_argument("--skip-live", "--no-live", action="store_true",
+                        help="skip the whole live phase (cluster check and queue runs)")
+    parser.add_argument("--live-runs", type=int, choices=(0, 1, 2), default=2,
+                        help="real-process queue runs in the live phase: 2 (default: isr and "
+                             "quorum), 1 (isr only) or 0 (none)")
+    parser.add_argument("--live-time-limit", type=float, default=LIVE_TIME_LIMIT_S,
+                        help=f"seconds of workload per queue run (default {LIVE_TIME_LIMIT_S:g})")
+    parser.add_argument("--metadata", choices=("raft", "abstract"), default="raft",
+                        help="the matrix's metadata side: 3 simulated Raft voters (default) or "
+                             "the abstract single controller (docs/compare.md)")
+    parser.add_argument("--sim-vs-real-runs", type=int, default=0, metavar="N",
+                        help="also run six faults x isr and quorum N times on real processes "
+                             "and on the simulator at the same settings, and table where they "
+                             "agree (OUT/sim-vs-real/; about 14 s per real run; default 0)")
+
+
+if __name__ == "__main__":
+    # spark-submit runs this file as a script (docs/compare.md); `--py-files kraftlab.zip`
+    # (python -m harness.spark.ship) makes the packages importable on the driver and ships
+    # them to the executors.
+    from harness.runtime.logs import configure_logging
+
+    configure_logging(level="warning")
+    script = argparse.ArgumentParser(prog="compare.py", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_options(script)
+    sys.exit(cmd_compare(script.parse_args()))

@@ -10,6 +10,14 @@ Invariants (checked by `assign`): epochs strictly increase along the entries and
 offsets. Every change is persisted at once to `leader-epoch-checkpoint` (atomic replace), so after a
 crash the file may name epochs beyond the recovered log end; the log trims them on recovery
 (`truncate_from_end(log_end_offset)`), as Kafka does.
+
+`write_on_flush()` (a replication.mode=raft log, partition.raft.log) trades the write per change
+for one when the log flushes (`persist_if_changed`, PartitionLog.flush): a Raft driver fsyncs
+the log before anything depends on an append (a fetch acknowledging it), grouped per event-loop
+round for every partition of a broker, and an election among many partitions would otherwise
+be two fsyncs per partition on the loop. Still safe: the log's recovery point moves only in
+`flush`, after the checkpoint is durable, so every entry below it is in the file; entries above
+it are found again by the recovery scan (`assign` per batch from the recovery point on).
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ class LeaderEpochCache:
     def __init__(self, storage: Storage | None, path: str | None) -> None:
         self._storage = storage
         self._path = path
+        self._on_flush = False  # write_on_flush(): changes written by persist_if_changed
+        self._changed = False
         self._entries: list[EpochEntry] = []
         if storage is not None and path is not None:
             self._entries = [EpochEntry(e, o) for e, o in read_epochs(storage, path)]
@@ -124,6 +134,22 @@ class LeaderEpochCache:
             self._entries = []
             self._persist()
 
+    def write_on_flush(self) -> None:
+        """From now on, write changes when the log flushes, not at once (module docstring)."""
+        self._on_flush = True
+
+    def persist_if_changed(self) -> None:
+        """Write the checkpoint if a change since the last write is not in it (write_on_flush)."""
+        if self._changed:
+            self._changed = False
+            self._write()
+
     def _persist(self) -> None:
+        if self._on_flush:
+            self._changed = True
+        else:
+            self._write()
+
+    def _write(self) -> None:
         if self._storage is not None and self._path is not None:
             write_epochs(self._storage, self._path, ((e.epoch, e.start_offset) for e in self._entries))

@@ -556,6 +556,7 @@ class PartitionLog:
             if segment in self.segments:
                 segment.flush()
         self._dirty.clear()
+        self.epoch_cache.persist_if_changed()  # before the recovery point moves past its entries
         if self._dir_dirty:
             self.storage.fsync_dir(self.directory)
             self._dir_dirty = False
@@ -590,6 +591,7 @@ class PartitionLog:
         for a clean shutdown)."""
         if self.segments:
             ps.write_snapshot(self.storage, self.directory, self.log_end_offset, self.producer_state)
+        self.epoch_cache.persist_if_changed()
         for segment in self.segments:
             segment.close()
 

@@ -5,10 +5,13 @@
 values, so recovery rescans only what lies past each recovery point. `checkpoint()` writes all
 three atomically (checkpoint.write_atomically). Kafka writes them on timers
 (log.flush.offset.checkpoint.interval.ms, replica.high.watermark.checkpoint.interval.ms); here the
-driver calls `checkpoint()` when it wants, and every log calls it after a truncation (its
+driver calls `checkpoint()` when it wants, and every log calls back after a truncation (its
 `on_truncated` hook, however the truncation was asked for): a recovery point left on disk above
 a truncation would let a later crash trust rewritten batches without validating them (Kafka's
-LogManager.truncateTo checkpoints too).
+LogManager.truncateTo checkpoints too). Only the recovery-point file is rewritten then, and only
+when the value last written for that log is above its new end: a node truncating many logs at
+once (a Raft election among many partitions) would otherwise rewrite every checkpoint of every
+log once per truncated log.
 
 Deleted topics (Kafka's LogManager.asyncDelete): `delete_log` closes the log and renames its
 directory at once to `<topic>-<partition>.<unique id>-delete` (which `open` never loads as a
@@ -32,6 +35,7 @@ no partition.metadata (an older layout) adopts the topic id it is opened with.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import structlog
@@ -75,6 +79,7 @@ class LogManager:
         self.pending_deletes: dict[str, int] = {}
         self.logs: dict[tuple[str, int], PartitionLog] = {}
         self._recovery_points: dict[tuple[str, int], int] = {}
+        self._written_recovery_points: dict[tuple[str, int], int] = {}  # on disk now
         self._log_starts: dict[tuple[str, int], int] = {}
         self._high_watermarks: dict[tuple[str, int], int] = {}
 
@@ -87,6 +92,7 @@ class LogManager:
         manager = cls(storage, log_dir, config or LogConfig(), file_delete_delay_ms)
         storage.make_dirs(log_dir)
         manager._recovery_points = read_offsets(storage, f"{log_dir}/{RECOVERY_POINT_CHECKPOINT}")
+        manager._written_recovery_points = dict(manager._recovery_points)
         manager._log_starts = read_offsets(storage, f"{log_dir}/{LOG_START_OFFSET_CHECKPOINT}")
         manager._high_watermarks = read_offsets(storage, f"{log_dir}/{REPLICATION_CHECKPOINT}")
         for name in storage.list_dir(log_dir):
@@ -126,7 +132,7 @@ class LogManager:
                 log_start_offset=self._log_starts.get(key, 0),
                 high_watermark=self._high_watermarks.get(key, 0), topic_id=topic_id,
             )
-            log.on_truncated = self.checkpoint
+            log.on_truncated = functools.partial(self._truncated, key)
             self.logs[key] = log
             if created:
                 self.storage.fsync_dir(self.log_dir)
@@ -209,10 +215,21 @@ class LogManager:
         """Truncate one log (its `on_truncated` hook writes the checkpoints)."""
         return self.logs[(topic, partition)].truncate_to(offset)
 
+    def _truncated(self, key: tuple[str, int]) -> None:
+        """A log was truncated (and flushed): lower its recovery point on disk if it is above
+        the new end (module docstring)."""
+        log = self.logs.get(key)
+        if log is not None and self._written_recovery_points.get(key, 0) > log.recovery_point:
+            self._write_recovery_points()
+
+    def _write_recovery_points(self) -> None:
+        points = {k: log.recovery_point for k, log in self.logs.items()}
+        write_offsets(self.storage, f"{self.log_dir}/{RECOVERY_POINT_CHECKPOINT}", points)
+        self._written_recovery_points = points
+
     def checkpoint(self) -> None:
         """Write the three per-dir checkpoint files from the logs' current values."""
-        write_offsets(self.storage, f"{self.log_dir}/{RECOVERY_POINT_CHECKPOINT}",
-                      {k: log.recovery_point for k, log in self.logs.items()})  # fmt: skip
+        self._write_recovery_points()
         write_offsets(self.storage, f"{self.log_dir}/{LOG_START_OFFSET_CHECKPOINT}",
                       {k: log.log_start_offset for k, log in self.logs.items()})  # fmt: skip
         write_offsets(self.storage, f"{self.log_dir}/{REPLICATION_CHECKPOINT}",

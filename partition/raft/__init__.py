@@ -4,7 +4,9 @@ Raft group running quorum.raft's RaftCore over the partition's own log (sans-IO)
 - `replica`: RaftReplica, the core (produce with acks, idempotence, consumer reads below the Raft
   HW, Kafka's error codes), composed with RaftCore through its public API;
 - `log`: RaftPartitionLog, the PartitionLog as the Raft log, the core's read view, quorum-state;
-- `entries`: how Kafka batches map to Raft entries (one entry per offset);
+- `election_states`: every partition's election state of one broker in one file (grouped votes);
+- `entries`: how Kafka batches map to Raft entries (one entry per batch, spanning its offsets);
+- `idempotence`: the KIP-98 check of produce requests appended together in one call;
 - `effects`: the effect list, its executor over the shared Raft executor, grouped-flush stages;
 - `mux`: RaftMux and TickGrid, one message per broker pair per round for all partitions;
 - `status`: the describe view (leader, epoch, voters with roles and lag);
@@ -26,11 +28,13 @@ from partition.raft.effects import (
     execute_partition_effects,
     flush_stages,
 )
+from partition.raft.election_states import ELECTION_STATES_FILE, ElectionStates
 from partition.raft.log import QUORUM_STATE_FILE, RaftPartitionLog, RaftPartitionView
 from partition.raft.mux import PartitionKey, RaftEnvelope, RaftItem, RaftMux, TickGrid, unbundle
 from partition.raft.replica import (
     AnswerLongPolls,
     PeerUnreachable,
+    ProducesReceived,
     RaftMessageReceived,
     RaftPartitionInput,
     RaftReplica,
@@ -39,15 +43,18 @@ from partition.raft.replica import (
 from partition.raft.status import MIN_INSYNC_REPLICAS_NOTE, RaftPartitionStatus, VoterStatus
 
 __all__ = [
+    "ELECTION_STATES_FILE",
     "MIN_INSYNC_REPLICAS_NOTE",
     "QUORUM_STATE_FILE",
     "REPLICATION_MODE_RAFT",
     "AnswerLongPolls",
     "Effect",
+    "ElectionStates",
     "PartitionEffect",
     "PartitionEffectEnv",
     "PartitionKey",
     "PeerUnreachable",
+    "ProducesReceived",
     "RaftEnvelope",
     "RaftItem",
     "RaftMessageReceived",

@@ -21,12 +21,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from quorum.metadata.configs import MAX_MESSAGE_BYTES, TOPIC_CONFIG_DEFAULTS
+from quorum.metadata.configs import MAX_MESSAGE_BYTES, REPLICATION_MODE_RAFT, TOPIC_CONFIG_DEFAULTS
 from quorum.raft.config import RaftConfig
 
 __all__ = ["REPLICATION_MODE_RAFT", "RaftPartitionConfig", "data_partition_raft_config"]
-
-REPLICATION_MODE_RAFT = "raft"
 
 
 def data_partition_raft_config(**overrides: Any) -> RaftConfig:

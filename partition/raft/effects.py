@@ -20,11 +20,15 @@ to the broker's RaftMux (partition.raft.mux); client answers go to the env's cal
 
 Grouped flushes (`flush_stages`): a broker hosting many raft partitions should not fsync once per
 partition per input. `flush_stages` cuts one call's effect list where `execute_effects` would
-fsync (after a FlushLog; after an AppendToLog(flush=True) before the next non-append effect), and
-turns those fsyncs into `Stage.flush_after`. A driver then runs, per event-loop round:
+fsync (after a FlushLog; after an AppendToLog(flush=True) before the next non-append effect; at
+a PersistElectionState, which must be durable before what follows it: a vote before the
+VoteResponse that grants it), and turns those fsyncs into `Stage.flush_after` and
+`Stage.persist`. A driver then runs, per event-loop round:
 
     stage 0 of every partition that got an input this round,
-    one fsync per log whose stage 0 says flush_after (all logs in parallel, or one syncfs),
+    one fsync per log whose stage 0 says flush_after (all logs in parallel, or one syncfs), and
+    the election states of every stage 0 that says persist made durable (one write for all of
+    them where the driver keeps them together; the log's fsync first where a stage has both),
     stage 1 of those partitions, and so on.
 
 Rules for such a driver:
@@ -46,7 +50,7 @@ from typing import Protocol, TypeGuard
 
 from partition.replica.effects import CompleteProduce, SendFetchResponse
 from partition.replica.messages import FetchResponse, ProduceResponse
-from quorum.raft.effects import AppendToLog, FlushLog
+from quorum.raft.effects import AppendToLog, ElectionState, FlushLog, PersistElectionState
 from quorum.raft.effects import Effect as RaftEffect
 
 __all__ = [
@@ -102,11 +106,14 @@ def execute_partition_effects(effects: Iterable[Effect], env: PartitionEffectEnv
 
 @dataclass(frozen=True, slots=True)
 class Stage:
-    """Effects to run as they are (no AppendToLog in it asks for a flush, no FlushLog), then, if
-    `flush_after`, an fsync of the partition's log before the next stage runs."""
+    """Effects to run as they are (no AppendToLog in it asks for a flush, no FlushLog, no
+    PersistElectionState), then, before the next stage runs: if `flush_after`, an fsync of the
+    partition's log; then, if `persist`, that election state made durable (the partition's
+    PersistElectionState)."""
 
     effects: tuple[Effect, ...]
     flush_after: bool
+    persist: ElectionState | None = None
 
 
 def flush_stages(effects: Iterable[Effect]) -> list[Stage]:
@@ -116,10 +123,10 @@ def flush_stages(effects: Iterable[Effect]) -> list[Stage]:
     current: list[Effect] = []
     dirty = False  # an AppendToLog(flush=True) in `current` awaits its fsync
 
-    def close(flush_after: bool) -> None:
+    def close(flush_after: bool, persist: ElectionState | None = None) -> None:
         nonlocal current, dirty
-        if current or flush_after:
-            stages.append(Stage(tuple(current), flush_after))
+        if current or flush_after or persist is not None:
+            stages.append(Stage(tuple(current), flush_after, persist))
         current, dirty = [], False
 
     for effect in effects:
@@ -128,6 +135,8 @@ def flush_stages(effects: Iterable[Effect]) -> list[Stage]:
             dirty = dirty or effect.flush
         elif isinstance(effect, FlushLog):
             close(True)
+        elif isinstance(effect, PersistElectionState):
+            close(dirty, effect.state)
         else:
             if dirty:
                 close(True)

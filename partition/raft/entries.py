@@ -1,18 +1,17 @@
 """How a data partition's RecordBatch v2 log is a Raft log: the mapping between Kafka batches and
-quorum.raft.log.Entry values, one Entry per offset.
+quorum.raft.log.Entry values, one Entry per batch, spanning the batch's offsets.
 
-RaftCore counts one Entry per offset (dense offsets, `first + i`), while a Kafka batch holds
-`last_offset_delta + 1` offsets. So a batch travels through the core as one *head* entry, whose
-`data` is the whole batch, followed by `last_offset_delta` *continuation* entries with empty data:
+RaftCore counts offsets through each entry's span (`Entry.count`), and a Kafka batch holds
+`last_offset_delta + 1` offsets, so a batch travels through the core as ONE entry whose `data`
+is the whole batch and whose `count` is its number of offsets:
 
-    batch at offsets 10..12, epoch 4      Entry(10, 4, <the batch bytes>)
-                                          Entry(11, 4, b"")
-                                          Entry(12, 4, b"")
+    batch at offsets 10..12, epoch 4      Entry(10, 4, <the batch bytes>, count=3)
 
 Raft offsets are therefore Kafka offsets, the Raft high watermark is the partition's HW, and the
 partitionLeaderEpoch of every batch is the Raft epoch it was appended in (KIP-101 and KIP-320 keep
-working for consumers). The head's bytes are patched with (base offset, epoch) when the batch is
-written (`rb.patch`, outside the CRC's range), never re-encoded.
+working for consumers). The batch bytes are patched with (base offset, epoch) when the batch is
+written (`rb.patch`, outside the CRC's range), never re-encoded. (An earlier mapping sent one
+entry per offset, the head followed by empty continuations: per-record objects on the hot path.)
 
 Control entries, which the core writes itself (the LeaderChange record opening every epoch, and
 the idle no-op if enabled), are one-offset Kafka *control* batches: one record, key = version 0 /
@@ -21,12 +20,11 @@ record is the new leader's epoch marker (Raft's no-op entry): consumers skip con
 they skip KRaft's and the quorum mode's.
 
 Invariants (checked: ValueError names the offending offset):
-- a produced batch is at least 61 bytes, so empty data marks a continuation unambiguously;
-- entries written start with a head (or a control entry) and end on a batch's last offset: a
-  batch is never split across appends, so a log never ends inside a batch, every truncation point
-  (an epoch boundary) is a batch boundary, and a follower's fetch offset always starts a batch;
+- a data entry holds exactly one whole batch, whose offsets are exactly the entry's span: a batch
+  is never split, so a log never ends inside a batch, every truncation point (an epoch boundary)
+  is a batch boundary, and a follower's fetch offset always starts a batch;
 - a read from inside a batch (RaftCore does that only to learn the epoch of the entry below an
-  offset) yields that batch's remaining continuation entries, which are never written anywhere.
+  offset) yields that batch's entry, which starts below the offset asked for.
 """
 
 from __future__ import annotations
@@ -49,14 +47,11 @@ __all__ = [
 CONTROL_RECORD_KEY = EPOCH_MARKER_KEY
 
 
-def proposal(records: bytes, headers: Sequence[rb.BatchHeader]) -> list[bytes]:
-    """The `records` argument of RaftCore.propose for validated producer batches: per batch its
-    bytes, then one empty continuation per further offset."""
-    out: list[bytes] = []
-    for h in headers:
-        out.append(records[h.position : h.position + h.size])
-        out.extend([b""] * h.last_offset_delta)
-    return out
+def proposal(records: bytes, headers: Sequence[rb.BatchHeader]) -> tuple[list[bytes], list[int]]:
+    """The `records` and `counts` arguments of RaftCore.propose for validated producer batches:
+    per batch its bytes, and its number of offsets."""
+    return ([records[h.position : h.position + h.size] for h in headers],
+            [h.last_offset_delta + 1 for h in headers])  # fmt: skip
 
 
 def control_batch(entry: Entry) -> bytes:
@@ -68,50 +63,40 @@ def control_batch(entry: Entry) -> bytes:
 
 
 def entries_to_batches(entries: Sequence[Entry]) -> bytes:
-    """The Kafka batch bytes for `entries` (whole batches, see the module docstring), each head
-    patched with its entry's offset and epoch."""
+    """The Kafka batch bytes for `entries` (one whole batch each, see the module docstring),
+    each patched with its entry's offset and epoch."""
     out: list[bytes] = []
-    i = 0
-    while i < len(entries):
-        head = entries[i]
-        if head.control:
-            out.append(control_batch(head))
-            i += 1
+    for e in entries:
+        if e.control:
+            if e.count != 1:
+                raise ValueError(f"control entry {e.offset} spans {e.count} offsets")
+            out.append(control_batch(e))
             continue
-        if not head.data:
-            raise ValueError(f"entry {head.offset} continues a batch whose head is not here")
-        header = rb.read_header(head.data)
-        if header.size != len(head.data) or header.is_control:
-            raise ValueError(f"entry {head.offset} is not one data batch")
-        last = i + header.last_offset_delta
-        if last >= len(entries):
-            raise ValueError(f"batch at {head.offset} ends past the entries given")
-        for k in range(i + 1, last + 1):
-            e = entries[k]
-            if e.data or e.control or e.epoch != head.epoch or e.offset != head.offset + k - i:
-                raise ValueError(f"entry {e.offset} does not continue the batch at {head.offset}")
-        patched = bytearray(head.data)
-        rb.patch(patched, 0, head.offset, head.epoch)
+        if len(e.data) < rb.HEADER_SIZE:
+            raise ValueError(f"entry {e.offset} is not one data batch")
+        header = rb.read_header(e.data)
+        if header.size != len(e.data) or header.is_control:
+            raise ValueError(f"entry {e.offset} is not one data batch")
+        if header.last_offset_delta + 1 != e.count:
+            raise ValueError(f"entry {e.offset} spans {e.count} offsets, its batch "
+                             f"{header.last_offset_delta + 1}")  # fmt: skip
+        patched = bytearray(e.data)
+        rb.patch(patched, 0, e.offset, e.epoch)
         out.append(bytes(patched))
-        i = last + 1
     return b"".join(out)
 
 
-def batches_to_entries(data: bytes, start_offset: int) -> list[Entry]:
-    """Entries of the whole batches in `data` from `start_offset` on; a batch that starts below
-    `start_offset` contributes only its continuation entries from there."""
+def batches_to_entries(data: bytes) -> list[Entry]:
+    """One entry per whole batch in `data` (the first may start below the offset read from)."""
     entries: list[Entry] = []
     for h in rb.iter_headers(data, check_crc=False):
         epoch = h.partition_leader_epoch
         if h.is_control:
             if h.last_offset_delta != 0:
                 raise ValueError(f"control batch at {h.base_offset} spans several offsets")
-            if h.base_offset >= start_offset:
-                (record,) = rb.decode_records(data, h)
-                entries.append(Entry(h.base_offset, epoch, record.value or b"", control=True))
+            (record,) = rb.decode_records(data, h)
+            entries.append(Entry(h.base_offset, epoch, record.value or b"", control=True))
             continue
-        if h.base_offset >= start_offset:
-            entries.append(Entry(h.base_offset, epoch, data[h.position : h.position + h.size]))
-        first = max(h.base_offset + 1, start_offset)
-        entries.extend(Entry(o, epoch, b"") for o in range(first, h.last_offset + 1))
+        entries.append(Entry(h.base_offset, epoch, data[h.position : h.position + h.size],
+                             count=h.last_offset_delta + 1))  # fmt: skip
     return entries

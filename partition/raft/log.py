@@ -2,8 +2,8 @@
 (quorum.raft.log.RaftLogWriter), plus the data view the raft-mode replica core reads, plus the
 partition's `quorum-state` file.
 
-The mapping between batches and Raft entries is partition.raft.entries (one entry per offset, a
-batch = a head entry + continuations). Reads return whole batches; appends go through
+The mapping between batches and Raft entries is partition.raft.entries (one entry per batch,
+spanning its offsets). Reads return whole batches; appends go through
 PartitionLog.append_as_follower on every replica, the leader included: the bytes already carry
 their offsets and epoch (patched from the entries), the log validates CRC, offsets and epochs,
 records the epoch in the leader epoch cache (KIP-101), and keeps the idempotent producers' state
@@ -20,6 +20,10 @@ snapshot methods raise and the driver must not apply retention to raft partition
 The `quorum-state` file (Kafka's FileQuorumStateStore JSON, in the partition directory) holds the
 partition's ElectionState. `persist_election_state` replaces it atomically (tmp, fsync, rename,
 fsync dir): the driver calls it for PersistElectionState, before any later effect runs.
+
+The partition's leader-epoch-checkpoint is written when the log flushes (LeaderEpochCache
+write_on_flush): Raft flushes before an append is acknowledged, and an election among many
+partitions then costs no extra fsync per partition on the driver's loop.
 """
 
 from __future__ import annotations
@@ -67,6 +71,10 @@ class RaftPartitionLog:
     def __init__(self, log: PartitionLog) -> None:
         self.log = log
         self.flush_count = 0
+        # Every append counts toward the majority only after the driver's fsync of this log
+        # (grouped per round), so the leader epoch checkpoint is written with that flush, not
+        # once more per new epoch on the loop (partition/log/epoch_cache.py, write_on_flush).
+        log.epoch_cache.write_on_flush()
 
     # -- RaftLog --------------------------------------------------------------------------------
 
@@ -93,7 +101,7 @@ class RaftPartitionLog:
             raise ValueError(f"read at {start_offset} outside [{start}, {end}]")
         if start_offset == end:
             return []
-        return batches_to_entries(self.log.read(start_offset, max(max_bytes, 1)), start_offset)
+        return batches_to_entries(self.log.read(start_offset, max(max_bytes, 1)))
 
     def latest_snapshot(self) -> OffsetAndEpoch | None:
         return None

@@ -5,7 +5,11 @@ partition's own log (partition.raft.log); this core adds what a Kafka partition 
 
 - Produce (leader only; NOT_LEADER_OR_FOLLOWER with the leader hint elsewhere, KIP-951): the
   batches are checked like every mode's (parse_produce_batches, KIP-98 idempotence against the
-  log's producer state), proposed as one Raft append (partition.raft.entries), and answered:
+  log's producer state), proposed as one Raft append (partition.raft.entries), and answered.
+  ProducesReceived carries every produce request a driver got for the partition in one
+  event-loop round: each is checked and answered as if alone, in order (an idempotent producer's
+  pipelined batches against the call's earlier ones too, partition.raft.idempotence), and all the
+  accepted batches become ONE Raft append and ONE fsync (group commit, no linger). Answers:
   acks=0 never, acks=1 right after the AppendToLog, acks=all once the Raft high watermark passes
   the batch's last offset (CommitAdvanced), REQUEST_TIMED_OUT after timeout_ms, and
   NOT_LEADER_OR_FOLLOWER when leadership is lost first (indeterminate: the batch may still
@@ -36,15 +40,16 @@ keeps its own (one leader and one vote per epoch, HW monotonic, no truncation be
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import assert_never
 
 import structlog
 
-from partition.log.producer_state import SequenceCheck
+from partition.log.producer_state import BatchMetadata, SequenceCheck
 from partition.raft.config import RaftPartitionConfig
 from partition.raft.effects import Effect
 from partition.raft.entries import proposal
+from partition.raft.idempotence import CallProducers
 from partition.raft.log import RaftPartitionView
 from partition.raft.status import RaftPartitionStatus, describe
 from partition.replica.effects import CompleteProduce, SendFetchResponse
@@ -69,6 +74,7 @@ from quorum.raft.messages import RaftMessage
 __all__ = [
     "AnswerLongPolls",
     "PeerUnreachable",
+    "ProducesReceived",
     "RaftMessageReceived",
     "RaftPartitionInput",
     "RaftReplica",
@@ -104,6 +110,37 @@ class AnswerLongPolls:
 
 
 @dataclass(frozen=True, slots=True)
+class ProducesReceived:
+    """Produce requests for this partition that arrived in one event-loop round: each is checked
+    and answered as if alone, in order, and the accepted batches become ONE Raft append (one
+    fsync for all of them: the group commit a driver gets without lingering)."""
+
+    requests: tuple[ProduceRequest, ...]
+
+
+@dataclass(slots=True)
+class _ProducePlan:
+    """What one produce call will do: the entries to propose and where each answer goes."""
+
+    first_offset: int  # where the call's proposal starts (the log end: no stage is pending)
+    records: list[bytes] = field(default_factory=list)  # one Kafka batch each
+    counts: list[int] = field(default_factory=list)  # its offsets
+    offsets: int = 0  # their sum
+    now: list[Effect] = field(default_factory=list)  # needing nothing: errors, acks=1 duplicates
+    after_append: list[CompleteProduce] = field(default_factory=list)  # acks=1
+    committed: list[Effect] = field(default_factory=list)  # acks=all duplicates, committed
+    waiting: list[PendingProduce] = field(default_factory=list)  # acks=all
+
+    def add(self, batches: list[bytes], counts: list[int]) -> tuple[int, int]:
+        """Queue a produce request's batches (one entry each); their (base, last) offsets."""
+        base = self.first_offset + self.offsets
+        self.records += batches
+        self.counts += counts
+        self.offsets += sum(counts)
+        return base, base + sum(counts) - 1
+
+
+@dataclass(frozen=True, slots=True)
 class ResignRequested:
     """Controlled shutdown: a leader hands over (EndQuorumEpoch to the most caught-up voter)."""
 
@@ -111,6 +148,7 @@ class ResignRequested:
 RaftPartitionInput = (
     RaftMessageReceived
     | ProduceRequest
+    | ProducesReceived
     | FetchRequest
     | PeerUnreachable
     | AnswerLongPolls
@@ -183,7 +221,9 @@ class RaftReplica:
             case RaftMessageReceived(src, raft_message):
                 return self._after(self._raft.handle(src, raft_message, now_ms))
             case ProduceRequest():
-                return self._on_produce(message, now_ms)
+                return self._on_produces((message,), now_ms)
+            case ProducesReceived(requests):
+                return self._on_produces(requests, now_ms)
             case FetchRequest():
                 return self._on_consumer_fetch(message, now_ms)
             case PeerUnreachable(peer):
@@ -212,54 +252,75 @@ class RaftReplica:
 
     # ---------------------------------------------------------------------------- produce
 
-    def _on_produce(self, req: ProduceRequest, now_ms: int) -> list[Effect]:
+    def _on_produces(self, reqs: tuple[ProduceRequest, ...], now_ms: int) -> list[Effect]:
+        """Every request checked and answered as if alone, in order; the accepted batches go to
+        the Raft core as ONE proposal (one AppendToLog, one FlushLog: group commit)."""
         if not self._raft.is_leader:
-            return self._produce_error(req, Errors.NOT_LEADER_OR_FOLLOWER)
-        headers, error, message = parse_produce_batches(req, self.config.max_message_bytes)
-        if error is not Errors.NONE:
-            return self._produce_error(req, error, message)
-        if any(h.is_control for h in headers):
-            return self._produce_error(req, Errors.INVALID_REQUEST,
-                                       "INVALID_RECORD: clients may not write control batches")  # fmt: skip
-        first = headers[0]
-        if first.has_producer_id:
-            check = self._log.check_producer(first.producer_id, first.producer_epoch,
-                                             first.base_sequence, first.last_sequence)  # fmt: skip
-            match check.outcome:
-                case SequenceCheck.DUPLICATE:
-                    # KIP-98: the original offsets, nothing appended; acks=all still waits for
-                    # them to commit (a retry after a failover may reach a leader holding them
-                    # uncommitted, which commits them with its LeaderChange record).
-                    dup = check.duplicate_of
-                    assert dup is not None
-                    return self._acknowledge(req, dup.first_offset, dup.last_offset, [], now_ms)
-                case SequenceCheck.OUT_OF_ORDER:
-                    return self._produce_error(req, Errors.OUT_OF_ORDER_SEQUENCE_NUMBER)
-                case SequenceCheck.FENCED:
-                    return self._produce_error(req, Errors.INVALID_PRODUCER_EPOCH,
-                                               "PRODUCER_FENCED")  # fmt: skip
-                case SequenceCheck.OK:
-                    pass
-                case _:
-                    assert_never(check.outcome)
-        result, raft_effects = self._raft.propose(proposal(req.records, headers), now_ms)
-        if not isinstance(result, Accepted):
-            return self._produce_error(req, Errors.NOT_LEADER_OR_FOLLOWER)
-        return self._acknowledge(req, result.first_offset, result.last_offset, raft_effects, now_ms)
+            error = Errors.NOT_LEADER_OR_FOLLOWER
+            return [e for req in reqs for e in self._produce_error(req, error)]
+        plan = _ProducePlan(self._log.end_offset)
+        producers = CallProducers(self._log.check_producer)
+        for req in reqs:
+            headers, error, message = parse_produce_batches(req, self.config.max_message_bytes)
+            if error is Errors.NONE and any(h.is_control for h in headers):
+                error, message = (Errors.INVALID_REQUEST,
+                                  "INVALID_RECORD: clients may not write control batches")  # fmt: skip
+            if error is not Errors.NONE:
+                plan.now += self._produce_error(req, error, message)
+                continue
+            first = headers[0]
+            if first.has_producer_id:
+                check = producers.check(first.producer_id, first.producer_epoch,
+                                        first.base_sequence, first.last_sequence)  # fmt: skip
+                match check.outcome:
+                    case SequenceCheck.DUPLICATE:
+                        # KIP-98: the original offsets, nothing appended; acks=all still waits for
+                        # them to commit (a retry after a failover may reach a leader holding them
+                        # uncommitted, which commits them with its LeaderChange record).
+                        dup = check.duplicate_of
+                        assert dup is not None
+                        self._plan_answer(plan, req, dup.first_offset, dup.last_offset, now_ms)
+                        continue
+                    case SequenceCheck.OUT_OF_ORDER:
+                        plan.now += self._produce_error(req, Errors.OUT_OF_ORDER_SEQUENCE_NUMBER)
+                        continue
+                    case SequenceCheck.FENCED:
+                        plan.now += self._produce_error(req, Errors.INVALID_PRODUCER_EPOCH,
+                                                        "PRODUCER_FENCED")  # fmt: skip
+                        continue
+                    case SequenceCheck.OK:
+                        pass
+                    case _:
+                        assert_never(check.outcome)
+            base, last = plan.add(*proposal(req.records, headers))
+            if first.has_producer_id:
+                producers.record(first.producer_id, first.producer_epoch,
+                                 BatchMetadata(first.base_sequence, first.last_sequence, base,
+                                               last))  # fmt: skip
+            self._plan_answer(plan, req, base, last, now_ms)
+        raft_effects: list[RaftEffect] = []
+        if plan.records:
+            result, raft_effects = self._raft.propose(plan.records, now_ms, plan.counts)
+            if not isinstance(result, Accepted) or result.first_offset != plan.first_offset:
+                raise InvariantViolation(f"proposal at {plan.first_offset} answered {result}")
+        self._pending += plan.waiting
+        return plan.now + self._after(raft_effects, plan.after_append) + plan.committed
 
-    def _acknowledge(self, req: ProduceRequest, base: int, last: int,
-                     raft_effects: list[RaftEffect], now_ms: int) -> list[Effect]:  # fmt: skip
+    def _plan_answer(self, plan: _ProducePlan, req: ProduceRequest, base: int, last: int,
+                     now_ms: int) -> None:  # fmt: skip
+        """Where the answer to `req` (its batch at [base, last]) goes: acks=0 nowhere; acks=1
+        after the call's append (at once for a duplicate appended before the call); acks=all
+        once the HW passes `last` (after the call's effects if it already has)."""
         if req.acks == ACKS_NONE:
-            return self._after(raft_effects)
+            return
+        done = self._produce_done(req.request_id, base, last)
         if req.acks == ACKS_LEADER:
-            done = self._produce_done(req.request_id, base, last)
-            if not raft_effects:  # a duplicate: appended (on this leader) before
-                return [done]
-            return self._after(raft_effects, done)
-        if self._raft.high_watermark > last:  # a duplicate of a committed batch
-            return [*self._after(raft_effects), self._produce_done(req.request_id, base, last)]
-        self._pending.append(PendingProduce(req.request_id, base, last, now_ms + req.timeout_ms))
-        return self._after(raft_effects)
+            (plan.after_append if base >= plan.first_offset else plan.now).append(done)
+        elif self._raft.high_watermark > last:  # a duplicate of a committed batch
+            plan.committed.append(done)
+        else:
+            plan.waiting.append(PendingProduce(req.request_id, base, last,
+                                               now_ms + req.timeout_ms))  # fmt: skip
 
     def _produce_done(self, request_id: int, base: int, last: int,
                       error: Errors = Errors.NONE) -> CompleteProduce:  # fmt: skip
@@ -366,20 +427,20 @@ class RaftReplica:
     # ------------------------------------------------------------------ after a Raft call
 
     def _after(self, raft_effects: list[RaftEffect],
-               after_append: CompleteProduce | None = None) -> list[Effect]:  # fmt: skip
+               after_append: list[CompleteProduce] | None = None) -> list[Effect]:  # fmt: skip
         """The Raft effects in order, with client answers slotted in where they become true:
         `after_append` (acks=1) right after the AppendToLog, acks=all answers right after the
         CommitAdvanced that passes them; then what leaving leadership fails."""
         effects: list[Effect] = []
         for e in raft_effects:
             effects.append(e)
-            if after_append is not None and isinstance(e, AppendToLog):
-                effects.append(after_append)
+            if after_append and isinstance(e, AppendToLog):
+                effects += after_append
                 after_append = None
             elif isinstance(e, CommitAdvanced):
                 effects += self._complete_produces(e.high_watermark)
                 self._wake_fetches = self._wake_fetches or bool(self._parked)
-        if after_append is not None:
+        if after_append:
             raise InvariantViolation("acks=1 produce accepted without an AppendToLog")
         return effects + self._leadership_moves()
 

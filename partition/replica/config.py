@@ -3,7 +3,7 @@ Partition, LogConfig), plus kraftlab's `replication.mode` and `leader.epoch.enab
 
 Invariants (checked at construction): positive intervals; `replica.fetch.wait.max.ms` <=
 `replica.lag.time.max.ms` (Kafka refuses the opposite: a long poll would look like lag);
-`replication.mode` is "isr" or "quorum".
+`replication.mode` is "isr" or "quorum" (a `raft` partition is partition.raft's, not a ReplicaCore).
 """
 
 from __future__ import annotations
@@ -15,9 +15,13 @@ from quorum.metadata.configs import (
     MAX_MESSAGE_BYTES,
     MIN_INSYNC_REPLICAS,
     REPLICATION_MODE,
-    REPLICATION_MODES,
+    REPLICATION_MODE_ISR,
+    REPLICATION_MODE_QUORUM,
     TOPIC_CONFIG_DEFAULTS,
 )
+
+# The modes a ReplicaCore runs (replication.mode=raft partitions run partition.raft).
+REPLICA_CORE_MODES = (REPLICATION_MODE_ISR, REPLICATION_MODE_QUORUM)
 
 LEADER_EPOCH_ENABLE = "leader.epoch.enable"
 
@@ -46,8 +50,8 @@ class ReplicaConfig:
             raise ValueError("replica.lag.time.max.ms must be > 0")
         if self.min_insync_replicas < 1:
             raise ValueError("min.insync.replicas must be >= 1")
-        if self.replication_mode not in REPLICATION_MODES:
-            raise ValueError(f"replication.mode must be one of {REPLICATION_MODES}")
+        if self.replication_mode not in REPLICA_CORE_MODES:
+            raise ValueError(f"replication.mode must be one of {REPLICA_CORE_MODES}")
         if not 0 <= self.replica_fetch_wait_max_ms <= self.replica_lag_time_max_ms:
             raise ValueError("replica.fetch.wait.max.ms must be in [0, replica.lag.time.max.ms]")
         for name in ("replica_fetch_max_bytes", "replica_fetch_backoff_ms",

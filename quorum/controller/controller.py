@@ -45,6 +45,7 @@ from quorum.controller.messages import (
     ElectLeadersRequest,
     ElectLeadersResponse,
     PartitionElectionResult,
+    ReportRaftLeadersRequest,
     ReportReplicaPositionRequest,
     ReportReplicaPositionResponse,
 )
@@ -54,11 +55,14 @@ from quorum.controller.partition_change import (
     ReplicaLogState,
     build_change,
 )
+from quorum.controller.raft_leaders import is_raft_topic, report_raft_leaders
 from quorum.controller.result import ControllerResult, PendingRecords
 from quorum.controller.topics import alter_topic_configs, create_topic, delete_topic
 from quorum.metadata.configs import (
     MIN_INSYNC_REPLICAS,
     REPLICATION_MODE,
+    REPLICATION_MODE_QUORUM,
+    REPLICATION_MODE_RAFT,
     UNCLEAN_LEADER_ELECTION_ENABLE,
 )
 from quorum.metadata.errors import Errors
@@ -136,6 +140,8 @@ class QuorumController:
                 return self._allocate_producer_ids(request, image)
             case ReportReplicaPositionRequest():
                 return self._report_position(request, image)
+            case ReportRaftLeadersRequest():
+                return report_raft_leaders(request, image)
             case _:
                 assert_never(request)
 
@@ -165,8 +171,13 @@ class QuorumController:
     def _repair_partitions(self, batch: PendingRecords) -> None:
         """Take unusable brokers out of ISRs and leaderships they are still in (a change that
         was refused as stale, or state left by an earlier controller), one broker at a time,
-        then retry the election of every offline partition (topic configs may have changed)."""
+        then retry the election of every offline partition (topic configs may have changed).
+        Raft partitions are left alone: a fenced broker may still lead its Raft group (cut off
+        from the controllers only), and its reports are recorded (raft_leaders.py)."""
+        raft: dict[str, bool] = {}  # topic name -> replication.mode=raft, read once per topic
         for topic, part in list(batch.view.all_partitions()):
+            if raft.setdefault(topic.name, is_raft_topic(batch.view, topic)):
+                continue
             for member in (*part.isr, part.leader):
                 current = batch.view.partition(part.topic_id, part.partition)
                 assert current is not None
@@ -179,6 +190,8 @@ class QuorumController:
                     )
                     batch.add(change)
         for topic, part in batch.view.offline_partitions():
+            if raft.setdefault(topic.name, is_raft_topic(batch.view, topic)):
+                continue
             batch.add(
                 build_change(batch.view, part, self._rules(batch.view, topic, part.partition))
             )
@@ -395,7 +408,8 @@ class QuorumController:
             unclean_allowed=configs[UNCLEAN_LEADER_ELECTION_ENABLE] == "true",
             elr_enabled=self.config.eligible_leader_replicas_enable,
             min_isr=int(configs[MIN_INSYNC_REPLICAS]),
-            quorum_mode=configs[REPLICATION_MODE] == "quorum",
+            quorum_mode=configs[REPLICATION_MODE] == REPLICATION_MODE_QUORUM,
+            raft_mode=configs[REPLICATION_MODE] == REPLICATION_MODE_RAFT,
             log_states=self._log_states.get((topic.topic_id, partition), {}),
         )
 
@@ -412,6 +426,9 @@ class QuorumController:
             )
         topic = image.topic_by_id(req.topic_id)
         assert topic is not None
+        if is_raft_topic(image, topic):  # its leader reports its ISR (raft_leaders.py)
+            return ControllerResult(response=AlterPartitionResponse(
+                Errors.INVALID_REQUEST, req.topic_id, req.partition))  # fmt: skip
         new_isr = tuple(s.broker_id for s in req.new_isr_with_epochs)
         change = build_change(
             image,
@@ -462,6 +479,9 @@ class QuorumController:
         part = batch.view.partition(topic.topic_id, index)
         if part is None:
             return PartitionElectionResult(topic.name, index, Errors.UNKNOWN_TOPIC_OR_PARTITION)
+        if is_raft_topic(batch.view, topic):
+            return PartitionElectionResult(topic.name, index, Errors.INVALID_REQUEST,
+                                           "raft partitions elect their own leaders")  # fmt: skip
         if election is ElectionType.PREFERRED and part.replicas and part.leader == part.replicas[0]:
             return PartitionElectionResult(topic.name, index, Errors.ELECTION_NOT_NEEDED)
         if election is ElectionType.UNCLEAN and part.leader != NO_LEADER:
@@ -485,7 +505,7 @@ class QuorumController:
         partitions led by someone else exceeds leader.imbalance.per.broker.percentage."""
         preferred: dict[int, list[tuple[Topic, Partition]]] = {}
         for topic, part in batch.view.all_partitions():
-            if part.replicas:
+            if part.replicas and not is_raft_topic(batch.view, topic):
                 preferred.setdefault(part.replicas[0], []).append((topic, part))
         for broker_id in sorted(preferred):
             owned = preferred[broker_id]

@@ -185,6 +185,45 @@ class ReportReplicaPositionResponse:
     leader_epoch: int = -1
 
 
+# --- replication.mode=raft: leaders elected by the replicas (kraftlab) ------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RaftLeader:
+    """One raft partition the reporting broker leads: the Raft epoch it was elected in and its
+    in-sync voters (the leader and the voters that fetched from it within the fetch timeout)."""
+
+    topic_id: str
+    partition: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReportRaftLeadersRequest:
+    """A broker tells the controller which raft partitions it leads (docs/replication.md): the
+    controller records what the Raft groups decided, it never decides it."""
+
+    broker_id: int
+    broker_epoch: int
+    leaders: tuple[RaftLeader, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RaftLeaderResult:
+    topic_id: str
+    partition: int
+    error: Errors
+    leader: int = -1  # the partition's leader in the image after this request
+    leader_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ReportRaftLeadersResponse:
+    error: Errors
+    results: tuple[RaftLeaderResult, ...] = ()
+
+
 # --- producer ids ------------------------------------------------------------------------------
 
 
@@ -211,6 +250,7 @@ ControllerRequest = (
     | ElectLeadersRequest
     | AllocateProducerIdsRequest
     | ReportReplicaPositionRequest
+    | ReportRaftLeadersRequest
 )
 ControllerResponse = (
     BrokerRegistrationResponse
@@ -222,6 +262,7 @@ ControllerResponse = (
     | ElectLeadersResponse
     | AllocateProducerIdsResponse
     | ReportReplicaPositionResponse
+    | ReportRaftLeadersResponse
 )
 
 for _cls in (
@@ -245,5 +286,9 @@ for _cls in (
     AllocateProducerIdsResponse,
     ReportReplicaPositionRequest,
     ReportReplicaPositionResponse,
+    RaftLeader,
+    ReportRaftLeadersRequest,
+    RaftLeaderResult,
+    ReportRaftLeadersResponse,
 ):
     codec.register(f"controller.{_cls.__name__}")(_cls)

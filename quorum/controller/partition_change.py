@@ -30,6 +30,8 @@ the reports either: the replicas of M2 no longer fetch from it, so it lacks a ma
 PREFERRED elections and the periodic rebalance do not move a valid quorum-mode leader (that
 would skip the fence); UNCLEAN is the same as ONLINE there (no majority, no leader).
 
+`replication.mode=raft`: no election here at all; the replicas elect (raft_leaders.py).
+
 Invariants of every change built here:
 - without ELR the ISR never becomes empty (the last member stays, leader -1: Kafka's rule);
 - a chosen leader is in the resulting ISR;
@@ -44,6 +46,7 @@ import enum
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
+from quorum.controller.raft_leaders import raft_leave
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import NO_LEADER, LeaderRecoveryState, Partition, PartitionChange
 
@@ -73,6 +76,7 @@ class ElectionRules:
     elr_enabled: bool = False
     min_isr: int = 1
     quorum_mode: bool = False
+    raft_mode: bool = False  # replication.mode=raft: never elect (quorum/controller/raft_leaders.py)
     log_states: Mapping[int, ReplicaLogState] = field(default_factory=dict)
 
 
@@ -103,7 +107,10 @@ def build_change(
 ) -> PartitionChange | None:
     """The PartitionChange that takes `remove` out of the ISR (or sets the ISR to `isr`), applies
     `recovery_state`, and elects a leader by `election`; None when nothing would change.
-    `unusable` are brokers being fenced or shut down by records built in the same batch."""
+    `unusable` are brokers being fenced or shut down by records built in the same batch.
+    A raft partition elects its own leader: only `remove` applies to it (raft_leaders.py)."""
+    if rules.raft_mode:
+        return raft_leave(part, remove)
     new_isr, elr, last_known_elr = _target_isr(part, rules, remove, isr)
     recovery = part.leader_recovery_state if recovery_state is None else recovery_state
     target = _Target(part.leader, new_isr, elr, last_known_elr, recovery)

@@ -42,6 +42,8 @@ from quorum.controller.messages import (
     DeleteTopicResponse,
     ElectLeadersRequest,
     ElectLeadersResponse,
+    ReportRaftLeadersRequest,
+    ReportRaftLeadersResponse,
     ReportReplicaPositionRequest,
     ReportReplicaPositionResponse,
 )
@@ -60,6 +62,7 @@ _RESPONSE_FOR: dict[type, type] = {
     ElectLeadersRequest: ElectLeadersResponse,
     AllocateProducerIdsRequest: AllocateProducerIdsResponse,
     ReportReplicaPositionRequest: ReportReplicaPositionResponse,
+    ReportRaftLeadersRequest: ReportRaftLeadersResponse,
 }
 
 

@@ -4,7 +4,7 @@ Validation order and error names are Kafka's: INVALID_TOPIC_EXCEPTION (name), TO
 INVALID_PARTITIONS (1..MAX_PARTITIONS_PER_TOPIC), INVALID_REPLICATION_FACTOR (at most
 MAX_REPLICATION_FACTOR, counted against unfenced brokers), INVALID_CONFIG
 (quorum.metadata.configs decides). A new partition has ISR = replicas and its first replica as
-leader, both epochs 0. Topic ids are derived, not drawn (a core uses no randomness).
+leader, both epochs 0 (a raft partition: no leader yet, its replicas elect one). Topic ids are derived, not drawn (a core uses no randomness).
 """
 
 from __future__ import annotations
@@ -26,15 +26,24 @@ from quorum.controller.messages import (
 from quorum.controller.placement import assign_replicas
 from quorum.controller.result import ControllerResult, PendingRecords
 from quorum.metadata.configs import (
+    INTERNAL_TOPICS,
     MIN_INSYNC_REPLICAS,
     REPLICATION_MODE,
+    REPLICATION_MODE_RAFT,
     TOPIC_CONFIG_DEFAULTS,
     canonical_topic_config,
     validate_topic_config,
 )
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import MetadataImage
-from quorum.metadata.records import Config, Partition, PartitionChange, RemoveTopic, Topic
+from quorum.metadata.records import (
+    NO_LEADER,
+    Config,
+    Partition,
+    PartitionChange,
+    RemoveTopic,
+    Topic,
+)
 
 _log = structlog.get_logger("controller")
 
@@ -75,7 +84,7 @@ def create_topic(req: CreateTopicRequest, image: MetadataImage) -> ControllerRes
     if len(configs) != len(req.configs):
         return fail(Errors.INVALID_CONFIG, "duplicate config names")
     for name, value in sorted(configs.items()):
-        problem = validate_topic_config(name, value)
+        problem = validate_topic_config(name, value, internal=req.name in INTERNAL_TOPICS)
         if problem is not None:
             return fail(Errors.INVALID_CONFIG, problem)
     configs = {name: canonical_topic_config(name, value) for name, value in configs.items()}
@@ -96,8 +105,10 @@ def create_topic(req: CreateTopicRequest, image: MetadataImage) -> ControllerRes
     )
     batch = PendingRecords(image)
     batch.add(Topic(req.name, topic_id, tuple(sorted(configs.items()))))
+    # A raft partition starts without a leader: its replicas elect one (raft_leaders.py).
+    raft = configs.get(REPLICATION_MODE) == REPLICATION_MODE_RAFT
     for p, replicas in enumerate(assignment):
-        batch.add(Partition(topic_id, p, replicas, replicas, replicas[0]))
+        batch.add(Partition(topic_id, p, replicas, replicas, NO_LEADER if raft else replicas[0]))
     return batch.result(CreateTopicResponse(Errors.NONE, topic_id=topic_id))
 
 

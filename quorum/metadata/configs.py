@@ -31,7 +31,20 @@ MAX_MESSAGE_BYTES = "max.message.bytes"
 
 LONG_MAX = 2**63 - 1  # Kafka's Long.MAX_VALUE: "never" for flush.messages / flush.ms
 
-REPLICATION_MODES = ("isr", "quorum")
+# replication.mode values: Kafka's ISR, kraftlab's controller-run majority election, and a Raft
+# group per partition whose replicas elect their own leader (partition/raft).
+REPLICATION_MODE_ISR = "isr"
+REPLICATION_MODE_QUORUM = "quorum"
+REPLICATION_MODE_RAFT = "raft"
+REPLICATION_MODES = (REPLICATION_MODE_ISR, REPLICATION_MODE_QUORUM, REPLICATION_MODE_RAFT)
+
+# Kafka's internal topics: created by the brokers themselves (the group coordinator's offsets
+# topic, docs/groups.md), with configs a user topic may not have here. `__consumer_offsets` is
+# cleanup.policy=compact as in Kafka; kraftlab has no log cleaner, so the policy is stored and
+# shown but only means "no retention deletes this log" (harness/runtime/log_configs.py).
+OFFSETS_TOPIC = "__consumer_offsets"
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})
+COMPACT_POLICIES = frozenset({"compact", "compact,delete", "delete,compact"})
 
 TOPIC_CONFIG_DEFAULTS: Mapping[str, str] = {
     MIN_INSYNC_REPLICAS: "1",
@@ -114,8 +127,11 @@ _VALIDATORS: Mapping[str, _Integer | Callable[[str], str | None]] = {
 }
 
 
-def validate_topic_config(name: str, value: str) -> str | None:
-    """None if `name=value` is a valid topic config, else a message naming the key and why not."""
+def validate_topic_config(name: str, value: str, *, internal: bool = False) -> str | None:
+    """None if `name=value` is a valid topic config, else a message naming the key and why not.
+    An `internal` topic (INTERNAL_TOPICS) may also be compacted."""
+    if internal and name == CLEANUP_POLICY and value in COMPACT_POLICIES:
+        return None
     check = _VALIDATORS.get(name)
     if check is None:
         return f"unknown topic config {name!r}"

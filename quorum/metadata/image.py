@@ -299,10 +299,14 @@ class MetadataImage:
         expected = change.expected_partition_epoch
         if expected != -1 and expected != part.partition_epoch:
             return Errors.INVALID_UPDATE_VERSION  # built on a stale image: changes nothing
+        if change.leader_epoch is not None and change.leader_epoch < part.leader_epoch:
+            return Errors.FENCED_LEADER_EPOCH  # epochs never go back: changes nothing
         updates: dict[str, object] = {"partition_epoch": part.partition_epoch + 1}
         if change.leader is not None:
             updates["leader"] = change.leader
             updates["leader_epoch"] = part.leader_epoch + 1
+        if change.leader_epoch is not None:
+            updates["leader_epoch"] = change.leader_epoch  # raft mode: the Raft group's epoch
         for name in ("isr", "elr", "last_known_elr", "leader_recovery_state", "replicas"):
             value = getattr(change, name)
             if value is not None:

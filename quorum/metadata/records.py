@@ -155,7 +155,12 @@ class PartitionChange:
 
     `expected_partition_epoch` (kraftlab's addition; -1 = unconditional) makes the change
     conditional: it applies only to the partition state it was computed from, so a change built
-    on a stale image is refused (INVALID_UPDATE_VERSION) identically on every replica."""
+    on a stale image is refused (INVALID_UPDATE_VERSION) identically on every replica.
+
+    `leader_epoch` (kraftlab's addition, replication.mode=raft): the leader epoch to record
+    instead of the bump. A raft partition's epoch is its Raft group's (partition/raft), which
+    the controller learns from the elected leader rather than decides; a value below the current
+    epoch is refused (FENCED_LEADER_EPOCH) identically on every replica."""
 
     topic_id: str
     partition: int
@@ -166,6 +171,7 @@ class PartitionChange:
     leader_recovery_state: int | None = None
     replicas: tuple[int, ...] | None = None
     expected_partition_epoch: int = -1
+    leader_epoch: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -286,9 +286,12 @@ class RaftCore:
             case _:
                 assert_never(role)
 
-    def propose(self, records: Sequence[bytes], now_ms: int) -> tuple[ProposeResult, list[Effect]]:
-        """Append `records` as one batch if leader. Drivers should pass every record that arrived
-        while the previous effects ran in ONE call: that is the group commit (one fsync)."""
+    def propose(self, records: Sequence[bytes], now_ms: int,
+                counts: Sequence[int] | None = None) -> tuple[ProposeResult, list[Effect]]:  # fmt: skip
+        """Append `records` as one batch if leader, record i as one entry spanning counts[i]
+        offsets (default one each; a data partition proposes a Kafka batch as one entry).
+        Drivers should pass every record that arrived while the previous effects ran in ONE
+        call: that is the group commit (one fsync)."""
         m = self._member
         m.begin(now_ms)
         ls = m.qs.leader
@@ -296,8 +299,11 @@ class RaftCore:
             return NotLeader(m.leader_id, m.epoch), []
         if not records:
             raise RaftUsageError("propose() needs at least one record")
-        first, effects = ls.propose(records, now_ms)
-        return Accepted(first, first + len(records) - 1, ls.epoch), effects
+        if counts is not None and (len(counts) != len(records) or min(counts) < 1):
+            raise RaftUsageError(f"counts {counts} do not give each record >= 1 offset")
+        first, effects = ls.propose(records, now_ms, counts)
+        total = len(records) if counts is None else sum(counts)
+        return Accepted(first, first + total - 1, ls.epoch), effects
 
     def read_barrier(self, request_id: int, now_ms: int) -> list[Effect]:
         """Ask for a linearizable read point: ReadBarrierCompleted once a majority confirmed this

@@ -87,6 +87,7 @@ class LeaderState:
     begin_resend_ms: int = 0
     parked: list[ParkedFetch] = field(default_factory=list)
     batch: list[Entry] = field(default_factory=list)
+    batch_offsets: int = 0  # offsets the batch's entries span
     batch_deadline_ms: int | None = None
     last_append_ms: int = 0
     read_round: int = 0
@@ -230,16 +231,23 @@ class LeaderState:
             failed.append(Send(p.src, answer))
         self.barriers.clear()
         self.batch.clear()
+        self.batch_offsets = 0
         self.parked.clear()
         return failed
 
     # ------------------------------------------------------------- appends and the HW
 
-    def propose(self, records: Sequence[bytes], now_ms: int) -> tuple[int, list[Effect]]:
-        """Batch `records` (group commit under linger); returns the first offset they get."""
-        first = self.view.end + len(self.batch)
+    def propose(self, records: Sequence[bytes], now_ms: int,
+                counts: Sequence[int] | None = None) -> tuple[int, list[Effect]]:  # fmt: skip
+        """Batch `records` (group commit under linger), record i spanning counts[i] offsets
+        (one each by default); returns the first offset they get."""
+        first = self.view.end + self.batch_offsets
+        offset = first
         for i, data in enumerate(records):
-            self.batch.append(Entry(first + i, self.epoch, bytes(data)))
+            count = 1 if counts is None else counts[i]
+            self.batch.append(Entry(offset, self.epoch, bytes(data), count=count))
+            offset += count
+        self.batch_offsets += offset - first
         effects: list[Effect] = []
         linger = self.config.append_linger_ms
         if linger == 0 or len(self.batch) >= self.config.max_batch_entries:
@@ -262,6 +270,7 @@ class LeaderState:
 
     def flush_batch(self, now_ms: int) -> list[Effect]:
         batch, self.batch, self.batch_deadline_ms = self.batch, [], None
+        self.batch_offsets = 0
         return self.append(batch, now_ms) if batch else []
 
     def maybe_advance_hw(self, now_ms: int) -> list[Effect]:

@@ -7,7 +7,9 @@ driver executes in order, synchronously, before the core sees its next input; `R
 what the drivers call to do so.
 
 Invariants the implementations keep:
-- offsets are dense: entries occupy [start_offset, end_offset);
+- offsets are dense: entries occupy [start_offset, end_offset); an entry spans `count` offsets
+  ([offset, last_offset]; the metadata log's entries span one, a data partition's entry is one
+  Kafka batch, partition/raft/entries.py), and spans never overlap or leave a hole;
 - epochs never decrease along the log;
 - after `truncate_to(n)`, end_offset == n and the epoch cache holds no epoch starting at >= n;
 - `flush()` makes everything appended so far survive a crash; unflushed entries may vanish
@@ -23,13 +25,26 @@ from typing import Protocol
 
 @dataclass(frozen=True, slots=True)
 class Entry:
-    """One Raft log entry. `data` is opaque to Raft unless `control` is set, in which case it is
-    a control record of the quorum layer (LeaderChange, no-op)."""
+    """One Raft log entry, spanning the `count` offsets [offset, last_offset]. `data` is opaque to
+    Raft unless `control` is set, in which case it is a control record of the quorum layer
+    (LeaderChange, no-op; those span one offset). Raft treats a span as one entry: it is appended,
+    replicated and truncated whole (a truncation point is never inside one), and every offset of
+    it has its epoch."""
 
     offset: int
     epoch: int
     data: bytes
     control: bool = False
+    count: int = 1
+
+    @property
+    def last_offset(self) -> int:
+        return self.offset + self.count - 1
+
+    @property
+    def next_offset(self) -> int:
+        """The offset after the span (where the next entry starts)."""
+        return self.offset + self.count
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -66,8 +81,9 @@ class RaftLog(Protocol):
         ...
 
     def read(self, start_offset: int, max_bytes: int) -> list[Entry]:
-        """Entries from `start_offset` on, at least one if any exists, then up to `max_bytes`
-        of data in total. Raises ValueError outside [start_offset, end_offset]."""
+        """Entries from the one holding `start_offset` on (it may start below it, inside a span),
+        at least one if any exists, then up to `max_bytes` of data in total. Raises ValueError
+        outside [start_offset, end_offset]."""
         ...
 
     def latest_snapshot(self) -> OffsetAndEpoch | None:
@@ -87,7 +103,8 @@ class RaftLogWriter(RaftLog, Protocol):
     """What drivers call to execute the core's log effects. Never called by the core."""
 
     def append(self, entries: Sequence[Entry]) -> None:
-        """Append entries whose offsets continue the log exactly (entries[0].offset == end_offset)."""
+        """Append entries whose spans continue the log exactly (entries[0].offset == end_offset,
+        each next entry at the previous one's next_offset)."""
         ...
 
     def flush(self) -> None:

@@ -40,11 +40,15 @@ class LogView:
     # ------------------------------------------------------------------------------ reads
 
     def read(self, offset: int, max_bytes: int) -> list[Entry]:
-        """Entries from `offset`, including appends asked for in this call but not yet done."""
+        """Entries from the one holding `offset`, including appends asked for in this call but
+        not yet done."""
         if offset < self.log.end_offset:
             return self.log.read(offset, max_bytes)
         if self.pending and offset < self.end:
-            return self.pending[offset - self.pending[0].offset :]
+            i = 0
+            while self.pending[i].next_offset <= offset:
+                i += 1
+            return self.pending[i:]
         return []
 
     def epoch_at(self, end_offset: int) -> int:
@@ -52,7 +56,7 @@ class LogView:
         if end_offset == self.end:
             return self.last_epoch
         if end_offset > self.log.start_offset:
-            return self.log.read(end_offset - 1, 1)[0].epoch
+            return self.log.read(end_offset - 1, 1)[0].epoch  # the entry holding end_offset - 1
         snapshot = self.log.latest_snapshot()
         return snapshot.epoch if snapshot is not None and snapshot.offset == end_offset else 0
 
@@ -72,7 +76,7 @@ class LogView:
     def append_as_leader(self, entries: list[Entry], epoch: int) -> AppendToLog:
         """The leader's own append. Not flushed here: the caller orders its FlushLog."""
         self.pending.extend(entries)
-        self.end = entries[-1].offset + 1
+        self.end = entries[-1].next_offset
         self.last_epoch = epoch
         return AppendToLog(tuple(entries), flush=False)
 
@@ -83,9 +87,11 @@ class LogView:
                 f"leader sent offset {records[0].offset} for fetch at {self.end}"
             )
         for prev, entry in zip(records, records[1:], strict=False):
-            if entry.offset != prev.offset + 1 or entry.epoch < prev.epoch:
+            if entry.offset != prev.next_offset or entry.epoch < prev.epoch:
                 raise InvariantViolation(f"non-contiguous fetch records at {entry.offset}")
-        self.end = records[-1].offset + 1
+        if any(e.count < 1 for e in records):
+            raise InvariantViolation(f"an empty span in the fetch records at {records[0].offset}")
+        self.end = records[-1].next_offset
         self.last_epoch = records[-1].epoch
         # Flushed before the next Fetch acknowledges them (effects run in order).
         return [AppendToLog(records, flush=flush)]

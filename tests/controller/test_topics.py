@@ -108,7 +108,7 @@ def test_invalid_replication_factor_counts_only_unfenced_brokers() -> None:
         {"no.such.config": "1"},
         {"min_insync_replicas": "0"},
         {"unclean_leader_election_enable": "yes"},
-        {"replication_mode": "raft"},
+        {"replication_mode": "paxos"},  # raft is accepted since the runtime routes it
         {"segment_bytes": "abc"},
         {"retention_ms": "-2"},
     ],
@@ -240,3 +240,15 @@ def test_log_configs_are_accepted_at_create_and_alter() -> None:
     good = d.send(AlterConfigsRequest("t", (("retention.bytes", "100"),)))
     assert isinstance(good, AlterConfigsResponse) and good.error is Errors.NONE
     assert d.image.topic_configs("t")["retention.bytes"] == "100"
+
+
+def test_only_the_internal_offsets_topic_may_be_compacted() -> None:
+    # Kafka's __consumer_offsets is cleanup.policy=compact; a user topic still may not be
+    # (kraftlab has no log cleaner, docs/groups.md).
+    d = Driver()
+    d.start_brokers(101)
+    r = d.send(CreateTopicRequest("__consumer_offsets", 3, 1, (("cleanup.policy", "compact"),)))
+    assert isinstance(r, CreateTopicResponse) and r.error is Errors.NONE
+    assert d.image.topic_config_overrides("__consumer_offsets") == {"cleanup.policy": "compact"}
+    r = d.send(CreateTopicRequest("__other", 1, 1, (("cleanup.policy", "compact"),)))
+    assert isinstance(r, CreateTopicResponse) and r.error is Errors.INVALID_CONFIG

@@ -48,6 +48,17 @@ def test_up_writes_cluster_json_and_every_controller_names_the_same_leader(
     assert again.returncode == 1 and "already running" in again.stderr
 
 
+def test_status_shows_who_voted_for_the_leader(cluster: LiveCluster) -> None:
+    """/quorum/status `voted_id`: a leader was elected by a majority of votes in its epoch, and
+    votes are durable, so while that epoch lasts a majority names the leader (itself included)."""
+    leader = cluster.agreed_leader()
+    views = cluster.statuses()
+    epoch = views[leader]["leader_epoch"]
+    assert views[leader]["voted_id"] == leader
+    voters = [i for i, v in views.items() if v["leader_epoch"] == epoch and v["voted_id"] == leader]
+    assert len(voters) >= 2, views
+
+
 def test_put_then_linearizable_get_on_every_controller(cluster: LiveCluster) -> None:
     leader = cluster.agreed_leader()
     follower = next(i for i in cluster.ids() if i != leader)

@@ -116,3 +116,15 @@ def test_per_node_override_ids_are_ascii() -> None:
 def test_every_default_round_trips_through_the_strict_parser() -> None:
     config = from_properties(BROKER)
     assert from_properties(parse_properties(config.to_properties())) == config
+
+
+def test_group_coordinator_settings_are_parsed_and_checked() -> None:
+    config = from_properties({**BROKER, "offsets.topic.num.partitions": "7",
+                              "group.initial.rebalance.delay.ms": "0"})  # fmt: skip
+    assert (config.offsets_topic_num_partitions, config.group_initial_rebalance_delay_ms) == (7, 0)
+    assert (config.offsets_topic_replication_factor, config.offsets_commit_timeout_ms) == (3, 5000)
+    with pytest.raises(ConfigError, match="offsets.topic.num.partitions"):
+        from_properties({**BROKER, "offsets.topic.num.partitions": "0"})
+    with pytest.raises(ConfigError, match="group.min.session.timeout.ms"):
+        from_properties({**BROKER, "group.min.session.timeout.ms": "10000",
+                         "group.max.session.timeout.ms": "9000"})  # fmt: skip

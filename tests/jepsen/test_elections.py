@@ -118,3 +118,13 @@ def test_broker_logs_give_the_states_the_watcher_missed(tmp_path: Path) -> None:
     assert workload.count_elections()["partition_leader_elections"] == 2
     assert workload.count_elections(logs) == {"partition_leader_elections": 1,
                                               "partition_leader_changes": 2}
+
+
+def test_raft_counts_each_observed_epoch_with_a_leader() -> None:
+    # Raft epochs also grow with failed candidacies: an epoch seen with a leader is an election,
+    # an unseen one is not counted; the controller dropping a fenced leader (-1, same epoch
+    # first seen with its leader) is no election.
+    seq = [(3, 1), (7, 2), (8, NO), (9, 3)]
+    assert el.count_elections(seq, quorum_mode=False, raft_mode=True) == 2
+    assert el.count_elections([(3, 1), (3, NO)], quorum_mode=False, raft_mode=True) == 0
+    assert el.count_elections(seq, quorum_mode=False, raft_mode=True, from_epoch=7) == 1

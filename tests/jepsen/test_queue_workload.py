@@ -22,7 +22,7 @@ from harness.jepsen.workload_queue import QueueOptions, QueueWorkload, _decode
     ({"acks": "1"}, "idempotence needs acks=all"),
     ({"acks": "2"}, "acks must be one of"),
     ({"min_insync_replicas": 4}, "min_insync_replicas"),
-    ({"replication_mode": "raft"}, "replication_mode"),
+    ({"replication_mode": "paxos"}, "replication_mode"),  # raft is a mode now
     ({"partitions": 0}, "partitions"),
     ({"poll_wait_ms": 5000}, "poll_wait_ms"),
 ])

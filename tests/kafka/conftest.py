@@ -125,7 +125,11 @@ def kcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]
         up = kraftlab("cluster", "up", "--controllers", "3", "--brokers", "3",
                       "--data-dir", str(data_dir), *FAST,
                       "--config", "broker.session.timeout.ms=3000",
-                      "--config", "broker.heartbeat.interval.ms=500")  # fmt: skip
+                      "--config", "broker.heartbeat.interval.ms=500",
+                      # Groups (test_groups.py): fewer offsets partitions than Kafka's 50 for 2
+                      # cores, and a short initial rebalance delay (Kafka's test default is 0).
+                      "--config", "offsets.topic.num.partitions=10",
+                      "--config", "group.initial.rebalance.delay.ms=300")  # fmt: skip
         assert up.returncode == 0, up.stderr + up.stdout
         yield KafkaCluster(data_dir)
     finally:

@@ -88,8 +88,15 @@ def test_api_versions_advertise_exactly_what_is_implemented(kcluster: KafkaClust
         r = w.call(ApiVersionsRequest[3](client_software_name="t", client_software_version="1"))
     assert r.error_code == NONE
     assert {(k.api_key, k.min_version, k.max_version) for k in r.api_keys} == {
-        (0, 3, 10), (1, 4, 12), (2, 1, 7), (3, 1, 12), (18, 0, 3), (22, 0, 4),
+        (0, 3, 10), (1, 4, 12), (2, 1, 7), (3, 0, 12), (18, 0, 3), (22, 0, 4),
         (19, 2, 7), (20, 1, 5), (60, 0, 1), (32, 0, 4), (33, 0, 2), (44, 0, 1),
+        # The classic group protocol (docs/groups.md): FindCoordinator, OffsetCommit,
+        # OffsetFetch, JoinGroup, Heartbeat, LeaveGroup, SyncGroup, DescribeGroups, ListGroups,
+        # DeleteGroups.
+        (10, 0, 6), (8, 2, 9), (9, 1, 9), (11, 0, 9), (12, 0, 4), (13, 0, 5), (14, 0, 5),
+        (15, 0, 6), (16, 0, 5), (42, 0, 2),
+        # OffsetForLeaderEpoch, ElectLeaders, DescribeLogDirs, DescribeQuorum, DescribeProducers.
+        (23, 2, 4), (43, 0, 2), (35, 1, 4), (55, 0, 2), (61, 0, 0),
     }
     assert {k: (lo, hi) for k, (_, _, lo, hi) in SUPPORTED.items()} == {
         k.api_key: (k.min_version, k.max_version) for k in r.api_keys
@@ -113,7 +120,8 @@ def test_unsupported_api_versions_version_gets_v0_error_answer(kcluster: KafkaCl
 def test_unknown_api_key_and_unsupported_version_close_the_connection(
     kcluster: KafkaCluster,
 ) -> None:
-    for api_key, version in ((10, 0), (0, 2), (1, 13), (3, 0)):  # FindCoordinator; too old/new
+    # ConsumerGroupHeartbeat (KIP-848, not implemented); versions too old or too new.
+    for api_key, version in ((68, 0), (0, 2), (1, 13), (3, 13)):
         payload = struct.pack(">hhih", api_key, version, 7, 1) + b"x" + b"\x00" * 16
         with Wire(kcluster.kafka_port(101), timeout_s=5) as w:
             w.send_raw(struct.pack(">i", len(payload)) + payload)

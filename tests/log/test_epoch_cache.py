@@ -3,6 +3,8 @@ the leader-epoch-checkpoint format, and trimming to the log end on recovery."""
 
 from __future__ import annotations
 
+import random
+
 from partition.log import batch as rb
 from partition.log.checkpoint import read_epochs, read_whole
 from partition.log.epoch_cache import LeaderEpochCache
@@ -86,3 +88,23 @@ def test_recovery_rebuilds_epochs_missing_from_the_checkpoint() -> None:
     sim.remove("/d/t-0/leader-epoch-checkpoint")
     log = PartitionLog.open(sim, "/d", "t", 0, recovery_point=0)
     assert [(e.epoch, e.start_offset) for e in log.epoch_cache.entries] == [(1, 0), (4, 1)]
+
+
+def test_written_on_flush_for_a_raft_log_and_recovered_either_way() -> None:
+    sim = SimStorage()
+    log = PartitionLog.open(sim, "/d", "t", 0)
+    log.epoch_cache.write_on_flush()  # as partition.raft.log does
+    log.append_as_follower(rb.encode_batch([rb.Record(b"a")], base_offset=0, partition_leader_epoch=1))
+    assert read_epochs(sim, "/d/t-0/leader-epoch-checkpoint") == []  # not yet: no flush
+    log.flush()
+    assert read_epochs(sim, "/d/t-0/leader-epoch-checkpoint") == [(1, 0)]
+    log.append_as_follower(rb.encode_batch([rb.Record(b"b")], base_offset=1, partition_leader_epoch=3))
+    sim.crash()  # before the flush: neither the batch nor its epoch survive
+    log = PartitionLog.open(sim, "/d", "t", 0, recovery_point=1)
+    assert [(e.epoch, e.start_offset) for e in log.epoch_cache.entries] == [(1, 0)]
+    log.epoch_cache.write_on_flush()
+    log.append_as_follower(rb.encode_batch([rb.Record(b"c")], base_offset=1, partition_leader_epoch=4))
+    sim.crash(random.Random(7))  # page cache written back (or not): the scan finds epoch 4 if kept
+    log = PartitionLog.open(sim, "/d", "t", 0, recovery_point=1)
+    expected = [(1, 0), (4, 1)] if log.log_end_offset == 2 else [(1, 0)]
+    assert [(e.epoch, e.start_offset) for e in log.epoch_cache.entries] == expected

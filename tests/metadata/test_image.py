@@ -244,6 +244,22 @@ def test_conditional_partition_change_applies_only_to_the_state_it_was_built_on(
     assert p is not None and (p.isr, p.partition_epoch) == ((1, 2), 1)
 
 
+def test_an_explicit_leader_epoch_replaces_the_bump_and_never_goes_back() -> None:
+    image = topic_image()
+    raft = PartitionChange("tid", 0, leader=2, leader_epoch=7)  # a Raft group's epoch
+    assert image.apply(3, 1, encode_record(raft)).error is Errors.NONE
+    p = image.partition("tid", 0)
+    assert p is not None and (p.leader, p.leader_epoch, p.partition_epoch) == (2, 7, 1)
+    dropped = PartitionChange("tid", 0, leader=-1, leader_epoch=7)  # leader gone, same epoch
+    assert image.apply(4, 1, encode_record(dropped)).error is Errors.NONE
+    p = image.partition("tid", 0)
+    assert p is not None and (p.leader, p.leader_epoch, p.partition_epoch) == (-1, 7, 2)
+    older = PartitionChange("tid", 0, leader=1, leader_epoch=6)
+    assert image.apply(5, 1, encode_record(older)).error is Errors.FENCED_LEADER_EPOCH
+    p = image.partition("tid", 0)
+    assert p is not None and (p.leader, p.leader_epoch, p.partition_epoch) == (-1, 7, 2)
+
+
 def test_records_for_unknown_topics_are_ignored_with_an_error() -> None:
     image = topic_image()
     before = image.snapshot()

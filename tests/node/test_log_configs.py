@@ -41,3 +41,14 @@ def test_log_retention_ms_wins_over_hours_only_when_set() -> None:
     assert TopicLogConfigs(node_config(log_retention_hours=2)).log_config({}).retention_ms == 7_200_000
     both = node_config(log_retention_hours=2, log_retention_ms=5000)
     assert TopicLogConfigs(both).log_config({}).retention_ms == 5000
+
+
+def test_a_compacted_internal_topic_keeps_its_log_and_a_mixed_policy_keeps_retention() -> None:
+    # __consumer_offsets is cleanup.policy=compact (docs/groups.md): no log cleaner here, so a
+    # compact-only log is never deleted by retention; compact,delete keeps retention.
+    logs = TopicLogConfigs(node_config(log_retention_hours=1, log_retention_bytes=10_000))
+    compact = logs.log_config({"cleanup.policy": "compact"})
+    assert (compact.retention_ms, compact.retention_bytes) == (-1, -1)
+    assert logs.effective({"cleanup.policy": "compact"})["cleanup.policy"] == "compact"
+    both = logs.log_config({"cleanup.policy": "compact,delete"})
+    assert (both.retention_ms, both.retention_bytes) == (3_600_000, 10_000)

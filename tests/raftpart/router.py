@@ -2,8 +2,9 @@
 virtual time; brokers hosting a replica of each of `partitions` raft partitions; every Raft
 message bundled per broker pair per round by RaftMux and round-tripped through quorum.codec;
 timers on a TickGrid; each call's effects cut by flush_stages and run with one grouped fsync
-round per broker per event (the driver design of partition/raft/effects.py), the Raft effects by
-harness.drive.effects.execute_effects, the drivers' executor. The invariant checker (checker.py) sees
+round per broker per event (log fsyncs, then election states; the driver design of
+partition/raft/effects.py), the Raft effects by harness.drive.effects.execute_effects, the
+drivers' executor. The invariant checker (checker.py) sees
 every commit, leader change and acknowledgement as it happens.
 
 Crashes: `kill` (the process dies; the page cache survives, so unflushed bytes stay) and
@@ -28,6 +29,7 @@ from partition.raft import (
     Effect,
     PartitionKey,
     PeerUnreachable,
+    ProducesReceived,
     RaftEnvelope,
     RaftMessageReceived,
     RaftMux,
@@ -79,6 +81,7 @@ class Replica:
     core: RaftReplica
     stages: list[Stage] = field(default_factory=list)
     needs_flush: bool = False
+    persist: ElectionState | None = None  # to make durable before the next stage
     checked_up_to: int = 0  # the checker compared this replica's commits up to here
     hw_seen: int = -1  # its HW at the end of the last round (a new replica after a restart)
 
@@ -270,17 +273,26 @@ class Router:
         return effects
 
     def _advance(self, replica: Replica) -> None:
-        while replica.stages and not replica.needs_flush:
+        while replica.stages and not replica.needs_flush and replica.persist is None:
             stage = replica.stages.pop(0)
             execute_partition_effects(stage.effects, replica)
             replica.needs_flush = stage.flush_after
+            replica.persist = stage.persist
+
+    def _make_durable(self, replica: Replica) -> None:
+        """What the last stage asked for before the next one: the log's fsync, then the
+        election state."""
+        if replica.needs_flush:
+            replica.store.flush()
+            replica.needs_flush = False
+            self.log_fsyncs += 1
+        if replica.persist is not None:
+            replica.store.persist_election_state(replica.persist)
+            replica.persist = None
 
     def _finish(self, replica: Replica) -> None:
-        while replica.needs_flush or replica.stages:
-            if replica.needs_flush:
-                replica.store.flush()
-                replica.needs_flush = False
-                self.log_fsyncs += 1
+        while replica.needs_flush or replica.persist is not None or replica.stages:
+            self._make_durable(replica)
             self._advance(replica)
 
     def _end_round(self, broker: Broker, timer_round: bool = False) -> None:
@@ -293,14 +305,14 @@ class Router:
                     if replica.core.is_leader and peer in replica.core.voters:
                         self._call(replica, AnswerLongPolls(peer, due_by))
         while True:
-            pending = [r for r in broker.touched.values() if r.needs_flush]
+            pending = [r for r in broker.touched.values()
+                       if r.needs_flush or r.persist is not None]  # fmt: skip
             if not pending:
                 break
-            self.grouped_fsyncs += 1
+            if any(r.needs_flush for r in pending):
+                self.grouped_fsyncs += 1
             for r in pending:
-                r.store.flush()
-                r.needs_flush = False
-                self.log_fsyncs += 1
+                self._make_durable(r)
             for r in pending:
                 self._advance(r)
         for envelope in broker.mux.drain():
@@ -411,6 +423,24 @@ class Router:
             ids.append(request_id)
         self._end_round(broker)
         return ids
+
+    def produce_together(self, writes: list[tuple[bytes, int]], partition: int = 0,
+                         to: int | None = None, timeout_ms: int = 30_000) -> list[int]:  # fmt: skip
+        """(records, acks) produce requests handed to one core in ONE call (ProducesReceived:
+        what a driver does with the produce requests of one event-loop round); request ids."""
+        key = self.keys[partition]
+        node = to if to is not None else self.leader(partition).broker.node_id
+        requests = []
+        for records, acks in writes:
+            request_id = self.next_request_id
+            self.next_request_id += 1
+            req = wire(ProduceRequest(key[0], key[1], request_id, records, acks, timeout_ms))
+            self.requests[request_id] = (key, req)
+            requests.append(req)
+        broker = self.brokers[node]
+        self._call(broker.replicas[key], ProducesReceived(tuple(requests)))
+        self._end_round(broker)
+        return [req.request_id for req in requests]
 
     def on_produce_answer(self, replica: Replica, response: ProduceResponse) -> None:
         self.responses[response.request_id] = response

@@ -56,6 +56,19 @@ def test_a_follower_append_is_flushed_before_its_next_fetch() -> None:
     assert flush_stages([]) == []
 
 
+def test_a_vote_is_durable_before_the_answer_that_grants_it() -> None:
+    vote = ElectionState(3, voted_id=2)
+    effects: list[Effect] = [PersistElectionState(vote), SEND]
+    assert flush_stages(effects) == [Stage((), flush_after=False, persist=vote),
+                                     Stage((SEND,), flush_after=False)]  # fmt: skip
+    # Unflushed appends before it: the log's fsync, then the election state, then the rest.
+    effects = [append(1, True), PersistElectionState(vote), CommitAdvanced(2), SEND]
+    assert flush_stages(effects) == [
+        Stage((append(1, False),), flush_after=True, persist=vote),
+        Stage((CommitAdvanced(2), SEND), flush_after=False),
+    ]
+
+
 class Recorder:
     """A Raft EffectEnv and a log that write down what happens, in order."""
 
@@ -112,6 +125,8 @@ def test_running_the_stages_does_what_the_executor_does(raw: list[tuple[int, int
         execute_partition_effects(stage.effects, staged)
         if stage.flush_after:
             staged.flush()
+        if stage.persist is not None:
+            staged.persist_election_state(stage.persist)
     assert staged.trace == direct.trace
 
 

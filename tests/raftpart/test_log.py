@@ -1,5 +1,5 @@
-"""The data log as a Raft log (partition.raft.entries, partition.raft.log): a batch is a head entry
-plus continuations, control entries are Kafka control batches, truncation only at batch
+"""The data log as a Raft log (partition.raft.entries, partition.raft.log): a batch is one entry
+spanning its offsets, control entries are Kafka control batches, truncation only at batch
 boundaries, producer state follows the log, and the quorum-state file survives power loss."""
 
 from __future__ import annotations
@@ -28,20 +28,24 @@ def open_store(storage: SimStorage | None = None) -> RaftPartitionLog:
 
 def entries_of(data: bytes, first: int, epoch: int) -> list[Entry]:
     """The entries RaftCore.propose makes of produced bytes at offset `first` in `epoch`."""
-    headers = list(rb.iter_headers(data))
-    return [Entry(first + i, epoch, d) for i, d in enumerate(proposal(data, headers))]
+    records, counts = proposal(data, list(rb.iter_headers(data)))
+    out = []
+    for d, n in zip(records, counts, strict=True):
+        out.append(Entry(first, epoch, d, count=n))
+        first += n
+    return out
 
 
-def test_a_batch_is_one_head_entry_and_continuations() -> None:
+def test_a_batch_is_one_entry_spanning_its_offsets() -> None:
     data = batch("a", "b", "c")
-    assert proposal(data, list(rb.iter_headers(data))) == [data, b"", b""]
+    assert proposal(data, list(rb.iter_headers(data))) == ([data], [3])
     store = open_store()
     store.append([Entry(0, 1, b"leader-change-record", control=True)])
     store.append(entries_of(data, 1, 1))
     assert (store.end_offset, store.last_epoch()) == (4, 1)
     got = store.read(0, 1 << 20)
-    assert [(e.offset, e.epoch, e.control, len(e.data) > 0) for e in got] == [
-        (0, 1, True, True), (1, 1, False, True), (2, 1, False, False), (3, 1, False, False),
+    assert [(e.offset, e.last_offset, e.epoch, e.control) for e in got] == [
+        (0, 0, 1, True), (1, 3, 1, False),
     ]  # fmt: skip
     assert got[0].data == b"leader-change-record"
     # On disk: Kafka batches, the head patched with its offset and epoch, CRC still valid.
@@ -54,11 +58,14 @@ def test_a_batch_is_one_head_entry_and_continuations() -> None:
     assert [r.value for r in rb.decode_records(raw, headers[1])] == [b"a", b"b", b"c"]
 
 
-def test_a_read_inside_a_batch_yields_its_continuations_only() -> None:
+def test_a_read_inside_a_batch_yields_its_entry() -> None:
     # RaftCore reads end-1 to learn the epoch of the last entry: the last offset of a batch.
     store = open_store()
-    store.append(entries_of(batch("a", "b", "c"), 0, 2))
-    assert [(e.offset, e.epoch, e.data) for e in store.read(2, 1)] == [(2, 2, b"")]
+    data = batch("a", "b", "c")
+    store.append(entries_of(data, 0, 2))
+    got = store.read(2, 1)
+    assert [(e.offset, e.count, e.epoch) for e in got] == [(0, 3, 2)]
+    assert rb.decode_records(got[0].data, rb.read_header(got[0].data))[2].value == b"c"
     assert store.read(3, 1) == []
     with pytest.raises(ValueError):
         store.read(4, 1)
@@ -70,17 +77,18 @@ def test_reads_return_whole_batches_within_max_bytes() -> None:
     store.append(entries_of(first, 0, 1))
     store.append(entries_of(second, 2, 1))
     one = store.read(0, 10)  # at least one whole batch, however small max_bytes is
-    assert [e.offset for e in one] == [0, 1]
-    assert [e.offset for e in store.read(0, 1 << 20)] == [0, 1, 2]
+    assert [(e.offset, e.count) for e in one] == [(0, 2)]
+    assert [(e.offset, e.count) for e in store.read(0, 1 << 20)] == [(0, 2), (2, 1)]
 
 
 @pytest.mark.parametrize(
     "entries, complaint",
     [
-        ([Entry(0, 1, b"")], "continues a batch whose head is not here"),
-        (entries_of(batch("a", "b"), 0, 1)[:1], "ends past the entries given"),
-        ([Entry(0, 1, batch("a", "b")), Entry(1, 2, b"")], "does not continue"),
+        ([Entry(0, 1, b"")], "is not one data batch"),
+        ([Entry(0, 1, batch("a", "b"))], "spans 1 offsets, its batch 2"),
+        ([Entry(0, 1, batch("a"), count=2)], "spans 2 offsets, its batch 1"),
         ([Entry(0, 1, batch("a") + b"junk")], "is not one data batch"),
+        ([Entry(0, 1, b"record", control=True, count=2)], "control entry 0 spans 2 offsets"),
     ],
 )
 def test_entries_that_split_a_batch_are_refused(entries: list[Entry], complaint: str) -> None:
@@ -144,7 +152,8 @@ def test_unflushed_appends_are_lost_on_power_loss_from_the_tail_only() -> None:
     store.append(entries_of(batch("c"), 2, 1))
     storage.crash()
     after = open_store(storage)
-    assert (after.end_offset, [e.offset for e in after.read(0, 1 << 20)]) == (2, [0, 1])
+    got = after.read(0, 1 << 20)
+    assert (after.end_offset, [(e.offset, e.last_offset) for e in got]) == (2, [(0, 1)])
 
 
 def test_raft_partitions_take_no_snapshots() -> None:
@@ -170,15 +179,15 @@ def test_any_log_reads_back_from_any_offset_as_written(shape: list[tuple[int, in
         offset += records
     for start in range(offset + 1):
         got = store.read(start, 1 << 20)
-        assert [(e.offset, e.epoch, bool(e.data)) for e in got] == [
-            (e.offset, e.epoch, bool(e.data) and e.offset >= start) for e in written[start:]
+        # From the entry holding `start` (it may begin below it), every span as written.
+        assert [(e.offset, e.count, e.epoch) for e in got] == [
+            (e.offset, e.count, e.epoch) for e in written if e.next_offset > start
         ]  # fmt: skip
         for e in got:
-            if e.data:
-                header = rb.validate(e.data)  # patched, CRC intact
-                assert (header.base_offset, header.partition_leader_epoch) == (e.offset, e.epoch)
-                values = [r.value for r in rb.decode_records(e.data, header)]
-                assert values == [f"v{e.offset + i}".encode() for i in range(len(values))]
+            header = rb.validate(e.data)  # patched, CRC intact
+            assert (header.base_offset, header.partition_leader_epoch) == (e.offset, e.epoch)
+            values = [r.value for r in rb.decode_records(e.data, header)]
+            assert values == [f"v{e.offset + i}".encode() for i in range(e.count)]
     for e in {e.epoch for e in written} | {0, epoch + 1}:
         known = [w for w in written if w.epoch <= e]
         expected = OffsetAndEpoch(-1, -1)

@@ -7,7 +7,9 @@ from dataclasses import replace
 
 from harness.drive.raftlog import RaftLogStore
 from harness.sim.actors.kv_client import Operation
+from harness.sim.actors.raft_host import HostedPartition, RaftHost, RaftSettings
 from harness.sim.actors.raft_node import RaftNode
+from partition.log import PartitionLog
 from quorum.raft.core import RaftCore
 from quorum.raft.effects import Effect, ElectionState
 from quorum.raft.messages import RaftMessage, VoteRequest
@@ -92,3 +94,33 @@ class StaleLogVoteNode(RaftNode):
 
 class UnsyncedLogNode(RaftNode):
     log_store_class = UnsyncedLogStore
+
+
+# -- replication.mode=raft partitions (harness/sim/actors/raft_host.py) -----------------------------
+
+
+class SkipFlushHost(RaftHost):
+    """PLANTED BUG: a driver that skips the flush: the grouped fsync of a round is reported done
+    but never happens, so every append a core counts (the leader's own, the followers' behind
+    their next fetch) lives only in the page cache. A power loss of a majority then takes away
+    acknowledged acks=all writes."""
+
+    def make_durable(self, partitions: list[HostedPartition]) -> None:
+        for r in partitions:
+            r.needs_flush = False
+
+
+def followers_ack_unflushed(settings: RaftSettings) -> RaftSettings:
+    """PLANTED BUG: followers count an unflushed append toward the majority: their next fetch
+    reports a log end the disk may not hold (RaftConfig.flush_on_append=False)."""
+    raft = replace(settings.config.raft, flush_on_append=False)
+    return replace(settings, config=replace(settings.config, raft=raft))
+
+
+class NoRecoveryFlushHost(RaftHost):
+    """PLANTED BUG: a replica rebuilt after a kill -9 trusts its log as it finds it: appends its
+    killed process never fsynced (still in the page cache) are counted by its first fetch,
+    though a power loss can still take them away."""
+
+    def recovery_flush(self, plog: PartitionLog) -> None:
+        pass

@@ -26,14 +26,20 @@ def _quiet_logging() -> None:
 def test_full_matrix_is_the_whole_product() -> None:
     spec = MatrixSpec(seeds=1)
     configs = spec.configs()
+    classic = [c for c in configs if c.replication_mode != "raft"]
     # 2 modes x 2 acks x 2 minISR x 2 unclean x 2 ELR x 2 RF; nemesis `none` has no duration.
-    assert len(configs) == 64 * (1 + (len(NEMESES) - 1) * 3)
+    assert len(classic) == 64 * (1 + (len(NEMESES) - 1) * 3)
+    # raft mode: 2 acks x 2 minISR x 2 RF (no unclean election, no ELR, leader epochs on).
+    raft = [c for c in configs if c.replication_mode == "raft"]
+    assert len(raft) == 8 * (1 + (len(NEMESES) - 1) * 3)
+    assert all(not c.unclean_leader_election and not c.eligible_leader_replicas
+               and c.leader_epoch_enable for c in raft)
     assert len({c.key() for c in configs}) == len(configs)
 
 
-def test_default_matrix_has_both_modes_and_every_nemesis() -> None:
+def test_default_matrix_has_the_three_modes_and_every_nemesis() -> None:
     configs = default_spec(seeds=2).configs()
-    assert {c.replication_mode for c in configs} == {"isr", "quorum"}
+    assert {c.replication_mode for c in configs} == {"isr", "quorum", "raft"}
     assert {c.nemesis for c in configs} == set(NEMESES)
     assert len(configs) == len(DEFAULT_SETTINGS) * (1 + (len(NEMESES) - 1) * 2) * 2
 

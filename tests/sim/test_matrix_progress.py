@@ -42,3 +42,24 @@ def test_the_first_line_prints_on_a_freshly_booted_machine(monkeypatch) -> None:
     progress = Progress(3, stream=log, log_interval_s=15)
     progress.add(1000)
     assert log.getvalue().splitlines()[0].split("]")[1].split()[0] == "1/3"
+
+
+def test_tasks_advance_many_runs_and_the_line_says_the_time_left(monkeypatch) -> None:
+    # The Spark engine reports a task (many runs) at a time; 10 of 40 runs in 5 s: 2 runs/s,
+    # so 30 runs left take 15 s.
+    import harness.sim.runs.matrix as matrix
+
+    clock = iter([100.0, 105.0, 105.0, 105.0, 105.0])
+    monkeypatch.setattr(matrix.time, "monotonic", lambda: next(clock))
+    log = io.StringIO()
+    progress = Progress(40, stream=log, log_interval_s=15)
+    progress.advance(10, 120_000)
+    line = log.getvalue().splitlines()[0]
+    assert "10/40 runs 2.0 runs/s 24 sim s/wall s ETA 0m15s" in line
+
+
+def test_eta_in_hours_and_none_at_the_end() -> None:
+    from harness.sim.runs.matrix import eta
+
+    assert eta(110_080, 5.0) == " ETA 6h06m"
+    assert eta(0, 5.0) == "" and eta(10, 0.0) == ""

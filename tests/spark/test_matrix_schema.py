@@ -52,7 +52,7 @@ def test_file_schema_is_the_declared_one(tmp_path):
 
 @pytest.mark.parametrize(("change", "message"), [
     ({"acks": "-1"}, "acks='-1'"),
-    ({"replication_mode": "paxos"}, "replication_mode"),
+    ({"replication_mode": "paxos"}, "replication_mode"),  # raft is a mode now
     ({"source": "prod"}, "source"),
     ({"lost_writes": 61}, "lost_writes=61 > acked_writes=60"),
     ({"min_insync_replicas": 4}, "min_insync_replicas=4"),

@@ -39,6 +39,14 @@ Model of the data-plane broker:
   fsync to complete, and the replica takes no input meanwhile (held in order, replayed when the
   fsync completes); the session and the periodic flush and checkpoint go on. Without one
   (`Disk(None)`), appends flush as the core asks, at no cost.
+- replication.mode=raft (the push says so): the partition is a replica of its Raft group,
+  hosted by a RaftHost (harness.sim.actors.raft_host) on the same log, built like the
+  ReplicaCore (once registered, voters = the partition's replicas) and kept when the
+  registration is lost (no controller is on a raft partition's leadership path). The broker
+  reports the leaderships its replicas win to the controller (ReportRaftLeadersRequest, recorded
+  by quorum/controller/raft_leaders.py: after a round that elected it, and every heartbeat
+  interval while the image lacks its leader, epoch or in-sync voters), and answers a client's
+  Metadata request from its Raft state when that is newer than its image (`metadata_leader`).
 
 Invariants reported to the ReplicaChecker (harness.sim.checks.replicas) as they happen: every HW
 move, every leader epoch the broker learns, every lost tail.
@@ -56,9 +64,11 @@ from harness.drive.controller_rpc import ControllerRpcRequest, ControllerRpcResp
 from harness.drive.replica_effects import execute_replica_effects
 from harness.sim.actors.controller import TOPIC, MetadataPush
 from harness.sim.actors.disk import Disk
+from harness.sim.actors.raft_host import RaftHost, RaftSettings
 from harness.sim.actors.raft_node import RaftNode
 from harness.sim.checks.replicas import ReplicaChecker
 from partition.log import LogConfig, PartitionLog, SimStorage
+from partition.raft import RaftEnvelope
 from partition.replica import (
     AppendAsFollower,
     AppendAsLeader,
@@ -75,10 +85,15 @@ from partition.replica.messages import (
     ProduceResponse,
 )
 from quorum.controller import AlterPartitionResponse
-from quorum.controller.messages import AlterPartitionRequest, ReportReplicaPositionRequest
+from quorum.controller.messages import (
+    AlterPartitionRequest,
+    ReportRaftLeadersRequest,
+    ReportReplicaPositionRequest,
+)
+from quorum.metadata.configs import REPLICATION_MODE_RAFT
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import ApplyResult
-from quorum.metadata.records import Endpoint
+from quorum.metadata.records import Endpoint, Partition
 from quorum.raft.log import Entry
 
 # Kafka does not fsync per write: the OS writes dirty pages back after ~30 s (Linux
@@ -150,6 +165,7 @@ class Broker:
         timing: BrokerTiming,
         checker: ReplicaChecker,
         find_controller: Callable[[int], int | None],
+        raft: RaftSettings | None = None,
         disk: Disk | None = None,
         clock: DiskClock | None = None,
     ) -> None:
@@ -160,6 +176,7 @@ class Broker:
         self.clock = clock
         self.disk_generation = 0  # a completion of an older process start is ignored
         self.config = config
+        self.raft_settings = raft
         self.timing = timing
         self.checker = checker
         self.find_controller = find_controller
@@ -181,6 +198,10 @@ class Broker:
         self.log: PartitionLog | None = None
         self.view: LocalReplicaLog | None = None
         self.core: ReplicaCore | None = None
+        self.raft: RaftHost | None = None  # replication.mode=raft partitions
+        self.partition: Partition | None = None  # the last applied push's view of the partition
+        self.next_report_ms = 0
+        self.seed = 0
         self.fenced_epoch = -1
         self.applied_offset = -1
         self.pending: MetadataPush | None = None
@@ -202,6 +223,7 @@ class Broker:
         """A process start: recover the log (HW from the checkpoint), a fresh session."""
         self._forget()
         self.up, self.paused = True, False
+        self.seed = seed
         self.incarnation += 1
         self.session = new_session(self.node_id, self.incarnation, self.timing)
         self._open_log()
@@ -231,6 +253,8 @@ class Broker:
         self.storage.crash(rng)
 
     def shutdown(self, now_ms: int) -> None:
+        if self.raft is not None:
+            self.raft.shutdown(now_ms)
         if self.log is not None:
             self.log.flush()
 
@@ -260,6 +284,14 @@ class Broker:
                 self._on_controller_response(message, now_ms)
             case MetadataPush():
                 self._on_metadata(message, now_ms)
+            case RaftEnvelope():
+                if self.raft is not None:  # not hosting yet: the sender retries on its timers
+                    self.raft.on_envelope(message, now_ms)
+            case ProduceRequest() | FetchRequest() if self._hosts_raft(message):
+                assert self.raft is not None
+                if isinstance(message, ProduceRequest) or message.replica_id < 0:
+                    self.clients[message.request_id] = src
+                self.raft.input((message.topic_id, message.partition), message, now_ms)
             case ProduceRequest():
                 self.clients[message.request_id] = src
                 if self.core is None:
@@ -278,7 +310,12 @@ class Broker:
                     self._core_input(message, now_ms)
             case _:
                 self._core_input(message, now_ms)
+        self._end_raft_round(now_ms)
         self.step(now_ms)
+
+    def _hosts_raft(self, message: ProduceRequest | FetchRequest) -> bool:
+        """A client request for a raft partition hosted here (its core answers it)."""
+        return self.raft is not None and (message.topic_id, message.partition) in self.raft.replicas
 
     def tick(self, now_ms: int) -> None:
         log = self.log
@@ -295,13 +332,25 @@ class Broker:
             deadline = core.next_deadline_ms()
             if deadline is not None and deadline <= now_ms:
                 self.execute(core.tick(now_ms), now_ms)
+        if self.raft is not None:
+            self.raft.tick(now_ms)
+        self._end_raft_round(now_ms)
         self.step(now_ms)
 
     def peer_unreachable(self, peer: int, now_ms: int) -> None:
-        pass  # the replica's requests time out on their own (replica.socket.timeout.ms)
+        # A ReplicaCore's requests time out on their own (replica.socket.timeout.ms); a raft
+        # partition's voters hear it (PeerUnreachable: a follower of `peer` pre-votes at once).
+        if self.raft is not None:
+            self.raft.peer_unreachable(peer, now_ms)
+            self._end_raft_round(now_ms)
 
     def next_deadline_ms(self) -> int | None:
         deadlines = [self.next_flush_ms, self.next_checkpoint_ms]
+        if self.raft is not None:
+            deadlines.append(self.next_report_ms)
+            raft = self.raft.next_deadline_ms()
+            if raft is not None:
+                deadlines.append(raft)
         session = self.session.next_deadline_ms()
         if session is not None:
             deadlines.append(session)
@@ -346,6 +395,9 @@ class Broker:
         update = push.update
         if update is None:
             return
+        if push.replication_mode == REPLICATION_MODE_RAFT:
+            self._on_raft_metadata(update.partition, now_ms)
+            return
         if self.core is None:
             assert self.view is not None
             self.core = ReplicaCore(self.node_id, update.partition.topic_id, 0, self.view,
@@ -355,6 +407,50 @@ class Broker:
         self.checker.saw_leader_epoch(self.node_id, epoch, self.leader_epoch_seen)
         self.leader_epoch_seen = max(self.leader_epoch_seen, epoch)
         self._core_input(update, now_ms)
+
+    # -- raft partitions ----------------------------------------------------------------------------
+
+    def _on_raft_metadata(self, part: Partition, now_ms: int) -> None:
+        """Host the raft partition once assigned here (its voters: its replicas, fixed at
+        creation); the image only tells who the Raft group elected."""
+        self.checker.saw_leader_epoch(self.node_id, part.leader_epoch, self.leader_epoch_seen)
+        self.leader_epoch_seen = max(self.leader_epoch_seen, part.leader_epoch)
+        self.partition = part
+        if self.node_id not in part.replicas or self.log is None:
+            return
+        if self.raft is None:
+            assert self.raft_settings is not None, "a raft partition on a broker without settings"
+            self.raft = self.raft_settings.host(self, self.checker)
+            self.next_report_ms = now_ms
+        key = (part.topic_id, part.partition)
+        if key not in self.raft.replicas:
+            self.raft.add(key, part.replicas, self.log, self.seed, now_ms, TOPIC)
+
+    def _end_raft_round(self, now_ms: int) -> None:
+        """The raft host's end of round, then a leadership report if one is due."""
+        raft = self.raft
+        if raft is None:
+            return
+        raft.end_round(now_ms)
+        if (raft.became_leader or now_ms >= self.next_report_ms) and self.broker_epoch >= 0:
+            raft.became_leader = False
+            self.next_report_ms = now_ms + self.timing.heartbeat_interval_ms
+            leaders = raft.unrecorded_leaders(self.partition)
+            if leaders:
+                self._call(ReportRaftLeadersRequest(self.node_id, self.broker_epoch, leaders))
+        elif now_ms >= self.next_report_ms:
+            self.next_report_ms = now_ms + self.timing.heartbeat_interval_ms
+
+    def metadata_leader(self) -> int | None:
+        """The partition's leader as this broker answers a Metadata request: its replica's view
+        (ReplicaCore), or for a raft partition the image's unless the Raft group's is newer
+        (a newer epoch, or the same one where the image names nobody). None: no replica here
+        (the client asks another broker)."""
+        if self.core is not None:
+            return self.core.partition.leader if self.core.partition is not None else -1
+        if self.raft is None or self.partition is None:
+            return None
+        return self.raft.metadata_leader(self.partition)
 
     def _core_input(self, message: Any, now_ms: int) -> None:
         if self.fsync_until_ms is not None:
@@ -429,6 +525,10 @@ class Broker:
             self.log.write_fenced_epoch(request.leader_epoch)
             self.fenced_epoch = request.leader_epoch
         self._call(request)
+
+    def send(self, to: int, message: Any) -> None:
+        """A raft envelope onto the outbox (the RaftHostEnv)."""
+        self.outbox.append((to, message))
 
     def complete_produce(self, response: ProduceResponse) -> None:
         dst = self.clients.pop(response.request_id, None)

@@ -49,6 +49,7 @@ from quorum.controller import (
 )
 from quorum.controller.messages import BrokerState
 from quorum.controller.service import error_response
+from quorum.metadata.configs import REPLICATION_MODE
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import ApplyResult, MetadataImage
 from quorum.metadata.records import encode_record
@@ -194,10 +195,12 @@ class ActiveController:
 
 @dataclass(frozen=True, slots=True)
 class MetadataPush:
-    """The committed image's view of the partition, at `offset`."""
+    """The committed image's view of the partition, at `offset`, with its topic's
+    replication.mode (a raft partition is hosted by the broker's RaftHost, not a ReplicaCore)."""
 
     offset: int
     update: MetadataUpdated | None
+    replication_mode: str = "isr"
 
 
 def partition_view(image: MetadataImage) -> MetadataPush:
@@ -209,7 +212,8 @@ def partition_view(image: MetadataImage) -> MetadataPush:
         return MetadataPush(image.applied_offset, None)
     eligible = tuple(BrokerState(b.broker_id, b.broker_epoch) for b in image.brokers()
                      if image.is_broker_usable(b.broker_id))
-    return MetadataPush(image.applied_offset, MetadataUpdated(part, eligible))
+    mode = image.topic_config_overrides(TOPIC).get(REPLICATION_MODE, "isr")
+    return MetadataPush(image.applied_offset, MetadataUpdated(part, eligible), mode)
 
 
 class MetadataPublisher:

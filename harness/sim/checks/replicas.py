@@ -11,6 +11,18 @@ moves and as they learn leader epochs), and the end-of-run replica comparison:
   simulator or replication bug: it is counted in Counters.divergence_after_loss instead;
 - `replica_divergence` (after the run): offsets where two live replicas hold different records
   below their own HWs (the KIP-101 divergence the summary row reports as divergent_offsets).
+
+`replication.mode=raft` partitions (harness.sim.actors.raft_host), checked as in Kafka's
+RaftEventSimulationTest (SingleLeader, MonotonicEpoch, MonotonicHighWatermark):
+- two-leaders: two brokers led one partition in one Raft epoch;
+- leader-epoch-regressed: a broker's Raft epoch of a partition went back (across restarts too:
+  the epoch is in the fsynced quorum-state file);
+- hw-regressed: a replica's HW went back within one process;
+- hw-above-majority-leo: a leader's HW above the log end offset a majority of the voters reached,
+  as its followers' fetches told it;
+- divergence-below-hw is an invariant whatever was lost: Raft commits a record only once a
+  majority of the voters fsynced it, so a power loss of any number of brokers takes no committed
+  record away (`lost_tail` changes nothing in raft mode), and there is no unclean election.
 Also the run's counters: partition leader elections (unclean ones apart), ISR shrinks/expands,
 from the committed image's partition changes (`count_change`).
 
@@ -73,10 +85,14 @@ def decode_values(data: bytes) -> list[list[int]]:
 class ReplicaChecker:
     """The invariants above over one run's replicas."""
 
-    def __init__(self, config: ReplicaConfig, clock: Clock) -> None:
+    def __init__(self, config: ReplicaConfig, clock: Clock, raft_mode: bool = False) -> None:
         self.config = config
         self.clock = clock
+        self.raft_mode = raft_mode
         self.counters = Counters()
+        self.raft_leaders: dict[tuple[Any, int], int] = {}  # (partition, epoch) -> its leader
+        self.raft_epochs: dict[tuple[int, Any], int] = {}  # (broker, partition) -> highest epoch
+        self.raft_led: set[Any] = set()  # partitions that had a Raft leader
         # The batches first seen committed (below some replica's HW): base offset -> (broker,
         # raw batch), and offset -> the base offset of the batch that holds it.
         self.committed_batches: dict[int, tuple[int, bytes]] = {}
@@ -93,8 +109,10 @@ class ReplicaChecker:
             c.examples.append(f"{self.clock.now_ms} ms {name}: {detail}")
 
     def lost_tail(self) -> None:
-        """A replica lost unflushed writes (power loss): they may have been committed."""
-        self.prefix_may_change = True
+        """A replica lost unflushed writes (power loss): they may have been committed (not in
+        raft mode, where only fsynced records count toward a commit)."""
+        if not self.raft_mode:
+            self.prefix_may_change = True
 
     def saw_leader_epoch(self, broker: int, epoch: int, seen: int) -> None:
         if epoch < seen:
@@ -106,7 +124,9 @@ class ReplicaChecker:
         c = self.counters
         if old is None:
             return
-        if new.leader != -1 and (new.leader_epoch > old.leader_epoch) and (
+        if self.raft_mode:
+            pass  # Raft groups elect (counted by raft_leader); the image records their choice
+        elif new.leader != -1 and (new.leader_epoch > old.leader_epoch) and (
             new.leader != old.leader or old.leader == -1
         ):
             c.leader_elections += 1
@@ -121,6 +141,39 @@ class ReplicaChecker:
             c.isr_shrinks += 1
         elif len(new.isr) > len(old.isr):
             c.isr_expands += 1
+
+    # -- raft partitions ---------------------------------------------------------------------------
+
+    def raft_leader(self, partition: Any, epoch: int, broker: int) -> None:
+        """`broker` became the leader of `partition` in Raft epoch `epoch`. Every epoch with a
+        leader after the group's first is a leader election (the first one, like the leader an
+        ISR partition is created with, is not counted)."""
+        key = (partition, epoch)
+        first = self.raft_leaders.get(key)
+        if first is not None:
+            if first != broker:
+                self.violation("two-leaders", f"{partition} epoch {epoch}: brokers {first} and "
+                               f"{broker}")
+            return
+        if partition in self.raft_led:
+            self.counters.leader_elections += 1
+        self.raft_led.add(partition)
+        self.raft_leaders[key] = broker
+
+    def raft_epoch(self, broker: int, partition: Any, epoch: int) -> None:
+        """`broker`'s replica of `partition` is at Raft epoch `epoch` (never lower than before)."""
+        seen = self.raft_epochs.get((broker, partition), -1)
+        self.saw_leader_epoch(broker, epoch, seen)
+        self.raft_epochs[(broker, partition)] = max(seen, epoch)
+
+    def raft_commit_bound(self, broker: int, hw: int, status: Any) -> None:
+        """A raft leader's HW is at most the log end a majority of the voters reached
+        (partition.raft.status rows: -1 for a voter that has not fetched in this epoch)."""
+        ends = sorted((v.log_end_offset for v in status.voters), reverse=True)
+        bound = ends[len(ends) // 2]
+        if hw > bound:
+            self.violation("hw-above-majority-leo", f"leader {broker} HW {hw} > {bound} "
+                           f"(voters' log ends {ends})")
 
     def on_high_watermark(self, broker: HostedReplica, before: int, after: int) -> None:
         """No two replicas disagree below the HW: every record a replica holds below its HW is

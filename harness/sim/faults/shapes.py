@@ -40,6 +40,11 @@ Span shapes (the data-plane runs: applied at the fault's start, healed at its en
   KILLED_LEADER_RESTART_MS later: without unclean election the partition is offline until then;
 - flapping: the leader cut from everyone and healed every FLAP_MS for the fault (shorter than
   the session and lag timeouts: the clients' view flaps, the ISR does not);
+- power-crash-partition-leader, power-crash-broker, power-crash-majority: power loss (every
+  unflushed byte gone) of the partition leader, of a drawn broker, or of a drawn majority of the
+  brokers at once (the leader among them or not); restarted at the fault's end. Raft
+  commits only what a majority fsynced, so a raft partition loses no acknowledged acks=all
+  write to any of them (docs/replication.md); ISR does not fsync per write.
 
 The study's shapes (harness.sim.faults.study_shapes) join the table under their names.
 Two names for one shape (kill-leader, kill-partition-leader) are the two runs' vocabularies of
@@ -294,6 +299,33 @@ def kill_two_of_three(f: Fault) -> str:
     return _kill(f, [leader, f.rng.choice(f.followers(leader))])
 
 
+def _power_crash(f: Fault, victims: list[int]) -> str:
+    t = f.target
+    for v in victims:
+        t.crash(v)
+
+    def restart_all() -> None:
+        for v in victims:
+            t.restart(v)
+
+    f.until(restart_all, "crash-unflushed")
+    return f"broker {victims[0]}" if len(victims) == 1 else f"brokers {victims}"
+
+
+def power_crash_leader(f: Fault) -> str:
+    return _power_crash(f, [f.partition_leader()])
+
+
+def power_crash_broker(f: Fault) -> str:
+    return _power_crash(f, [f.rng.choice(list(f.target.broker_ids))])
+
+
+def power_crash_majority(f: Fault) -> str:
+    brokers = list(f.target.broker_ids)
+    f.rng.shuffle(brokers)
+    return _power_crash(f, sorted(brokers[: len(brokers) // 2 + 1]))
+
+
 def _pause_until_end(f: Fault, victim: int, who: str) -> str:
     f.target.pause(victim, None)
     f.until(lambda: f.target.resume(victim), "pause")
@@ -394,6 +426,9 @@ SHAPES: dict[str, Shape] = {
     "kill-partition-leader": Shape("crash", kill_leader),
     "kill-broker": Shape("crash", kill_broker),
     "kill-2-of-3": Shape("crash", kill_two_of_three),
+    "power-crash-partition-leader": Shape("power", power_crash_leader),
+    "power-crash-broker": Shape("power", power_crash_broker),
+    "power-crash-majority": Shape("power", power_crash_majority),
     "crash-controller-leader": Shape("crash", crash_controller_leader),
     "pause-leader": Shape("pause", pause_leader),
     "pause-partition-leader": Shape("pause", pause_leader),
@@ -433,4 +468,7 @@ CLUSTER_KINDS: dict[str, tuple[str, ...]] = {
     "crash": ("kill-partition-leader", "kill-broker", "crash-controller-leader", "quorum-down"),
     "pause": ("pause-partition-leader", "pause-broker", "pause-controller-leader"),
     "power": ("leader-isolated-then-power-crash",),
+    # Power loss alone, of any broker, the partition leader or a majority at once (not in the
+    # default: ISR loses acknowledged writes to it by design, fsyncing every 30 s).
+    "power-loss": ("power-crash-partition-leader", "power-crash-broker", "power-crash-majority"),
 }

@@ -10,6 +10,12 @@ real Raft core on a RaftLogStore over simulated storage with the election-state 
 crash with power-loss semantics (the Raft log is fsynced on append, so the quorum loses nothing
 acknowledged); no metadata snapshots are taken.
 
+A raft-mode run (`raft=RaftSettings`, topics created with replication.mode=raft): each broker
+hosts its replica of the partition's Raft group (harness.sim.actors.raft_host); the controllers
+only assign the replicas and record the leaders the group elects, as the brokers report them.
+The data partition's leader is then the Raft group's (`raft_leader`), which is what the nemesis
+targets and the final drain reads.
+
 Brokers (harness.sim.actors.broker) send their controller requests to the voter they believe
 leads, learnt like a KRaft observer: the highest-epoch leader named by a voter they can reach,
 else the last one they used (`controller_for`). Brokers are not Raft observers here: metadata
@@ -39,12 +45,14 @@ from harness.sim.actors.broker import Broker
 from harness.sim.actors.clients import TP, Client, History
 from harness.sim.actors.controller import TOPIC, ActiveController, MetadataPublisher, partition_view
 from harness.sim.actors.disk import Disk
+from harness.sim.actors.raft_host import RaftSettings
 from harness.sim.actors.raft_node import RaftNode
 from harness.sim.checks.invariants import PartitionImageChecker, SafetyChecker, read_range
 from harness.sim.checks.replicas import ReplicaChecker, decode_values, replica_divergence
 from harness.sim.kernel.network import QUIET
 from harness.sim.runs.world import World
 from partition.log import LogConfig
+from partition.raft import RaftPartitionConfig, data_partition_raft_config
 from partition.replica import ReplicaConfig
 from quorum.controller import ControllerConfig
 from quorum.metadata.image import MetadataImage
@@ -112,6 +120,31 @@ class WorldClock:
         self.world.after(actor)
 
 
+# A raft partition's fsync, in simulated ms (the grouped fsync of a round: raft_host.py); drawn.
+FSYNC_MS = (0, 1, 2, 5)
+
+
+def draw_raft_settings(rng: random.Random) -> RaftSettings:
+    """Raft timing of the data partitions scaled like the controllers' (draw_quorum_raft_config)
+    with the data-partition defaults (no idle no-op, no linger), and the disk's fsync time."""
+    election_timeout_ms = rng.choice((100, 150, 250))
+    config = data_partition_raft_config(
+        election_timeout_ms=election_timeout_ms,
+        election_backoff_max_ms=election_timeout_ms,
+        fetch_timeout_ms=election_timeout_ms * rng.choice((2, 3)),
+        request_timeout_ms=election_timeout_ms,
+        retry_backoff_ms=20,
+        fetch_max_wait_ms=rng.choice((50, 100)),
+    )
+    return RaftSettings(RaftPartitionConfig(config), fsync_ms=rng.choice(FSYNC_MS))
+
+
+def raft_settings_for(seed: int) -> RaftSettings:
+    """The drawn raft-partition settings of `seed` (their own generator: the other draws of the
+    run are those of the other modes)."""
+    return draw_raft_settings(random.Random(seed * 7001 + 5))
+
+
 class Cluster:
     """Controllers, brokers and clients of one data-plane run, on one World."""
 
@@ -126,11 +159,13 @@ class Cluster:
         timing: DataTiming,
         voters: int = 0,
         raft_config: RaftConfig | None = None,
+        raft: RaftSettings | None = None,
         flush_policy: str | None = None,
     ) -> None:
         self.seed = seed
         self.timing = timing
         self.replica_config = replica_config
+        self.raft = raft
         self.world = world = World(random.Random(seed * 7919 + 1), QUIET)
         crash_seeds = random.Random(seed * 31 + 7)
         # With a disk model a power loss drops exactly what was not fsynced (nothing kept at
@@ -141,7 +176,7 @@ class Cluster:
         world.partition_leader_of = self.partition_leader
         self.checker = SafetyChecker()
         self.image_checker = PartitionImageChecker(self.checker)
-        self.replicas = ReplicaChecker(replica_config, world.queue)
+        self.replicas = ReplicaChecker(replica_config, world.queue, raft_mode=raft is not None)
         self.truth = MetadataImage()  # the committed log as far as any voter applied it
         self.stats = {"controller_epochs": 0}
         self.believed: dict[int, int] = {}  # broker -> the voter it sends to
@@ -163,7 +198,7 @@ class Cluster:
         for b in broker_ids:
             disk = Disk(flush_policy, random.Random(disk_seeds.getrandbits(32)))
             self.brokers[b] = Broker(b, replica_config, timing.broker_timing(), self.replicas,
-                                     self.controller_for, disk, WorldClock(world))
+                                     self.controller_for, raft, disk, WorldClock(world))
             world.add(self.brokers[b], "broker")
         for c in world.controller_ids:
             world.queue.call_at(0, world.restart, c)
@@ -201,8 +236,23 @@ class Cluster:
         return part.leader if part is not None else -1
 
     def partition_leader(self) -> int | None:
+        if self.raft is not None:
+            return self.raft_leader()
         leader = self.leader_id()
         return leader if leader > 0 else None
+
+    def raft_leader(self) -> int | None:
+        """A raft partition's leader: the running broker leading the highest Raft epoch (None:
+        none leads). A deposed leader that has not heard of its successor may still lead a
+        lower epoch."""
+        best: tuple[int, int] | None = None
+        for b, broker in sorted(self.brokers.items()):
+            if not broker.up or broker.raft is None:
+                continue
+            for r in broker.raft.replicas.values():
+                if r.core.is_leader and (best is None or r.core.leader_epoch > best[0]):
+                    best = (r.core.leader_epoch, b)
+        return None if best is None else best[1]
 
     def active_controller(self) -> int | None:
         return self.world.active_controller()
@@ -291,13 +341,12 @@ class Cluster:
         """A Metadata request to a broker `client` reaches: that broker's view of the leader."""
         reach = self.world.network.can_reach
         candidates = [b for b, broker in sorted(self.brokers.items())
-                      if broker.up and not broker.paused and broker.core is not None
+                      if broker.up and not broker.paused and broker.metadata_leader() is not None
                       and reach(client, b)]
         if not candidates:
             return -1
-        core = self.brokers[rng.choice(candidates)].core
-        part = core.partition if core is not None else None
-        return part.leader if part is not None else -1
+        leader = self.brokers[rng.choice(candidates)].metadata_leader()
+        return -1 if leader is None else leader
 
     # -- running ----------------------------------------------------------------------------------
 
@@ -315,12 +364,12 @@ class Cluster:
     def final_drain(self, history: History, process: int) -> bool:
         """After the heal: read the leader's log below its HW from the beginning (final poll);
         False when no live broker leads (the partition is unavailable)."""
-        broker = self.brokers.get(self.leader_id())
-        if broker is None or not broker.up or broker.core is None or not broker.core.is_leader:
+        led = self.leader_and_high_watermark()
+        if led is None:
             return False
+        broker, hw = led
         log = broker.log
         assert log is not None
-        hw = broker.core.high_watermark
         rows = [row for row in decode_values(log.read(log.log_start_offset, 1 << 26,
                                                       max_offset=hw))
                 if row[0] < hw] if hw > log.log_start_offset else []
@@ -328,6 +377,20 @@ class Cluster:
         history.add(now_ms, process, "invoke", "poll", [TP], final=True)
         history.add(now_ms, process, "ok", "poll", {TP: rows}, final=True)
         return True
+
+    def leader_and_high_watermark(self) -> tuple[Broker, int] | None:
+        """The live broker leading the partition (the committed image's leader, or the Raft
+        group's) and its HW; None if none leads."""
+        if self.raft is not None:
+            leader = self.raft_leader()
+            raft = None if leader is None else self.brokers[leader].raft
+            if leader is None or raft is None:
+                return None
+            return self.brokers[leader], max(r.core.high_watermark for r in raft.replicas.values())
+        broker = self.brokers.get(self.leader_id())
+        if broker is None or not broker.up or broker.core is None or not broker.core.is_leader:
+            return None
+        return broker, broker.core.high_watermark
 
     def divergence(self) -> int:
         """replica_divergence over the brokers (harness.sim.checks.replicas)."""

@@ -47,12 +47,15 @@ from dataclasses import dataclass, field
 from harness.check.history import pair_operations
 from harness.check.queue import QueueResult, check_queue
 from harness.sim.actors.clients import CLIENT_BASE, Consumer, History, Producer
+from harness.sim.actors.raft_host import RaftSettings
 from harness.sim.checks.invariants import SafetyViolation
 from harness.sim.faults.nemesis import Nemesis
 from harness.sim.faults.shapes import CLUSTER_KINDS
-from harness.sim.runs.cluster import Cluster, DataTiming
+from harness.sim.runs.cluster import Cluster, DataTiming, raft_settings_for
 from partition.replica import ACKS_ALL, ACKS_LEADER, ReplicaConfig
+from partition.replica.errors import InvariantViolation as ReplicaInvariantViolation
 from quorum.controller import ControllerConfig, CreateTopicRequest
+from quorum.metadata.configs import REPLICATION_MODE_RAFT
 from quorum.raft.errors import InvariantViolation
 
 TOPIC_CREATE_MS = 500
@@ -67,7 +70,8 @@ POLL_INTERVAL_MS = 100
 FAULT_DURATION_MS = (300, 3000)  # some shorter, some longer than replica.lag.time.max.ms
 FAULT_GAP_MS = (100, 1000)
 SAFETY_ANOMALIES = ("lost-write", "duplicate", "inconsistent-offsets", "G1a", "precommitted-read")
-REPLICA_VIOLATIONS = ("divergence-below-hw", "hw-above-isr-leo", "leader-epoch-regressed")
+REPLICA_VIOLATIONS = ("divergence-below-hw", "hw-above-isr-leo", "leader-epoch-regressed",
+                      "two-leaders", "hw-regressed", "hw-above-majority-leo")
 
 DEFAULT_NEMESIS = ("partition", "crash", "pause")
 CLUSTER_SHAPES = tuple(s for shapes in CLUSTER_KINDS.values() for s in shapes)
@@ -169,12 +173,16 @@ class ClusterRun:
     """One run; `start()` schedules it, `run()` runs it to the end (tests may drive the cluster
     between the two)."""
 
-    def __init__(self, config: ClusterRunConfig) -> None:
+    def __init__(self, config: ClusterRunConfig, raft_settings: RaftSettings | None = None) -> None:
+        """`raft_settings`: a raft-mode run's partition settings instead of the seed's drawn
+        ones (raft_settings_for; tests plant bugs there)."""
         self.config = config
+        raft = config.replication_mode == REPLICATION_MODE_RAFT
         replica_config = ReplicaConfig(
             replica_lag_time_max_ms=config.timing.replica_lag_time_max_ms,
             min_insync_replicas=config.min_insync_replicas,
-            replication_mode=config.replication_mode,
+            # A raft partition runs no ReplicaCore: its brokers' ReplicaCore settings go unused.
+            replication_mode="isr" if raft else config.replication_mode,
             replica_fetch_wait_max_ms=config.timing.replica_fetch_wait_max_ms,
             replica_fetch_backoff_ms=100,
             replica_socket_timeout_ms=config.timing.request_timeout_ms,
@@ -186,7 +194,9 @@ class ClusterRun:
             auto_leader_rebalance_enable=False,
         )
         self.cluster = cluster = Cluster(config.seed, config.brokers, replica_config,
-                                         controller_config, config.timing, voters=config.voters)
+                                         controller_config, config.timing, voters=config.voters,
+                                         raft=(raft_settings or raft_settings_for(config.seed))
+                                         if raft else None)
         self.history = History()
         acks = ACKS_ALL if config.acks == "all" else ACKS_LEADER
         concurrency = config.producers + config.consumers
@@ -270,7 +280,7 @@ class ClusterRun:
             v = exc.violation
             violations[v.invariant] = 1
             examples.append(str(v))
-        except InvariantViolation as exc:
+        except (InvariantViolation, ReplicaInvariantViolation) as exc:
             violations["CoreInvariant"] = 1
             examples.append(f"{queue.now_ms} ms: {exc}")
         counters = cluster.replicas.counters
@@ -335,6 +345,8 @@ class ClusterRun:
             return "topic not created"
         if part.leader < 0 or set(part.isr) != set(part.replicas):
             return f"partition leader {part.leader}, ISR {part.isr} of {part.replicas}"
+        if cluster.raft is not None and part.leader != cluster.raft_leader():
+            return f"the image names leader {part.leader}, the Raft group {cluster.raft_leader()}"
         return None
 
     def _digest(self) -> str:

@@ -20,6 +20,7 @@ B keeps m1 in (1); A learns where epoch 0 ends on B and truncates to 1 in (2).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,6 +33,9 @@ from partition.replica import ACKS_ALL, ProduceRequest, ProduceResponse
 from quorum.metadata.errors import Errors
 
 SCRIPT_CLIENT = CLIENT_BASE + 99
+# Called with the cluster once it is built, before anything runs (a recorder attaches there:
+# harness/sim/runs/recording.py); it must only observe.
+Observer = Callable[[Cluster], None]
 
 
 @dataclass
@@ -91,10 +95,13 @@ class ScriptClient:
         return rid
 
 
-def _setup(leader_epoch_enable: bool) -> tuple[Cluster, ScriptClient]:
+def _setup(leader_epoch_enable: bool,
+           observer: Observer | None = None) -> tuple[Cluster, ScriptClient]:
     config = ScenarioConfig(seed=1, replication_factor=2, min_insync_replicas=1,
                             leader_epoch_enable=leader_epoch_enable)
     cluster = build_cluster(config)
+    if observer is not None:
+        observer(cluster)
     for b in sorted(cluster.brokers):
         cluster.world.queue.call_at(0, cluster.world.restart, b)
     cluster.run_until(300)
@@ -131,8 +138,9 @@ def _ok(client: ScriptClient, rid: int) -> bool:
     return r is not None and r.error is Errors.NONE
 
 
-def truncation_to_hw_loss(leader_epoch_enable: bool) -> ScenarioOutcome:
-    cluster, client = _setup(leader_epoch_enable)
+def truncation_to_hw_loss(leader_epoch_enable: bool,
+                          observer: Observer | None = None) -> ScenarioOutcome:
+    cluster, client = _setup(leader_epoch_enable, observer)
     world = cluster.world
     a = cluster.leader_id()
     b = next(x for x in cluster.brokers if x != a)
@@ -164,8 +172,9 @@ def truncation_to_hw_loss(leader_epoch_enable: bool) -> ScenarioOutcome:
     return _outcome(cluster, ["0", "1"])
 
 
-def silent_divergence(leader_epoch_enable: bool) -> ScenarioOutcome:
-    cluster, client = _setup(leader_epoch_enable)
+def silent_divergence(leader_epoch_enable: bool,
+                      observer: Observer | None = None) -> ScenarioOutcome:
+    cluster, client = _setup(leader_epoch_enable, observer)
     world = cluster.world
     a = cluster.leader_id()
     b = next(x for x in cluster.brokers if x != a)

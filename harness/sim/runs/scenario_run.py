@@ -15,8 +15,10 @@ Checked after every event: the replicas' invariants (harness.sim.checks.replicas
 never exceeds the minimum ISR LEO it knows, the majority LEO in quorum mode; committed-prefix
 agreement, which `leader.epoch.enable=true` must guarantee unless an unclean election or a lost
 disk tail hands leadership to a shorter log: an invariant only until such a loss, counted after
-it, and never the matrix's divergence column; leader epochs a broker sees never go back); on the
-Raft quorum (`metadata="raft"`), Raft safety and the voters' image invariants (`quorum-safety`).
+it, and never the matrix's divergence column; leader epochs a broker sees never go back; for a
+raft-mode cell, one leader per Raft epoch, HW monotonic, HW at most the majority's log end, and
+committed-prefix agreement whatever was lost); on the Raft quorum (`metadata="raft"`), Raft
+safety and the voters' image invariants (`quorum-safety`).
 After the run: Jepsen's queue checker (harness/check/queue.py) over the send/poll history with
 the final drain: lost-write, duplicate, inconsistent-offsets, ...; and the replicas' end state
 (`replica_divergence`: records that differ below two replicas' HWs, the KIP-101 divergence the
@@ -27,19 +29,22 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.check.history import pair_operations
 from harness.check.queue import QueueResult, check_queue
 from harness.sim.actors.clients import CLIENT_BASE, Client, Consumer, History, Producer
+from harness.sim.actors.disk import median_fsync_ms
 from harness.sim.actors.kafka_producer import KafkaProducer
 from harness.sim.checks.invariants import SafetyViolation
 from harness.sim.faults.fault import Span
 from harness.sim.faults.nemesis import Nemesis
 from harness.sim.faults.shapes import SCENARIO_NEMESES, SHAPES
-from harness.sim.runs.cluster import Cluster, DataTiming
+from harness.sim.runs.cluster import Cluster, DataTiming, raft_settings_for
 from partition.replica import ACKS_ALL, ACKS_LEADER, ReplicaConfig
+from partition.replica.errors import InvariantViolation as ReplicaInvariantViolation
 from quorum.controller import ControllerConfig, CreateTopicRequest
+from quorum.metadata.configs import REPLICATION_MODE_RAFT
 from quorum.raft.errors import InvariantViolation
 
 TOPIC_CREATE_MS = 300
@@ -144,11 +149,15 @@ class ScenarioResult:
 
 
 def build_cluster(config: ScenarioConfig) -> Cluster:
-    """The cluster of `config`: brokers, the metadata side, no clients yet."""
+    """The cluster of `config`: brokers, the metadata side, no clients yet. A raft-mode cell's
+    brokers host Raft groups (harness.sim.actors.raft_host) with the seed's drawn Raft timing;
+    min.insync.replicas, unclean election and ELR do not apply to them."""
+    raft = config.replication_mode == REPLICATION_MODE_RAFT
     replica_config = ReplicaConfig(
         replica_lag_time_max_ms=config.timing.replica_lag_time_max_ms,
         min_insync_replicas=config.min_insync_replicas,
-        replication_mode=config.replication_mode,
+        # A raft partition runs no ReplicaCore: its brokers' ReplicaCore settings go unused.
+        replication_mode="isr" if raft else config.replication_mode,
         leader_epoch_enable=config.leader_epoch_enable,
         replica_fetch_wait_max_ms=config.timing.replica_fetch_wait_max_ms,
         replica_fetch_backoff_ms=100,
@@ -164,8 +173,13 @@ def build_cluster(config: ScenarioConfig) -> Cluster:
     if config.metadata not in METADATA_KINDS:
         raise ValueError(f"metadata={config.metadata!r}, expected one of {METADATA_KINDS}")
     voters = METADATA_VOTERS if config.metadata == "raft" else 0
+    settings = raft_settings_for(config.seed) if raft else None
+    if settings is not None and config.flush_policy is not None:
+        # The measured disk (harness.sim.actors.disk) instead of the drawn fsync time: its
+        # median, for every grouped fsync of the Raft host.
+        settings = replace(settings, fsync_ms=median_fsync_ms())
     return Cluster(config.seed, config.brokers, replica_config, controller_config, config.timing,
-                   voters=voters, flush_policy=config.flush_policy)
+                   voters=voters, raft=settings, flush_policy=config.flush_policy)
 
 
 def topic_request(config: ScenarioConfig) -> CreateTopicRequest:
@@ -223,13 +237,14 @@ class ScenarioRun:
 
     def _run_until(self, end_ms: int) -> None:
         """Run the cluster; a metadata-quorum safety failure (Raft safety, image invariants on a
-        voter) stops the simulation and is counted as the replicas' `quorum-safety` violation,
-        so the matrix reports it as a broken invariant."""
+        voter) or a core's broken invariant (a raft partition's included) stops the simulation
+        and is counted as the replicas' `quorum-safety` violation, so the matrix reports it as a
+        broken invariant."""
         if self.stopped:
             return
         try:
             self.cluster.run_until(end_ms)
-        except (SafetyViolation, InvariantViolation) as exc:
+        except (SafetyViolation, InvariantViolation, ReplicaInvariantViolation) as exc:
             self.stopped = True
             self.cluster.replicas.violation("quorum-safety", str(exc))
 

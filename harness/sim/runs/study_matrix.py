@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.sim.faults.shapes import SCENARIO_NEMESES
-from harness.sim.runs.matrix import MODES, MatrixSpec, run_configs
+from harness.sim.runs.matrix import MODES, MatrixSpec
 from harness.sim.runs.scenario_run import ScenarioConfig
 
 PROBE_MS = 10
@@ -155,9 +155,29 @@ def large_study_configs(seeds: int = 20, metadata: str = "raft") -> list[Scenari
     return unique(configs)
 
 
-def run_study(out: Any, seeds: int | None = None, jobs: int | None = None,
-              metadata: str = "raft") -> tuple[Any, float]:
-    """The default study (what `kraftlab compare` runs) written to `out`: (parquet path, wall
-    seconds)."""
-    seeds = seeds or STUDY_SEEDS
-    return run_configs(study_configs(seeds, min(seeds, CURVE_SEEDS), metadata), out, jobs)
+@dataclass(frozen=True, slots=True)
+class StudySpec:
+    """A preset of `kraftlab compare` (harness/study/presets.py) over the study: `configs()` as
+    a MatrixSpec's. `nemeses` (None: each arm's own faults) replaces every arm's faults and
+    drops the curves' other faults; `large` is the larger preset."""
+
+    seeds: int = STUDY_SEEDS
+    curve_seeds: int = CURVE_SEEDS
+    metadata: str = "raft"
+    nemeses: tuple[str, ...] | None = None
+    curves: bool = True
+    large: bool = False
+
+    def configs(self) -> list[ScenarioConfig]:
+        if self.large:
+            configs = large_study_configs(self.seeds, self.metadata)
+        else:
+            configs = [c for spec in arms_specs(self.seeds, self.metadata)
+                       for c in (replace(spec, nemeses=self.nemeses) if self.nemeses
+                                 else spec).configs()]
+            if self.curves:
+                for spec in curve_specs(min(self.seeds, self.curve_seeds), self.metadata):
+                    configs += spec.configs()
+        if self.nemeses:
+            configs = [c for c in configs if c.nemesis in self.nemeses]
+        return unique(configs)
