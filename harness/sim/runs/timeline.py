@@ -1,8 +1,8 @@
 """The replica timeline of one scenario run: what a reader needs to see how a write was lost.
 
 `record_timeline(config)` runs the scenario (harness.sim.runs.scenario_run; the same config
-gives the same run) with an after-hook on the World that snapshots every broker after each of
-its events: up or down, the leader and leader epoch its replica believes, the ISR, LEO and HW.
+gives the same run) with an after-hook on the World that snapshots every broker after each
+event of any process: up or down, the leader and leader epoch its replica believes, the ISR, LEO and HW.
 A row is kept when any of these changes. `Timeline.around_loss()` cuts the rows to the window
 that explains a loss: from shortly before the first lost write was acknowledged to shortly after
 the last structural change (leader, epoch, ISR, a process up or down) following it, keeping
@@ -142,8 +142,8 @@ def record_timeline(config: ScenarioConfig) -> tuple[ScenarioResult, Timeline]:
     world = run.cluster.world
 
     def after(actor: Any) -> None:
-        if actor.node_id not in run.cluster.brokers:
-            return
+        # After any actor's event (a fault itself is no actor's event: a crash shows at the
+        # next event of anyone, clients included, a few ms later at most).
         row = _snapshot(run, world.now_ms)
         rows = timeline.rows
         if not rows or rows[-1].replicas != row.replicas:
