@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 EQUAL_SAFETY, TRADE_OFF = "equal-safety", "trade-off"
-AXES = ("mode", "elr", "flush", "unclean", "min-isr", "acks")
+AXES = ("mode", "raft", "elr", "flush", "unclean", "min-isr", "acks")
 # Rows written before the flush policy was recorded ran ISR on the page cache and quorum with a
 # free fsync per append: an arm's flush policy also accepts null.
 _SAFE = {"acks": "all", "unclean_leader_election": False, "leader_epoch_enable": True}
@@ -77,7 +77,8 @@ class Comparison:
     kind: str  # EQUAL_SAFETY or TRADE_OFF
     why: str  # what makes them equal, or what is traded
     # What differs between the arms (the key of harness/spark/verdicts.py's mechanisms): the
-    # replication mode, ELR, the flush policy, unclean election, min.insync.replicas, acks.
+    # replication mode, Raft partitions against a controller-elected leader, ELR, the flush
+    # policy, unclean election, min.insync.replicas, acks.
     axis: str = "mode"
 
     @property
@@ -89,9 +90,10 @@ _TWO_COPIES = "both acknowledge a write once 2 of the 3 replicas hold it"
 COMPARISONS: tuple[Comparison, ...] = (
     Comparison("isr-min2", "quorum", EQUAL_SAFETY, _TWO_COPIES),
     Comparison("isr-min2-elr", "quorum", EQUAL_SAFETY, _TWO_COPIES),
-    Comparison("isr-min2", "raft", EQUAL_SAFETY, _TWO_COPIES),
-    Comparison("isr-min2-elr", "raft", EQUAL_SAFETY, _TWO_COPIES),
-    Comparison("quorum", "raft", EQUAL_SAFETY, "both commit on a majority of the replicas"),
+    Comparison("isr-min2", "raft", EQUAL_SAFETY, _TWO_COPIES, "raft"),
+    Comparison("isr-min2-elr", "raft", EQUAL_SAFETY, _TWO_COPIES, "raft"),
+    Comparison("quorum", "raft", EQUAL_SAFETY, "both commit on a majority of the replicas",
+               "raft"),
     Comparison("isr-min2", "isr-min2-elr", EQUAL_SAFETY,
                "the same acknowledgement rule; ELR changes only who may be elected", "elr"),
     Comparison("isr-min2", "isr-min2-flush", EQUAL_SAFETY,

@@ -42,7 +42,15 @@ _WAIT_LAG = ("ISR waits for every in-sync follower until replica.lag.time.max.ms
 _NO_ISR_LEFT = ("ISR shrank to the leader before it was fenced, so no follower may be elected "
                 "and the partition waits for the old leader; quorum mode elects from the "
                 "majority that reports its log.")
+_RAFT_ELECTS = ("a Raft partition elects its leader among its own replicas (pre-vote, "
+                "check-quorum) as soon as a majority stops hearing the old one, without waiting "
+                "for the controller to fence it or to choose.")
 AVAILABILITY: dict[tuple[str, str], str] = {
+    **{("raft", n): _RAFT_ELECTS for n in (
+        "isolate-partition-leader", "cut-followers-then-kill-leader",
+        "staggered-isr-drop-then-leader-crash", "unclean-crash-losing-unflushed-tail",
+        "leader-cut-from-followers-only", "zombie-leader", "metadata-quorum-down-kill-leader",
+        "flapping")},
     ("mode", "bridge"): _WAIT_LAG,
     ("mode", "random-halves"): _WAIT_LAG,
     ("mode", "majorities-ring"): _WAIT_LAG,
@@ -114,7 +122,10 @@ def mechanism(c: Comparison, nemesis: str, verdict: str) -> str:
         arm = ARMS[c.a if verdict == "a-lost" else c.b]
         policies = [p for p in arm.flush_policies if p is not None] or ["any"]
         return LOSS.get((policies[0], nemesis)) or LOSS.get(("any", nemesis), "")
-    return AVAILABILITY.get((c.axis, nemesis), "")
+    found = AVAILABILITY.get((c.axis, nemesis))
+    if found is None and c.axis == "raft":  # the majority commit's mechanisms hold for Raft too
+        found = AVAILABILITY.get(("mode", nemesis))
+    return found or ""
 
 
 DEFAULT_FAULT_MS = 5000  # the study's fault duration (the duration curve apart)

@@ -125,3 +125,8 @@ def test_mechanisms_follow_the_axis_and_the_losing_arm():
     assert vd.mechanism(nofsync, "power-loss-all-brokers", "b-lost").startswith(
         "without an fsync before counting")
     assert vd.mechanism(EQ, "kill-leader", "equivalent") == ""
+    raft = next(c for c in COMPARISONS if (c.a, c.b) == ("isr-min2", "raft"))
+    assert vd.mechanism(raft, "zombie-leader", "b-better").startswith(
+        "a Raft partition elects its leader among its own replicas")
+    assert vd.mechanism(raft, "bridge", "b-better").startswith(
+        "ISR waits for every in-sync follower")
