@@ -16,9 +16,8 @@ Without --full and without any of the dimension options it runs the default matr
 modes, the main settings, every nemesis, RF 3, faults of 1 and 5 s, 20 seeds;
 harness/sim/runs/matrix.py DEFAULT_SETTINGS); --full (or any dimension option) starts from the
 product of every dimension (MatrixSpec's defaults; raft cells only with unclean and ELR off and
-leader epochs on, which is all raft mode has). --runs N keeps the first N runs. Rows: DIR/part-*.parquet in the
-run-summary schema (harness/results/schema.py,
-docs/compare.md); --histories also writes DIR/histories/<run_id>.jsonl (local engine).
+leader epochs on, which is all raft mode has). --runs N keeps the first N runs. Rows:
+DIR/part-*.parquet in the run-summary schema (harness/results/schema.py, docs/compare.md); --histories also writes DIR/histories/<run_id>.jsonl (local engine).
 --metadata: the controller side of every run: `raft` (default; 3 simulated Raft voters, on which
 the controller nemeses act) or `abstract` (one controller committing after a fixed delay);
 recorded in each row's metadata_quorum column.

@@ -108,6 +108,21 @@ def in_sync_voters(status: RaftPartitionStatus, now_ms: int, fetch_timeout_ms: i
                                         and now_ms - v.last_fetch_ms <= fetch_timeout_ms)]  # fmt: skip
 
 
+
+def recovery_flush(plog: PartitionLog) -> None:
+    """fsync what a log holds beyond its recovery point before its replica counts any of it.
+
+    After a kill -9 the page cache still holds appends the killed process never fsynced; the
+    recovered log shows them, and the replica's first fetch would count them toward a majority,
+    while a power loss before their next fsync would take them away, committed. The simulator's
+    driver does the same (harness/sim/actors/raft_host.py `recovery_flush`)."""
+    if plog.log_end_offset == plog.log_start_offset:
+        return
+    for segment in plog.segments:
+        if segment.next_offset > plog.recovery_point:
+            segment.flush()
+    plog.storage.fsync_dir(plog.directory)
+
 class ClientAnswers(Protocol):
     """Where answers to clients go (the replica manager resolves them by request id)."""
 
@@ -240,6 +255,7 @@ class RaftPartitions:
 
     def create(self, topic: str, topic_id: str, partition: int, voters: tuple[int, ...],
                plog: PartitionLog, configs: dict[str, str]) -> HostedRaft:  # fmt: skip
+        recovery_flush(plog)
         store = RaftPartitionLog(plog)
         seed = self.node.config.seed
         seed = (seed * 1_000_003 + zlib.crc32(topic_id.encode()) * 1009 + partition

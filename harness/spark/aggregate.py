@@ -74,14 +74,14 @@ def check_columns(df: DataFrame) -> None:
 
 # Row invariants of harness.results.schema.validate_row that the aggregates rely on, as SQL, for
 # datasets written without that validator (e.g. straight from Spark).
-def _sql_in(values: tuple[str, ...]) -> str:
-    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+def _not_in(column: str, choices: tuple[str, ...]) -> str:
+    return f"{column} NOT IN ({', '.join(repr(c) for c in choices)})"
 
 
 _INVALID = {
-    "source": f"source NOT IN {_sql_in(SOURCES)}",
-    "replication_mode": f"replication_mode NOT IN {_sql_in(REPLICATION_MODES)}",
-    "acks": f"acks NOT IN {_sql_in(ACKS)}",
+    "source": _not_in("source", SOURCES),
+    "replication_mode": _not_in("replication_mode", REPLICATION_MODES),
+    "acks": _not_in("acks", ACKS),
     "lost_writes > acked_writes": "lost_writes > acked_writes",
     "negative count": "LEAST(acked_writes, lost_writes, duplicates, divergent_offsets, "
                       "stale_reads, nonmonotonic_reads, leader_elections, unclean_elections) < 0",

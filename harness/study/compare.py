@@ -294,6 +294,9 @@ def run_matrix_spark(spark: Any, out: Path, spec: Any) -> MatrixOutcome:
     progress(f"{len(configs)} runs as Spark tasks on {spark.sparkContext.master} "
              f"(code shipped as {zip_path.name})")
     result = run_spark(spark, configs, out, Progress(len(configs)))
+    progress(f"{result.runs} runs in {result.tasks} Spark tasks, {result.wall_s:.0f} s wall, "
+             f"{result.runs / max(result.wall_s, 1e-9):.2f} runs/s, "
+             f"{result.cpu_ms / 1000 / max(result.runs, 1):.3f} CPU s per run in the executors")
     for executor in result.executors[:5]:
         progress(f"executors ran: {executor}")  # their Python, and where kraftlab came from
     report_failures(result, progress)

@@ -137,10 +137,17 @@ def test_describe_status_and_metrics_show_the_raft_groups(rcluster: LiveCluster)
     assert f"{image['leader']} (leader)" in fields["Voters"] and fields["AcksAllNeeds"] == "2"
     status = cli(c, "cluster", "status")
     assert "0 offline, 0 under-replicated, 0 under-min-ISR" in status
+
+    def leader_count() -> float | None:
+        metrics = c.client(leader, 2.0).request("GET", "/metrics")[1]
+        led = next(line for line in metrics.splitlines()
+                   if line.startswith("kraftlab_raft_partition_leader_count "))  # fmt: skip
+        return float(led.split()[1]) or None
+
+    # The gauge is read from the broker's raft driver; on a loaded machine a scrape can land
+    # before the driver's round that counts the new leadership, so wait for it (bounded).
+    assert poll(leader_count, 10, "the leader's raft_partition_leader_count gauge") >= 1
     metrics = c.client(leader, 2.0).request("GET", "/metrics")[1]
-    led = next(line for line in metrics.splitlines()
-               if line.startswith("kraftlab_raft_partition_leader_count "))  # fmt: skip
-    assert float(led.split()[1]) >= 1
     assert f'kraftlab_replica_high_watermark{{partition="0",topic="{topic}"}}' in metrics
 
 

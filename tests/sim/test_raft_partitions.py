@@ -106,7 +106,7 @@ def test_no_violation_across_thousands_of_seeds() -> None:
 # -- planted bugs -----------------------------------------------------------------------------------
 
 PLANT_SEEDS = 40
-PowerLoss = parse_nemesis("power-loss")
+POWER_LOSS = parse_nemesis("power-loss")
 
 
 def _first_violation(config: ClusterRunConfig,
@@ -120,8 +120,8 @@ def _first_violation(config: ClusterRunConfig,
 
 
 PLANTED: list[tuple[str, ClusterRunConfig, Callable[[RaftSettings], RaftSettings]]] = [
-    ("followers-ack-unflushed", replace(SWEEP, nemesis=PowerLoss), followers_ack_unflushed),
-    ("skip-flush", replace(SWEEP, nemesis=PowerLoss),
+    ("followers-ack-unflushed", replace(SWEEP, nemesis=POWER_LOSS), followers_ack_unflushed),
+    ("skip-flush", replace(SWEEP, nemesis=POWER_LOSS),
      lambda s: replace(s, host_class=SkipFlushHost)),
 ]
 

@@ -61,11 +61,11 @@ def test_compare_end_to_end_with_the_live_phase(tmp_path: Path) -> None:
         for name in ("report.html", "results.json", "history.jsonl"):
             assert (run / name).is_file(), f"{mode}: {name} missing\n{said[-3000:]}"
         verdicts[mode] = json.loads((run / "results.json").read_text())["verdict"]
-    # Phase 2: 9 settings x 2 faults x 2 seeds, written by Spark.
+    # Phase 2: 10 settings (raft's acks=all among them) x 2 faults x 2 seeds, written by Spark.
     rows = read_dataset(out / "runs")
     configs = preset_spec("tiny", 2).configs()
     assert sorted(r.run_id for r in rows) == sorted(c.key() for c in configs)
-    assert len(rows) == 36 and list((out / "runs").glob("part-*.snappy.parquet"))
+    assert len(rows) == 40 and list((out / "runs").glob("part-*.snappy.parquet"))
     # Phase 3: the analysis over both sources, and the index.
     analysis = out / "analysis"
     for name in ("compare.md", "groups.csv", "pairs.csv", "availability_vs_consistency.png",
