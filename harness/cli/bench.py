@@ -15,6 +15,7 @@ from harness.bench import (
     check,
     consume,
     failover,
+    fsync,
     idle,
     kafka_produce,
     log,
@@ -32,6 +33,7 @@ KINDS: dict[str, ModuleType] = {
     "produce": produce,
     "consume": consume,
     "kafka-produce": kafka_produce,
+    "fsync": fsync,
     "idle": idle,
 }
 

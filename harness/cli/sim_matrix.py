@@ -6,8 +6,12 @@
                         [--unclean false,true] [--elr false,true] [--rf 3,5]
                         [--leader-epoch true,false]
                         [--nemeses a,b,...] [--durations 1,5,30] [--histories]
-                        [--metadata raft|abstract]
+                        [--metadata raft|abstract] [--jitter-ms MS]
+                        [--flush-policy P,...] [--producer simple|kafka] [--probe-ms MS]
+                        [--lag-ms MS,...] [--session-ms MS,...] [--timeline]
 
+--study default|large runs the study's matrix instead (harness/sim/runs/study_matrix.py: the
+arms, every nemesis, the trade-off curves; what `kraftlab compare` runs, or its larger preset).
 Without --full and without any of the dimension options it runs the default matrix (the three
 modes, the main settings, every nemesis, RF 3, faults of 1 and 5 s, 20 seeds;
 harness/sim/runs/matrix.py DEFAULT_SETTINGS); --full (or any dimension option) starts from the
@@ -17,6 +21,12 @@ DIR/part-*.parquet in the run-summary schema (harness/results/schema.py, docs/co
 --metadata: the controller side of every run: `raft` (default; 3 simulated Raft voters, on which
 the controller nemeses act) or `abstract` (one controller committing after a fixed delay);
 recorded in each row's metadata_quorum column.
+The study's dimensions (docs/compare.md): --flush-policy (the brokers' disk, each mode with the
+policies it may run with: isr page-cache|flush-every-message, quorum/raft
+fsync-before-ack|no-fsync), --producer kafka (open-loop, idempotent, retries) and --probe-ms
+(an open-loop probe: availability in time), --lag-ms / --session-ms (replica.lag.time.max.ms,
+broker.session.timeout.ms sweeps). --timeline writes DIR/timelines/<run_id>.md and .json: the
+replicas' leader, epoch, ISR, LEO and HW around a loss (each row's replay_command ends with it).
 
 The `sim` group (harness/cli/sim.py) adds this module's `matrix` kind, as it adds `cluster`.
 --engine spark runs the matrix as Spark tasks on --master (harness/spark/matrix.py), kraftlab's
@@ -37,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 _BOOLS = {"false": False, "true": True}
+MAX_TIMELINES = 50  # --timeline runs every run a second time: meant for replays
 
 
 def add_kind(kinds: Any) -> None:
@@ -52,6 +63,9 @@ def add_kind(kinds: Any) -> None:
     m.add_argument("--master", default="local[*]", help="Spark master (engine spark)")
     m.add_argument("--jobs", type=int, default=None, help="worker processes (default: cores)")
     m.add_argument("--full", action="store_true", help="the product of every dimension")
+    m.add_argument("--study", choices=("default", "large"), default=None,
+                   help="the study's matrix (harness/sim/runs/study_matrix.py): what kraftlab "
+                        "compare runs, or the larger preset for a Spark cluster")
     for name, help_ in (("modes", "isr,quorum,raft"), ("acks", "1,all"), ("min-isr", "1,2"),
                         ("unclean", "false,true"), ("elr", "false,true"), ("rf", "3,5"),
                         ("leader-epoch", "leader.epoch.enable values, e.g. true,false"),
@@ -61,6 +75,16 @@ def add_kind(kinds: Any) -> None:
     m.add_argument("--histories", action="store_true", help="also write every run's history")
     m.add_argument("--metadata", choices=("raft", "abstract"), default="raft",
                    help="metadata side: 3 Raft voters (default) or the abstract controller")
+    m.add_argument("--jitter-ms", type=int, default=None,
+                   help="seeded start-time jitter of brokers and producers (default 500)")
+    m.add_argument("--flush-policy", default=None,
+                   help="page-cache,flush-every-message,fsync-before-ack,no-fsync")
+    m.add_argument("--producer", choices=("simple", "kafka"), default=None)
+    m.add_argument("--probe-ms", type=int, default=None, help="open-loop probe interval")
+    m.add_argument("--lag-ms", default=None, help="replica.lag.time.max.ms values")
+    m.add_argument("--session-ms", default=None, help="broker.session.timeout.ms values")
+    m.add_argument("--timeline", action="store_true",
+                   help=f"also write each run's replica timeline (at most {MAX_TIMELINES} runs)")
     m.set_defaults(handler=run_matrix)
 
 
@@ -82,6 +106,7 @@ def _split(value: str, convert: Any, allowed: tuple[Any, ...] | None, name: str)
 
 
 def build_spec(args: argparse.Namespace) -> Any:
+    from harness.sim.actors.disk import FLUSH_POLICIES
     from harness.sim.faults.shapes import SCENARIO_NEMESES as NEMESES
     from harness.sim.runs.matrix import DEFAULT_SEEDS, MatrixSpec, default_spec
 
@@ -105,6 +130,23 @@ def build_spec(args: argparse.Namespace) -> Any:
             changes["settings"] = None
     if args.seeds is not None:
         changes["seeds"] = args.seeds
+    if getattr(args, "jitter_ms", None) is not None:
+        changes["start_jitter_ms"] = args.jitter_ms
+    if getattr(args, "flush_policy", None) is not None:
+        changes["flush_policies"] = _split(args.flush_policy, str, FLUSH_POLICIES,
+                                           "flush-policy")
+    if getattr(args, "producer", None) is not None:
+        changes["producer"] = args.producer
+    if getattr(args, "probe_ms", None) is not None:
+        if args.probe_ms < 0:
+            raise OptionError("--probe-ms must be >= 0")
+        changes["probe_interval_ms"] = args.probe_ms
+    for option, field in (("lag_ms", "lag_ms"), ("session_ms", "session_ms")):
+        if getattr(args, option, None) is not None:
+            values = _split(getattr(args, option), int, None, option.replace("_", "-"))
+            if min(values) <= 0:
+                raise OptionError(f"--{option.replace('_', '-')} values must be positive")
+            changes[field] = values
     return replace(spec, **changes)
 
 
@@ -126,9 +168,25 @@ def run_matrix(args: argparse.Namespace) -> int:
     except OptionError as exc:
         print(f"kraftlab sim matrix: INVALID_REQUEST: {exc}", file=sys.stderr)
         return 2
-    configs = spec.configs()
+    if getattr(args, "study", None):
+        from harness.sim.runs.study_matrix import (
+            CURVE_SEEDS,
+            STUDY_SEEDS,
+            large_study_configs,
+            study_configs,
+        )
+
+        seeds = args.seeds or (STUDY_SEEDS if args.study == "default" else 20)
+        configs = (study_configs(seeds, min(seeds, CURVE_SEEDS), spec.metadata)
+                   if args.study == "default" else large_study_configs(seeds, spec.metadata))
+    else:
+        configs = spec.configs()
     if args.runs is not None:
         configs = configs[:args.runs]
+    if getattr(args, "timeline", False) and len(configs) > MAX_TIMELINES:
+        print(f"kraftlab sim matrix: INVALID_REQUEST: --timeline with {len(configs)} runs "
+              f"(at most {MAX_TIMELINES}: it is for replaying a few)", file=sys.stderr)
+        return 2
     out = Path(args.out)
     print(f"sim matrix: {len(configs)} runs, engine {args.engine}, metadata {spec.metadata}",
           file=sys.stderr, flush=True)
@@ -156,7 +214,21 @@ def run_matrix(args: argparse.Namespace) -> int:
           f"runs with lost acknowledged writes: {lost}; rows: {path}")
     for line in broken[:10]:
         print(f"INVARIANT {line}")
+    if getattr(args, "timeline", False):
+        write_timelines(configs, out / "timelines")
     return 1 if broken else 0
+
+
+def write_timelines(configs: Any, where: Path) -> None:
+    """Each run again with the replica timeline recorder (harness.sim.runs.timeline)."""
+    from harness.sim.runs.timeline import record_timeline
+
+    where.mkdir(parents=True, exist_ok=True)
+    for config in configs:
+        result, timeline = record_timeline(config)
+        (where / f"{timeline.run_id}.md").write_text(timeline.markdown() + "\n")
+        (where / f"{timeline.run_id}.json").write_text(json.dumps(timeline.to_json()))
+        print(f"timeline: {where / timeline.run_id}.md (lost {result.lost_writes})")
 
 
 def _run_on_spark(configs: list[Any], out: Path, master: str | None) -> int:

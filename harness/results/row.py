@@ -6,15 +6,23 @@ validates rows with the simulator's own dependencies only (harness/spark/ship.py
 harness/results/schema.py adds the Arrow schema, the Parquet writer and the reader.
 
 Invariants (checked by `validate_row`, so a bad producer fails at write time, not in the report):
-- `source` is sim|jepsen, `replication_mode` isr|quorum, `acks` "0"|"1"|"all".
+- `source` is sim|jepsen, `replication_mode` isr|quorum|raft, `acks` "0"|"1"|"all".
 - counts are >= 0; `lost_writes <= acked_writes` (a lost write is an acknowledged one, Jepsen's
   lost-write); per second, `attempted == succeeded + failed + indeterminate` (every invoked
   operation is bucketed by its invoke second, info counts as indeterminate, never as failed).
 - intervals have `start_ms <= end_ms`; the fault window and heal are all null (nemesis `none`)
   or all set with `fault_start_ms <= fault_end_ms <= heal_ms`; `recovery_time_ms` is null when
   there is no heal, and null after a heal means "never recovered".
+- the optional columns of the study (OPTIONAL_COLUMNS: files written before them read back with
+  null) are null or valid: a flush policy and producer of their lists, positive timeouts,
+  latency percentiles p50 <= p99 <= p99.9 within a phase, and probe slots with
+  `0 <= ok <= slots` and an interval when any slot is counted.
 All times are integer ms from the start of the run's workload, on the run's own clock (simulated
 for `sim`, wall for `jepsen`).
+
+Phases of a run (latency and probe columns): `before` = [workload start, fault_start_ms),
+`during` = [fault_start_ms, heal_ms), `after` = [heal_ms, workload end), by invoke time; a run
+without a fault has only `before` (its whole workload).
 """
 
 from __future__ import annotations
@@ -36,6 +44,18 @@ NEMESES = (
     "unclean-crash-losing-unflushed-tail", "flapping", "cut-followers-then-kill-leader",
 )
 _NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+# When a write is durable (docs/compare.md, the study): Kafka's default, the page cache with
+# replication as durability (`page-cache`); `flush.messages=1` (`flush-every-message`, an fsync
+# per append before the leader counts it); quorum/raft fsync before a replica counts toward the
+# majority (`fsync-before-ack`, what their correctness needs), or, as an unsafe variant, not at
+# all (`no-fsync`).
+FLUSH_POLICIES = ("page-cache", "flush-every-message", "fsync-before-ack", "no-fsync")
+# The write client: `kafka` (retries within delivery.timeout.ms, idempotence, request.timeout.ms;
+# Kafka's producer defaults scaled like the run's timeouts) or `simple` (one attempt, no retry,
+# the matrix's first client).
+PRODUCERS = ("kafka", "simple")
+PHASES = ("before", "during", "after")
+LATENCY_QUANTILES = (("p50", 0.5), ("p99", 0.99), ("p999", 0.999))
 
 
 class SchemaError(ValueError):
@@ -110,6 +130,39 @@ class RunSummary:
     # controller whose proposals commit after a fixed delay), null when not recorded. Optional:
     # files written before it existed read back with null (OPTIONAL_COLUMNS).
     metadata_quorum: str | None = None
+    # -- the study's columns (all optional: OPTIONAL_COLUMNS) --------------------------------
+    # Settings beyond the arm (trade-off curves) and the durability and client of the run.
+    flush_policy: str | None = None
+    producer: str | None = None
+    replica_lag_time_max_ms: int | None = None
+    broker_session_timeout_ms: int | None = None
+    election_timeout_ms: int | None = None  # raft partitions' election timeout
+    # Acknowledged-write latency (invoke -> ack, retries included) per phase: count and
+    # percentiles in ms (null: no acknowledged write in that phase).
+    acked_before: int | None = None
+    latency_p50_ms_before: float | None = None
+    latency_p99_ms_before: float | None = None
+    latency_p999_ms_before: float | None = None
+    acked_during: int | None = None
+    latency_p50_ms_during: float | None = None
+    latency_p99_ms_during: float | None = None
+    latency_p999_ms_during: float | None = None
+    acked_after: int | None = None
+    latency_p50_ms_after: float | None = None
+    latency_p99_ms_after: float | None = None
+    latency_p999_ms_after: float | None = None
+    # Availability in time: an open-loop probe invokes one write every probe_interval_ms
+    # whatever is in flight; a slot is ok when its write was acknowledged (within
+    # harness/sim/runs/measures.py PROBE_OK_MS). Unavailable time = (slots - ok) * interval.
+    probe_interval_ms: int | None = None
+    probe_slots_before: int | None = None
+    probe_ok_before: int | None = None
+    probe_slots_during: int | None = None
+    probe_ok_during: int | None = None
+    probe_slots_after: int | None = None
+    probe_ok_after: int | None = None
+    # The one command that replays this run (the simulator's, with its seed and settings).
+    replay_command: str | None = None
     schema_version: int = field(default=SCHEMA_VERSION)
 
     def to_record(self) -> dict[str, Any]:
@@ -126,8 +179,18 @@ class RunSummary:
         return cls(**{f.name: values[f.name] for f in fields(cls)})
 
 
+# The study's columns (all nullable), in the row's order.
+STUDY_COLUMNS = (
+    "flush_policy", "producer", "replica_lag_time_max_ms", "broker_session_timeout_ms",
+    "election_timeout_ms",
+    *[c for phase in PHASES for c in (f"acked_{phase}",
+                                      *[f"latency_{q}_ms_{phase}" for q, _ in LATENCY_QUANTILES])],
+    "probe_interval_ms",
+    *[c for phase in PHASES for c in (f"probe_slots_{phase}", f"probe_ok_{phase}")],
+    "replay_command",
+)
 # Columns added after schema version 1 was first written: a file without them reads as null.
-OPTIONAL_COLUMNS = ("metadata_quorum",)
+OPTIONAL_COLUMNS = ("metadata_quorum", *STUDY_COLUMNS)
 METADATA_QUORUMS = ("raft", "abstract")
 
 _COUNTS = ("seed", "fault_duration_ms", "duration_ms", "wall_duration_ms", "acked_writes",
@@ -154,6 +217,10 @@ def _check_choices(row: RunSummary) -> None:
     if not 1 <= row.min_insync_replicas <= row.replication_factor:
         raise _fail(row, f"min_insync_replicas={row.min_insync_replicas} outside "
                          f"[1, replication_factor={row.replication_factor}]")
+    for name, choices in (("flush_policy", FLUSH_POLICIES), ("producer", PRODUCERS)):
+        value = getattr(row, name)
+        if value is not None and value not in choices:
+            raise _fail(row, f"{name}={value!r}, expected one of {choices} or null")
     if row.metadata_quorum is not None and row.metadata_quorum not in METADATA_QUORUMS:
         raise _fail(row, f"metadata_quorum={row.metadata_quorum!r}, expected one of "
                          f"{METADATA_QUORUMS} or null")
@@ -204,8 +271,34 @@ def _check_times(row: RunSummary) -> None:
         raise _fail(row, f"recovery_time_ms={row.recovery_time_ms} is negative")
 
 
+def _check_study(row: RunSummary) -> None:
+    for name in ("replica_lag_time_max_ms", "broker_session_timeout_ms", "election_timeout_ms",
+                 "probe_interval_ms"):
+        value = getattr(row, name)
+        if value is not None and value <= 0:
+            raise _fail(row, f"{name}={value} must be positive")
+    for phase in PHASES:
+        acked = getattr(row, f"acked_{phase}")
+        if acked is not None and acked < 0:
+            raise _fail(row, f"acked_{phase}={acked} is negative")
+        values = [getattr(row, f"latency_{q}_ms_{phase}") for q, _ in LATENCY_QUANTILES]
+        known = [v for v in values if v is not None]
+        if known and (min(known) < 0 or known != sorted(known)):
+            raise _fail(row, f"latency percentiles of phase {phase} must be >= 0 and "
+                             f"p50 <= p99 <= p99.9: {values}")
+        slots, ok = getattr(row, f"probe_slots_{phase}"), getattr(row, f"probe_ok_{phase}")
+        if (slots is None) != (ok is None):
+            raise _fail(row, f"probe_slots_{phase} and probe_ok_{phase}: both or neither")
+        if slots is not None and ok is not None:
+            if not 0 <= ok <= slots:
+                raise _fail(row, f"probe_ok_{phase}={ok} outside [0, {slots}]")
+            if slots and row.probe_interval_ms is None:
+                raise _fail(row, f"probe_slots_{phase}={slots} without probe_interval_ms")
+
+
 def validate_row(row: RunSummary) -> None:
     """Raise SchemaError naming the run and the column if `row` breaks an invariant."""
     _check_choices(row)
     _check_counts(row)
     _check_times(row)
+    _check_study(row)

@@ -21,12 +21,17 @@ import pyarrow.parquet as pq
 
 from harness.results.row import (
     ACKS,
+    FLUSH_POLICIES,
+    LATENCY_QUANTILES,
     METADATA_QUORUMS,
     NEMESES,
     OPTIONAL_COLUMNS,
+    PHASES,
+    PRODUCERS,
     REPLICATION_MODES,
     SCHEMA_VERSION,
     SOURCES,
+    STUDY_COLUMNS,
     NemesisEvent,
     RunSummary,
     SchemaError,
@@ -36,7 +41,8 @@ from harness.results.row import (
 )
 
 __all__ = [
-    "ACKS", "METADATA_QUORUMS", "NEMESES", "OPTIONAL_COLUMNS", "REPLICATION_MODES", "SCHEMA",
+    "ACKS", "FLUSH_POLICIES", "LATENCY_QUANTILES", "PHASES", "PRODUCERS", "STUDY_FIELDS",
+    "METADATA_QUORUMS", "NEMESES", "OPTIONAL_COLUMNS", "REPLICATION_MODES", "SCHEMA",
     "SCHEMA_VERSION", "SOURCES", "NemesisEvent", "RunSummary", "SchemaError", "SecondCounts",
     "Window", "check_schema", "read_dataset", "spark_schema", "to_table", "validate_row",
     "write_dataset",
@@ -53,6 +59,21 @@ _SECOND = pa.struct([pa.field("second", pa.int32(), nullable=False)] + [
 ])
 _EVENT = pa.struct([_i64("start_ms"), _i64("end_ms"), pa.field("kind", pa.string(), False)])
 _WINDOW = pa.struct([_i64("start_ms"), _i64("end_ms")])
+STUDY_FIELDS = (
+    pa.field("flush_policy", pa.string(), nullable=True),
+    pa.field("producer", pa.string(), nullable=True),
+    _i64("replica_lag_time_max_ms", True),
+    _i64("broker_session_timeout_ms", True),
+    _i64("election_timeout_ms", True),
+    *[f for phase in PHASES for f in (
+        _i64(f"acked_{phase}", True),
+        *[pa.field(f"latency_{q}_ms_{phase}", pa.float64(), nullable=True)
+          for q, _ in LATENCY_QUANTILES])],
+    _i64("probe_interval_ms", True),
+    *[f for phase in PHASES for f in (_i64(f"probe_slots_{phase}", True),
+                                      _i64(f"probe_ok_{phase}", True))],
+    pa.field("replay_command", pa.string(), nullable=True),
+)
 
 SCHEMA = pa.schema([
     pa.field("run_id", pa.string(), nullable=False),
@@ -89,9 +110,11 @@ SCHEMA = pa.schema([
     _i64("isr_shrinks"),
     _i64("isr_expands"),
     pa.field("metadata_quorum", pa.string(), nullable=True),
+    *STUDY_FIELDS,
     pa.field("schema_version", pa.int32(), nullable=False),
 ])
 assert SCHEMA.names == [f.name for f in fields(RunSummary)], "schema and dataclass drifted"
+assert tuple(f.name for f in STUDY_FIELDS) == STUDY_COLUMNS, "study columns drifted"
 
 
 def to_table(rows: Iterable[RunSummary]) -> pa.Table:

@@ -13,6 +13,10 @@ Definitions (docs/compare.md, "How to read the report"):
   runs with a heal and no recovery.
 - **Loss** = sum(lost_writes) * 1e6 / sum(acked_writes): acknowledged writes lost per million
   acknowledged (null when nothing was acknowledged).
+- **Latency** of a group and phase: the median over its runs of each run's p50, p99 and p99.9
+  acknowledged-write latency in that phase (before / during / after the fault).
+- **Time availability** during the fault: acknowledged open-loop probe slots / probe slots,
+  pooled (the probe offers one write per slot whatever is in flight).
 - A run is **anomalous** if it lost a write or has a duplicate, divergent offset, stale or
   non-monotonic read, or a non-linearizable metadata history. The fraction over runs gets a
   95% Wilson score interval (seeds are the independent trials).
@@ -27,21 +31,28 @@ from pyspark.sql import functions as F
 
 from harness.results.schema import (
     ACKS,
+    LATENCY_QUANTILES,
     OPTIONAL_COLUMNS,
+    PHASES,
     REPLICATION_MODES,
     SCHEMA,
     SOURCES,
+    STUDY_FIELDS,
     SchemaError,
 )
 
 # The configuration a row was run with, then the fault it was run under.
 CONFIG_KEYS = ("source", "replication_mode", "acks", "min_insync_replicas",
                "unclean_leader_election", "eligible_leader_replicas", "replication_factor",
-               "leader_epoch_enable")
+               "leader_epoch_enable", "flush_policy", "producer", "replica_lag_time_max_ms",
+               "broker_session_timeout_ms")
 FAULT_KEYS = ("nemesis", "fault_duration_ms")
 GROUP_KEYS = CONFIG_KEYS + FAULT_KEYS
 # Quorum and ISR rows are paired when all of these are equal (same RF and durability setting).
-PAIR_KEYS = tuple(k for k in GROUP_KEYS if k != "replication_mode")
+# (Each mode at its default durability: the flush policy is not a pairing key; `quorum_vs_isr`
+# keeps only the default policies.)
+PAIR_KEYS = tuple(k for k in GROUP_KEYS if k not in ("replication_mode", "flush_policy"))
+DEFAULT_FLUSH = {"isr": "page-cache", "quorum": "fsync-before-ack"}
 WILSON_Z = 1.959963984540054  # two-sided 95%
 
 _PHASES = {
@@ -119,9 +130,21 @@ def fault_duration() -> Column:
     return F.when(F.col("source") == "jepsen", rounded).otherwise(exact).alias("fault_duration_ms")
 
 
+def with_optional_columns(df: DataFrame) -> DataFrame:
+    """`df` with every optional column (OPTIONAL_COLUMNS), null where the input lacks it."""
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    for f in SCHEMA:
+        if f.name in OPTIONAL_COLUMNS and f.name not in df.columns:
+            df = df.withColumn(f.name, F.lit(None).cast(from_arrow_type(f.type)))
+    return df
+
+
 def run_level(df: DataFrame) -> DataFrame:
-    """One row per run with its group keys and the per-run numbers the aggregates pool."""
+    """One row per run with its group keys and the per-run numbers the aggregates pool (and
+    the study's optional columns, passed through for the paired comparisons)."""
     check_columns(df)
+    df = with_optional_columns(df)
     cols: list[Any] = [fault_duration() if k == "fault_duration_ms" else F.col(k)
                        for k in GROUP_KEYS] + [F.col("seed"), F.col("run_id")]
     for phase in _PHASES:
@@ -145,6 +168,8 @@ def run_level(df: DataFrame) -> DataFrame:
         (F.col("divergent_offsets") > 0).cast("int").alias("divergent"),
         F.col("leader_elections"), F.col("unclean_elections"),
         F.col("isr_shrinks"), F.col("isr_expands"),
+        (F.col("lost_writes") > 0).cast("int").alias("lossy"),
+        *[F.col(f.name) for f in STUDY_FIELDS],
     ]
     return df.select(*cols)
 
@@ -183,6 +208,7 @@ def summarize(runs: DataFrame, keys: tuple[str, ...]) -> DataFrame:
         F.sum("acked_writes").alias("acked_writes"),
         F.sum("lost_writes").alias("lost_writes"),
         F.sum("anomalous").alias("anomalous_runs"),
+        F.sum("lossy").alias("lossy_runs"),
         F.sum("divergent").alias("divergent_runs"),
         F.sum("divergent_offsets").alias("divergent_offsets"),
         F.avg("leader_elections").alias("leader_elections_mean"),
@@ -190,16 +216,27 @@ def summarize(runs: DataFrame, keys: tuple[str, ...]) -> DataFrame:
         F.avg("unclean_elections").alias("unclean_elections_mean"),
         F.avg("isr_shrinks").alias("isr_shrinks_mean"),
         F.avg("isr_expands").alias("isr_expands_mean"),
+        # Latency per phase: the median over the group's runs of each run's percentile (the
+        # seed is the unit; pooling every write would let the busiest run decide).
+        *[F.expr(f"percentile(latency_{q}_ms_{phase}, 0.5)").alias(f"latency_{q}_ms_{phase}")
+          for phase in PHASES for q, _ in LATENCY_QUANTILES],
+        F.sum(F.coalesce(F.col("probe_slots_during"), F.lit(0))).alias("probe_slots_during"),
+        F.sum(F.coalesce(F.col("probe_ok_during"), F.lit(0))).alias("probe_ok_during"),
     )
     for phase in _PHASES:
         for short, op in _OPS.items():
             agg = agg.withColumn(f"{op[:-1]}_availability_{phase}",
                                  _ratio(f"{short}_ok_{phase}", f"{short}_att_{phase}"))
     low, high = _wilson("anomalous_runs", "runs")
+    loss_low, loss_high = _wilson("lossy_runs", "runs")
     agg = (agg.withColumn("lost_per_million", _ratio("lost_writes", "acked_writes", 1e6))
            .withColumn("anomaly_fraction", F.col("anomalous_runs") / F.col("runs"))
            .withColumn("anomaly_wilson_low", low)
-           .withColumn("anomaly_wilson_high", high))
+           .withColumn("anomaly_wilson_high", high)
+           .withColumn("lossy_fraction", F.col("lossy_runs") / F.col("runs"))
+           .withColumn("lossy_wilson_low", loss_low)
+           .withColumn("lossy_wilson_high", loss_high)
+           .withColumn("time_availability_fault", _ratio("probe_ok_during", "probe_slots_during")))
     return agg.orderBy(*keys)
 
 
@@ -209,13 +246,21 @@ DELTA_METRICS = ("write_availability_fault", "read_availability_fault",
 
 
 def quorum_vs_isr(groups: DataFrame) -> DataFrame:
-    """Quorum and ISR aggregates side by side at equal PAIR_KEYS; delta_x = quorum - ISR."""
+    """Quorum and ISR aggregates side by side at equal PAIR_KEYS (null-safe: rows that did not
+    record a setting pair with each other), each at its default durability (DEFAULT_FLUSH, or
+    none recorded); delta_x = quorum - ISR."""
     def side(mode: str) -> DataFrame:
-        return groups.filter(F.col("replication_mode") == mode).select(
-            *PAIR_KEYS, F.col("runs").alias(f"{mode}_runs"),
+        flush = F.col("flush_policy")
+        return groups.filter((F.col("replication_mode") == mode)
+                             & (flush.isNull() | (flush == DEFAULT_FLUSH[mode]))).select(
+            *[F.col(k).alias(f"{mode}_k_{k}") for k in PAIR_KEYS],
+            F.col("runs").alias(f"{mode}_runs"),
             *[F.col(m).alias(f"{mode}_{m}") for m in DELTA_METRICS])
 
-    pairs = side("quorum").join(side("isr"), on=list(PAIR_KEYS), how="inner")
+    on = [F.col(f"quorum_k_{k}").eqNullSafe(F.col(f"isr_k_{k}")) for k in PAIR_KEYS]
+    joined = side("quorum").join(side("isr"), on=on, how="inner")
+    pairs = joined.select(*[F.col(f"quorum_k_{k}").alias(k) for k in PAIR_KEYS],
+                          *[c for c in joined.columns if "_k_" not in c])
     for m in DELTA_METRICS:
         pairs = pairs.withColumn(f"delta_{m}", F.col(f"quorum_{m}") - F.col(f"isr_{m}"))
     return pairs.orderBy(*PAIR_KEYS)

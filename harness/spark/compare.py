@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 EXIT_OK, EXIT_BAD_INPUT = 0, 3
-STAGES = ("start Spark", "read runs", "aggregate", "pair quorum with ISR", "collect aggregates",
-          "write tables", "plot", "write compare.md")
+STAGES = ("start Spark", "read runs", "aggregate", "pair quorum with ISR", "pair arms by seed",
+          "collect aggregates", "write tables", "plot", "write compare.md", "write report.html")
 
 
 @dataclass(slots=True)
@@ -49,6 +49,9 @@ class Result:
     files: tuple[Path, ...]
     tables: dict[str, Any]
     sentences: dict[str, list[str]]
+    verdicts: list[Any] = field(default_factory=list)
+    findings: list[Any] = field(default_factory=list)
+    html: Path | None = None
 
 
 def is_uri(location: str) -> bool:
@@ -81,13 +84,21 @@ def input_list(inputs: str | Path | Sequence[str | Path]) -> list[str]:
 
 
 def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
-            progress: Progress | None = None, evidence: Any = None) -> Result:
+            progress: Progress | None = None, evidence: Any = None,
+            replays: int = 8, sim_vs_real: Any = None) -> Result:
     """The job on an existing SparkSession (the tests share one). `inputs`: one location or
     several (directories are read recursively, so one directory may hold simulated matrix rows
     and `kraftlab jepsen run --out` directories side by side); rows keep their `source`.
-    `evidence`: a conclude.Evidence (the least data a verdict needs); None = its defaults."""
+    `evidence`: a conclude.Evidence (the least data a verdict needs); None = its defaults.
+    `replays`: how many losses report.html replays for their replica timeline (0: none).
+    `sim_vs_real`: the simulation-against-reality table (harness/study/sim_vs_real.py rows),
+    shown in report.html when given."""
+    import pandas as pd
+
     from harness.spark import aggregate as ag
-    from harness.spark import conclude, report
+    from harness.spark import conclude, paired, reference, report, report_html, repro
+    from harness.spark import study_plots as sp
+    from harness.spark import verdicts as vd
 
     progress = progress or Progress(quiet=True)
     locations = input_list(inputs)
@@ -111,25 +122,57 @@ def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
     }
     progress.stage("pair quorum with ISR")
     frames["pairs"] = ag.quorum_vs_isr(frames["groups"])
+    progress.stage("pair arms by seed")
+    # One row per comparison, cell and seed (a few numbers each), never the raw runs.
+    by_seed = paired.paired_runs(runs).toPandas()
     progress.stage("collect aggregates")
     # Aggregates only: one row per group, never the raw runs.
     tables: dict[str, Any] = {name: frame.toPandas() for name, frame in frames.items()}
+    tables["comparisons"] = paired.comparison_table(by_seed, evidence_seeds(evidence))
+    tables["safety"] = paired.safety_table(by_seed)
     total_runs = int(tables["configs"]["runs"].sum())
     runs.unpersist()
     out.mkdir(parents=True, exist_ok=True)
     progress.stage("write tables")
     files = report.write_tables(out, tables)
+    ev = evidence or conclude.DEFAULT_EVIDENCE
+    verdicts = vd.comparison_verdicts(tables["comparisons"], tables["safety"])
+    findings = reference.findings(tables["groups"], ev)
     progress.stage("plot")
     files += report.write_plots(out, tables)
+    files += sp.write_study_plots(out, tables["groups"], tables["configs"])
+    forests = {}
+    for v in verdicts:
+        name = f"forest_{v.comparison.key}.png"
+        files.append(sp.forest(out / name, v.evidence, v.metric, v.comparison.a,
+                               v.comparison.b))
+        forests[v.comparison.key] = name
     progress.stage("write compare.md")
-    sentences = conclude.conclusions(tables["groups"], tables["pairs"],
-                                     evidence or conclude.DEFAULT_EVIDENCE)
+    sentences = conclude.conclusions(tables["groups"], tables["pairs"], ev)
     sources = ", ".join(f"{s}: {int(n)}" for s, n in
                         tables["configs"].groupby("source")["runs"].sum().items())
-    path = report.write_markdown(out, tables, sentences, {
-        "input": ", ".join(f"`{x}`" for x in locations), "runs": total_runs, "sources": sources or "none",
-        "master": spark.sparkContext.master})
-    return Result(report=path, files=(path, *files), tables=tables, sentences=sentences)
+    meta = {"input": ", ".join(f"`{x}`" for x in locations), "runs": total_runs,
+            "sources": sources or "none", "master": spark.sparkContext.master}
+    path = report.write_markdown(out, tables, sentences, meta,
+                                 verdicts=vd.verdict_lines(verdicts),
+                                 findings=[f"{f.ref} {f.title}: **{f.status}**. {f.sentence}"
+                                           for f in findings])
+    progress.stage("write report.html")
+    reproductions = [r for v in verdicts for r in v.reproductions]
+    timelines = repro.replay_timelines(reproductions, replays) if replays else {}
+    page = report_html.write_html(out, report_html.HtmlInput(
+        meta=meta, verdicts=verdicts, findings=findings, sentences=sentences,
+        configs=tables["configs"], forest_plots=forests, timelines=timelines,
+        sim_vs_real=None if not sim_vs_real else pd.DataFrame(sim_vs_real)))
+    return Result(report=path, files=(path, page, *files), tables=tables, sentences=sentences,
+                  verdicts=verdicts, findings=findings, html=page)
+
+
+def evidence_seeds(evidence: Any) -> int:
+    """The least paired seeds per cell for a verdict: the evidence's min_runs, at least 2."""
+    from harness.spark.stats import MIN_SEEDS
+
+    return MIN_SEEDS if evidence is None else max(2, min(MIN_SEEDS, evidence.min_runs))
 
 
 def build_parser(parser: argparse.ArgumentParser | None = None) -> argparse.ArgumentParser:

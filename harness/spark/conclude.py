@@ -71,7 +71,8 @@ DEFAULT_EVIDENCE = Evidence()
 # Every group key but `source` (conclusions() splits by source first): what makes a "cell".
 CELL_KEYS = ("replication_mode", "acks", "min_insync_replicas", "unclean_leader_election",
              "eligible_leader_replicas", "replication_factor", "leader_epoch_enable", "nemesis",
-             "fault_duration_ms")
+             "fault_duration_ms", "flush_policy", "producer", "replica_lag_time_max_ms",
+             "broker_session_timeout_ms")
 
 
 def select(groups: pd.DataFrame, **match: Any) -> pd.DataFrame:
@@ -89,10 +90,24 @@ def faulted(groups: pd.DataFrame) -> pd.DataFrame:
     return groups[groups["nemesis"] != "none"]
 
 
+# Each mode's own durability: ISR on the page cache (Kafka's default), quorum and raft with an
+# fsync before an append counts; null for rows written before the policy was recorded. The
+# variants (flush.messages=1, quorum without its fsync) are compared in the paired study.
+DEFAULT_FLUSH = ("page-cache", "fsync-before-ack")
+
+
+def default_durability(groups: pd.DataFrame) -> pd.DataFrame:
+    """The rows that ran their mode's default flush policy (DEFAULT_FLUSH, or none recorded)."""
+    if "flush_policy" not in groups.columns:
+        return groups
+    policy = groups["flush_policy"]
+    return groups[policy.isna() | policy.isin(DEFAULT_FLUSH)]
+
+
 def matched(a: pd.DataFrame, b: pd.DataFrame,
             vary: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The rows of `a` and of `b` whose cell (CELL_KEYS minus `vary`) occurs on both sides."""
-    keys = [k for k in CELL_KEYS if k not in vary]
+    keys = [k for k in CELL_KEYS if k not in vary and k in a.columns and k in b.columns]
     common = a[keys].drop_duplicates().merge(b[keys].drop_duplicates(), on=keys)
     return a.merge(common, on=keys), b.merge(common, on=keys)
 
@@ -248,8 +263,9 @@ def rule_min_isr(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
 
 
 def rule_quorum_loss(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
-    """(b) quorum mode (acks=all) loses nothing, under any fault (nemesis `none` left out)."""
-    fg = faulted(g)
+    """(b) quorum mode (acks=all) loses nothing, under any fault (nemesis `none` left out), at
+    its default durability (an fsync before an append counts)."""
+    fg = default_durability(faulted(g))
     q = pool(fg, replication_mode="quorum", acks="all", **SAFE)
     i = pool(fg, replication_mode="isr", acks="all", min_insync_replicas=1, **SAFE)
 
@@ -276,17 +292,19 @@ def rule_quorum_loss(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[s
 def _mode_pair(g: pd.DataFrame, nemesis: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Quorum (any min ISR) and ISR (min ISR 1) rows, acks=all, under `nemesis`, restricted to
     the cells both modes ran (same replication factor, durability settings, fault duration)."""
+    g = default_durability(g)
     q = select(g, replication_mode="quorum", acks="all", nemesis=nemesis, **SAFE)
     i = select(g, replication_mode="isr", acks="all", min_insync_replicas=1, nemesis=nemesis,
                **SAFE)
-    return matched(q, i, ("replication_mode", "min_insync_replicas"))
+    return matched(q, i, ("replication_mode", "min_insync_replicas", "flush_policy"))
 
 
 def rule_minority_side(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
     """(b) quorum mode stops accepting writes on a minority side: under MINORITY the leader
     (still the controller's choice) is alone, a minority of its replicas. The claim is about
     quorum mode alone; ISR at the same cells is shown beside it."""
-    q_rows = select(g, replication_mode="quorum", acks="all", nemesis=MINORITY, **SAFE)
+    q_rows = select(default_durability(g), replication_mode="quorum", acks="all",
+                    nemesis=MINORITY, **SAFE)
     _, i_m = _mode_pair(g, MINORITY)
     q, i = pool_frame(q_rows), pool_frame(i_m)
     out = [f"Under {MINORITY} (the leader alone on the minority side of its replicas, still "

@@ -207,13 +207,20 @@ def _bounded(title: str, frame: pd.DataFrame, columns: Sequence[str], csv: str) 
 
 
 def write_markdown(out: Path, tables: dict[str, pd.DataFrame],
-                   sentences: dict[str, list[str]], meta: dict[str, Any]) -> Path:
+                   sentences: dict[str, list[str]], meta: dict[str, Any],
+                   verdicts: Sequence[str] = (), findings: Sequence[str] = ()) -> Path:
     groups, pairs = tables["groups"], tables["pairs"]
     lines = ["# kraftlab: quorum vs ISR under faults", "",
              f"Input {meta['input']}: {meta['runs']} runs ({meta['sources']}), "
              f"{len(groups)} configuration-nemesis groups, {len(pairs)} quorum/ISR pairs. "
-             f"Spark master `{meta['master']}`. Definitions: docs/compare.md.", "",
-             "## Conclusion", "",
+             f"Spark master `{meta['master']}`. Definitions: docs/compare.md; the study with "
+             f"its plots, evidence and reproductions: [report.html](report.html).", ""]
+    if verdicts:
+        lines += ["## Verdicts (equal safety first; paired by seed, see report.html for the "
+                  "rules and margins)", "", *verdicts, ""]
+    if findings:
+        lines += ["## The twelve reference scenarios", "", *[f"- {f}" for f in findings], ""]
+    lines += ["## Conclusion", "",
              "Each sentence below is generated from the aggregates by a rule "
              "(harness/spark/conclude.py); \"no data\" means the input has no such runs.", ""]
     for source, said in sentences.items():

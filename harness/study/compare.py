@@ -322,7 +322,8 @@ def run_matrix_local(out: Path, spec: Any, jobs: int | None) -> MatrixOutcome:
 
 
 def run_pipeline(out: Path, spec: Any, engine: str, master: str | None, jobs: int | None,
-                 extra_inputs: list[Path], rows: str | None = None) -> tuple[MatrixOutcome, Any]:
+                 extra_inputs: list[Path], rows: str | None = None,
+                 sim_vs_real: Any = None) -> tuple[MatrixOutcome, Any]:
     """Phases 2 and 3 in one SparkSession; the rows go to `rows` (a URI Spark writes, engine
     spark only) or OUT/runs. With `--engine local` the session starts after the local
     processes have run (no fork beside a live JVM gateway)."""
@@ -341,7 +342,8 @@ def run_pipeline(out: Path, spec: Any, engine: str, master: str | None, jobs: in
     try:
         matrix = local or run_matrix_spark(spark, runs, spec)
         progress("phase 3/3: Spark analysis")
-        result = analyze(spark, [runs, *extra_inputs], out / "analysis", stages)
+        result = analyze(spark, [runs, *extra_inputs], out / "analysis", stages,
+                         sim_vs_real=sim_vs_real)
     finally:
         spark.stop()
     return matrix, result
@@ -433,9 +435,17 @@ def write_index(out: Path, live: Path | None, live_ok: bool, matrix: MatrixOutco
         f"2. Simulated scenario matrix (preset `{preset}`, {where}): run-summary Parquet in "
         f"{rows}.",
         f"3. Spark analysis: [{result.report.relative_to(out)}]({result.report.relative_to(out)})"
-        " (tables, plots, conclusions).",
+        " (tables, plots, conclusions)"
+        + (f"; the study for an operator, verdicts first: "
+           f"[{result.html.relative_to(out)}]({result.html.relative_to(out)})."
+           if getattr(result, "html", None) else "."),
         "",
     ]
+    from harness.spark.verdicts import verdict_lines
+
+    verdicts = verdict_lines(getattr(result, "verdicts", []))
+    if verdicts:
+        lines += ["## Verdicts (equal safety first)", "", *verdicts, ""]
     if failed:
         lines += ["## Failed (exit code 1)", "", *[f"- {why}" for why in failed], ""]
     for failure in matrix.failures[:10]:
@@ -484,6 +494,15 @@ def cmd_compare(args: argparse.Namespace) -> int:
         if modes:
             progress(f"phase 1/3: real-process queue runs ({', '.join(modes)})")
             queue = live_queue_runs(jepsen_dir, modes, args.live_time_limit)
+    comparison = None
+    if getattr(args, "sim_vs_real_runs", 0):
+        from harness.study.sim_vs_real import run_sim_vs_real
+
+        progress(f"phase 1/3: simulation against real processes "
+                 f"({args.sim_vs_real_runs} runs per fault and mode)")
+        comparison, table = run_sim_vs_real(out / "sim-vs-real", args.sim_vs_real_runs,
+                                            progress=tagged("sim-vs-real"))
+        progress(f"sim-vs-real table: {table}")
     progress(f"phase 2/3: simulated scenario matrix (preset {args.preset}, engine {args.engine})")
     extra = []
     if jepsen_dir.exists() and any(jepsen_dir.rglob("part-*.parquet")):
@@ -491,7 +510,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     from harness.spark.session import default_master
 
     matrix, result = run_pipeline(out, spec, args.engine, default_master(args.master),
-                                  args.jobs, extra, args.rows)
+                                  args.jobs, extra, args.rows, comparison)
     failed = problems(not args.skip_live, live, live_ok, modes, queue, matrix)
     index = write_index(out, live, live_ok, matrix, result, queue, failed, args.preset)
     for source, said in result.sentences.items():
@@ -507,11 +526,13 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="./kraftlab-report", help="report directory")
-    parser.add_argument("--preset", choices=("default", "tiny", "large"), default="default",
-                        help="the scenario matrix: default (5,800 runs), tiny (60 runs), large "
-                             "(110,080 runs, for a cluster); docs/compare.md")
+    parser.add_argument("--preset", choices=("default", "tiny", "large", "matrix", "cross"),
+                        default="default",
+                        help="the scenario matrix: default (the study, 1,308 runs), tiny (72 "
+                             "runs), large (the study's larger preset, for a cluster), matrix "
+                             "and cross (the matrices before the study); docs/compare.md")
     parser.add_argument("--seeds", type=int, default=None,
-                        help="seeds per matrix cell (default: the preset's; 20 for default)")
+                        help="seeds per matrix cell (default: the preset's; 8 for default)")
     parser.add_argument("--faults", default=None,
                         help="comma-separated nemesis names instead of the preset's")
     parser.add_argument("--engine", choices=("spark", "local"), default="spark",
@@ -535,6 +556,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metadata", choices=("raft", "abstract"), default="raft",
                         help="the matrix's metadata side: 3 simulated Raft voters (default) or "
                              "the abstract single controller (docs/compare.md)")
+    parser.add_argument("--sim-vs-real-runs", type=int, default=0, metavar="N",
+                        help="also run six faults x isr and quorum N times on real processes "
+                             "and on the simulator at the same settings, and table where they "
+                             "agree (OUT/sim-vs-real/; about 14 s per real run; default 0)")
 
 
 if __name__ == "__main__":

@@ -1,34 +1,36 @@
 """Named scenario matrices for `kraftlab compare --preset NAME` (docs/compare.md).
 
-- `default`: the matrix of the README's main command (harness/sim/runs/matrix.py
-  `default_spec`: 10 settings, RF 3, every nemesis, faults of 1 and 5 s, 20 seeds, 5,800 runs).
-- `tiny`: the same 10 settings (every arm of the comparison), RF 3, two faults held 5 s (the
-  live queue runs' fault, `kill-leader`, and `isolate-partition-leader`), 3 seeds: 60 runs,
-  for an end-to-end check in a minute.
-- `large`: the full cross product, for a cluster: both modes, acks 1 and all, every
-  min.insync.replicas from 1 to RF, unclean election and ELR on and off, leader epochs on and
-  off (pre-KIP-101), RF 3 and 5, every nemesis, every fault duration (1, 5 and 30 s), 10 seeds:
-  2 x 2 x 2 x 2 x 2 x (3 + 5) = 256 settings x (1 + 14 x 3) = 43 nemesis-duration cells
-  x 10 seeds = 110,080 runs (`--seeds 5`: 55,040).
+- `default`: the study (harness/sim/runs/study_matrix.py StudySpec): the equal-safety arms (ISR
+  with min.insync.replicas=2, with and without ELR; quorum; Raft) under every nemesis, the
+  durability variants and trade-offs under the faults their verdicts need, 5 s faults, 8 seeds,
+  Kafka-like producers and the 10 ms probe, and the trade-off curves (4 seeds).
+- `tiny`: the study's arms under two faults held 5 s (the live queue runs' fault, `kill-leader`,
+  and `isolate-partition-leader`), 3 seeds, no curves: an end-to-end check in a few minutes.
+- `large`: the study's larger preset, for a cluster: every arm under every nemesis at faults of
+  1, 5 and 30 s, RF 3 and 5, and the curves, 20 seeds.
+- `matrix`: the matrix before the study (harness/sim/runs/matrix.py `default_spec`: the main
+  settings of every mode, every nemesis, faults of 1 and 5 s, 20 seeds, the simple producer).
+- `cross`: the full cross product of the earlier matrix's dimensions, 10 seeds.
 
 `--seeds N` and `--faults a,b` change a preset's seeds per cell and nemeses; nothing else
-changes its rows (the default preset's rows are exactly `default_spec()`'s).
+changes its rows.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 from harness.sim.faults.shapes import SCENARIO_NEMESES as NEMESES
-from harness.sim.runs.matrix import DEFAULT_SETTINGS, DURATIONS_MS, MatrixSpec, default_spec
+from harness.sim.runs.matrix import DURATIONS_MS, MatrixSpec, default_spec
+from harness.sim.runs.study_matrix import StudySpec
 
 TINY_FAULTS = ("kill-leader", "isolate-partition-leader")
 
 
-def tiny_spec() -> MatrixSpec:
-    return MatrixSpec(rf=(3,), nemeses=TINY_FAULTS, durations_ms=(5000,), seeds=3,
-                      settings=DEFAULT_SETTINGS, metadata="raft")
+def tiny_spec() -> StudySpec:
+    return StudySpec(seeds=3, nemeses=TINY_FAULTS, curves=False)
 
 
 def large_spec() -> MatrixSpec:
@@ -40,15 +42,17 @@ def large_spec() -> MatrixSpec:
                       metadata="raft")
 
 
-PRESETS: dict[str, Callable[[], MatrixSpec]] = {
-    "default": default_spec,
+PRESETS: dict[str, Callable[[], Any]] = {
+    "default": StudySpec,
     "tiny": tiny_spec,
-    "large": large_spec,
+    "large": lambda: StudySpec(seeds=20, large=True),
+    "matrix": default_spec,
+    "cross": large_spec,
 }
 
 
 def preset_spec(name: str, seeds: int | None = None, faults: tuple[str, ...] | None = None,
-                metadata: str = "raft") -> MatrixSpec:
+                metadata: str = "raft") -> Any:
     """The preset `name`, with `seeds` per cell and `faults` (nemesis names) when given.
     Raises ValueError naming the bad value."""
     if name not in PRESETS:

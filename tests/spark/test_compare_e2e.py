@@ -90,8 +90,11 @@ def test_compare_end_to_end_with_the_live_phase(tmp_path: Path) -> None:
 @pytest.mark.integration
 @pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
 def test_compare_runs_matrix_and_analysis_in_one_spark_session(tmp_path: Path) -> None:
-    # The default suite's smaller variant of the test above: no live phase, 10 runs, the rows
-    # given as a URI outside OUT (as `--rows hdfs://...` on a cluster).
+    # The default suite's smaller variant of the test above: no live phase, one run per arm of
+    # the study, the rows given as a URI outside OUT (as `--rows hdfs://...` on a cluster).
+    from harness.study.presets import preset_spec
+
+    n = len(preset_spec("tiny", seeds=1, faults=("kill-leader",)).configs())
     out, rows = tmp_path / "report", tmp_path / "shared" / "rows"
     done = subprocess.run(
         [sys.executable, "-m", "harness", "compare", "--preset", "tiny", "--faults",
@@ -100,16 +103,17 @@ def test_compare_runs_matrix_and_analysis_in_one_spark_session(tmp_path: Path) -
         cwd=tmp_path, env=clean_env(PYTHONPATH=str(ROOT)), capture_output=True, text=True,
         timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert len(read_dataset(rows)) == 10 and not (out / "runs").exists()
-    assert "sim: 10" in (out / "analysis" / "compare.md").read_text()
+    assert len(read_dataset(rows)) == n and not (out / "runs").exists()
+    assert f"sim: {n}" in (out / "analysis" / "compare.md").read_text()
     lines = done.stderr.splitlines()
     # One session: started once, before the matrix; the analysis' stages follow in it.
     starts = [i for i, line in enumerate(lines) if line.endswith("] start Spark")]
-    matrix = next(i for i, line in enumerate(lines) if "10 runs as Spark tasks on local[2]" in line)
+    matrix = next(i for i, line in enumerate(lines)
+                  if f"{n} runs as Spark tasks on local[2]" in line)
     assert len(starts) == 1 and starts[0] < matrix
-    assert any("10/10 runs" in line for line in lines[matrix:])
+    assert any(f"{n}/{n} runs" in line for line in lines[matrix:])
     index = (out / "report.md").read_text()
-    assert "Spark tasks on `local[2]`" in index and f"`{rows.as_uri()}` (10 runs" in index
+    assert "Spark tasks on `local[2]`" in index and f"`{rows.as_uri()}` ({n} runs" in index
 
 
 def _run(mode: str, verdict: str, code: int) -> dict:

@@ -58,7 +58,8 @@ def result(spark, tmp_path_factory):
     progress = Progress(quiet=True)
     res = analyze(spark, [data, jepsen], out, progress, evidence=FIXTURE_EVIDENCE)
     return SimpleNamespace(report=res.report, files=res.files, tables=res.tables,
-                           sentences=res.sentences, progress=progress.seen)
+                           sentences=res.sentences, progress=progress.seen,
+                           verdicts=res.verdicts, findings=res.findings)
 
 
 def one(frame: pd.DataFrame, **match) -> pd.Series:
@@ -151,6 +152,61 @@ def test_quorum_minus_isr_pairs(result):
     assert math.isnan(killed["delta_lost_per_million"])
 
 
+def test_arms_are_paired_by_seed_within_a_cell(result):
+    table = result.tables["comparisons"]
+    # ISR min ISR 2 (g2, seeds 1-2) against quorum (g3, seeds 1-2) under LCF: availability
+    # during the fault 5/20 -> 18/20 in both seeds: +0.65, the same for every resample.
+    eq = table[(table["comparison"] == "quorum-vs-isr-min2") & (table["metric"] == "avail_fault")]
+    row = one(eq, nemesis=LCF)
+    assert (row["kind"], row["seeds"], row["mean_a"], row["mean_b"]) == (
+        "equal-safety", 2, 0.25, 0.9)
+    assert (row["diff"], row["diff_low"], row["diff_high"]) == pytest.approx((0.65, 0.65, 0.65))
+    assert row["verdict"] == "b-better"
+    # Longest window without an acknowledged write: 1500 ms (both ISR seeds) against 0 and 300.
+    win = one(table[(table["comparison"] == "quorum-vs-isr-min2")
+                    & (table["metric"] == "max_unavailable_ms")], nemesis=LCF)
+    assert (win["mean_a"], win["mean_b"], win["diff"]) == (1500.0, 150.0, -1350.0)
+    # ISR min ISR 1 (g1, seeds 1-3) against quorum: only seeds 1 and 2 pair; kill-2-of-3 pairs
+    # one seed, too few for a verdict.
+    trade = table[(table["comparison"] == "isr-min1-vs-quorum") & (table["metric"] == "avail_fault")]
+    assert one(trade, nemesis=LCF)["seeds"] == 2
+    assert one(trade, nemesis="kill-2-of-3")["verdict"] == "insufficient"
+    # The jepsen run pairs with nothing (no jepsen quorum run).
+    assert set(table["source"]) == {"sim"}
+
+
+def test_safety_per_cell_names_the_seeds_that_lost(result):
+    safety = result.tables["safety"]
+    lcf = one(safety[safety["comparison"] == "isr-min1-vs-quorum"], nemesis=LCF)
+    # g1-a (seed 1) lost 6 of 60; g1-b (seed 2) none; quorum none.
+    assert (lcf["a_runs"], lcf["a_lossy_runs"], lcf["a_lossy_seeds"]) == (2, 0, "")
+    assert (lcf["b_runs"], lcf["b_lossy_runs"], lcf["b_lossy_seeds"], lcf["b_repro_run"]) == (
+        2, 1, "1", "g1-a")
+    assert lcf["verdict"] == "b-lost"
+    assert (lcf["b_lossy_low"], lcf["b_lossy_high"]) == pytest.approx(wilson(1, 2))
+    equal = one(safety[safety["comparison"] == "quorum-vs-isr-min2"], nemesis=LCF)
+    assert equal["verdict"] == "neither-lost"
+    assert equal["a_lossy_high"] == pytest.approx(wilson(0, 2)[1])
+
+
+def test_report_html_leads_with_the_method_then_the_verdicts(result):
+    page = (result.report.parent / "report.html").read_text()
+    method = page.index("How to read this report")
+    assert method < page.index("Verdicts at equal safety") < page.index(
+        "The twelve reference scenarios") < page.index("Trade-offs (unequal safety)")
+    # The equal-safety comparison the fixture pairs (ISR min ISR 2 against quorum, LCF).
+    assert "quorum (majority of the replicas), acks=all vs ISR, acks=all, " \
+           "min.insync.replicas=2" in page
+    assert 'src="forest_quorum-vs-isr-min2.png"' in page
+    assert (result.report.parent / "forest_quorum-vs-isr-min2.png").read_bytes()[:4] \
+        == b"\x89PNG"
+    # The trade-off's loss names its reproduction (g1-a, seed 1), without a command.
+    assert "seed 1, 6 acknowledged writes lost" in page
+    assert [v.comparison.key for v in result.verdicts][:1] == ["quorum-vs-isr-min2"]
+    assert {f.ref for f in result.findings} >= {"2.4", "2.11"}
+    assert "## Verdicts (equal safety first" in result.report.read_text()
+
+
 def test_files_and_progress(result):
     out = result.report.parent
     for name in ("groups", "configs", "nemeses", "durability", "pairs"):
@@ -161,7 +217,8 @@ def test_files_and_progress(result):
         assert (out / plot).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert pd.read_csv(out / "groups.csv")["runs"].sum() == 20
     assert result.progress == ["read runs", "aggregate", "pair quorum with ISR",
-                               "collect aggregates", "write tables", "plot", "write compare.md"]
+                               "pair arms by seed", "collect aggregates", "write tables", "plot",
+                               "write compare.md", "write report.html"]
 
 
 def test_conclusion_reflects_the_fixture(result):

@@ -10,6 +10,7 @@ import pytest
 
 from harness.results.schema import (
     SCHEMA,
+    STUDY_FIELDS,
     RunSummary,
     SchemaError,
     SecondCounts,
@@ -63,6 +64,14 @@ def test_file_schema_is_the_declared_one(tmp_path):
     ({"nemesis": "Kill Leader"}, "kebab-case"),
     ({"duplicates": -1}, "duplicates=-1 is negative"),
     ({"unclean_elections": 2}, "unclean_elections > leader_elections"),
+    ({"flush_policy": "sometimes"}, "flush_policy='sometimes'"),
+    ({"producer": "curl"}, "producer='curl'"),
+    ({"replica_lag_time_max_ms": 0}, "replica_lag_time_max_ms=0 must be positive"),
+    ({"latency_p50_ms_during": 9.0, "latency_p99_ms_during": 3.0}, "p50 <= p99 <= p99.9"),
+    ({"probe_slots_during": 10}, "both or neither"),
+    ({"probe_slots_during": 10, "probe_ok_during": 11, "probe_interval_ms": 10},
+     "probe_ok_during=11 outside [0, 10]"),
+    ({"probe_slots_after": 3, "probe_ok_after": 1}, "without probe_interval_ms"),
 ])
 def test_validator_names_the_run_and_column(change, message):
     good = fixture_rows()[0]
@@ -158,3 +167,24 @@ def test_metadata_quorum_column_is_optional_and_checked(tmp_path):
     assert [r.metadata_quorum for r in read_dataset(tmp_path / "old")] == [None, None, None]
     with pytest.raises(SchemaError, match="metadata_quorum='paxos'"):
         validate_row(dataclasses.replace(rows[0], metadata_quorum="paxos"))
+
+
+STUDY = dict(flush_policy="fsync-before-ack", producer="kafka", replica_lag_time_max_ms=2000,
+             broker_session_timeout_ms=1000, election_timeout_ms=None, acked_before=40,
+             latency_p50_ms_before=4.5, latency_p99_ms_before=9.0, latency_p999_ms_before=9.5,
+             probe_interval_ms=10, probe_slots_during=200, probe_ok_during=150,
+             replay_command="kraftlab sim matrix --replay x")
+
+
+def test_study_columns_round_trip_and_old_files_read_them_as_null(tmp_path):
+    rows = fixture_rows()[:2]
+    raft = dataclasses.replace(rows[0], replication_mode="raft", **STUDY)
+    write_dataset([raft, rows[1]], tmp_path / "new")
+    back = read_dataset(tmp_path / "new")
+    assert back[0] == raft and back[1] == rows[1]
+    old = pq.read_table(tmp_path / "new" / "part-0.parquet")
+    pq.write_table(old.drop_columns([f.name for f in STUDY_FIELDS]), tmp_path / "old.parquet")
+    again = read_dataset(tmp_path / "old.parquet")
+    assert again[0].flush_policy is None and again[0].latency_p99_ms_before is None
+    assert again[0].probe_ok_during is None and again[0].replay_command is None
+    assert again[1] == rows[1]

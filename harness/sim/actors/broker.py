@@ -34,6 +34,11 @@ Model of the data-plane broker:
 - a kill (SIGKILL) keeps the page cache (nothing lost); a power loss (`crash`) loses every byte
   not fsynced (SimStorage.crash). Logs flush every FLUSH_INTERVAL_MS, the HW is checkpointed
   every HW_CHECKPOINT_INTERVAL_MS (both read back by a restart);
+- with a disk model (harness.sim.actors.disk: a flush policy, fsync times drawn from a measured
+  distribution), an append the policy fsyncs runs first, the effects after it wait for the
+  fsync to complete, and the replica takes no input meanwhile (held in order, replayed when the
+  fsync completes); the session and the periodic flush and checkpoint go on. Without one
+  (`Disk(None)`), appends flush as the core asks, at no cost.
 - replication.mode=raft (the push says so): the partition is a replica of its Raft group,
   hosted by a RaftHost (harness.sim.actors.raft_host) on the same log, built like the
   ReplicaCore (once registered, voters = the partition's replicas) and kept when the
@@ -51,18 +56,22 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any
+from dataclasses import replace
+from typing import Any, Protocol
 
 from harness.drive.broker_session import BrokerSession, BrokerTiming
 from harness.drive.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
 from harness.drive.replica_effects import execute_replica_effects
 from harness.sim.actors.controller import TOPIC, MetadataPush
+from harness.sim.actors.disk import Disk
 from harness.sim.actors.raft_host import RaftHost, RaftSettings
 from harness.sim.actors.raft_node import RaftNode
 from harness.sim.checks.replicas import ReplicaChecker
 from partition.log import LogConfig, PartitionLog, SimStorage
 from partition.raft import RaftEnvelope
 from partition.replica import (
+    AppendAsFollower,
+    AppendAsLeader,
     Effect,
     LeadershipChanged,
     LocalReplicaLog,
@@ -93,6 +102,7 @@ from quorum.raft.log import Entry
 FLUSH_INTERVAL_MS = 30_000
 HW_CHECKPOINT_INTERVAL_MS = 5_000
 LOG_DIR = "/data"
+PAUSED_FSYNC_POLL_MS = 10  # a paused broker whose fsync completed looks again this often
 # Records here are ~70-byte batches: index every batch so reads seek instead of scanning.
 LOG_CONFIG = LogConfig(index_interval_bytes=0)
 CALL_ID_BASE = 1 << 40  # controller calls' ids, disjoint from the session's (as the runtime)
@@ -136,6 +146,15 @@ class BrokerLifecycle:
         return self.session.next_deadline_ms()
 
 
+class DiskClock(Protocol):
+    """What the disk model needs from the run: a later call, and the world's after-step (ship
+    the outbox, re-arm the timer) once a completed fsync has let the broker go on."""
+
+    def call_at(self, at_ms: int, fn: Callable[..., None], *args: Any) -> None: ...
+
+    def after(self, actor: Any) -> None: ...
+
+
 class Broker:
     """One data-plane broker (see the module docstring)."""
 
@@ -147,8 +166,15 @@ class Broker:
         checker: ReplicaChecker,
         find_controller: Callable[[int], int | None],
         raft: RaftSettings | None = None,
+        disk: Disk | None = None,
+        clock: DiskClock | None = None,
     ) -> None:
         self.node_id = node_id
+        self.disk = disk if disk is not None else Disk(None, random.Random(0))
+        if self.disk.is_modelled and clock is None:
+            raise ValueError("a modelled disk needs the run's clock")
+        self.clock = clock
+        self.disk_generation = 0  # a completion of an older process start is ignored
         self.config = config
         self.raft_settings = raft
         self.timing = timing
@@ -184,6 +210,8 @@ class Broker:
         self.next_call_id = CALL_ID_BASE
         self.next_flush_ms = 0
         self.next_checkpoint_ms = 0
+        self.fsync_until_ms: int | None = None  # an fsync in progress ends then
+        self.held: list[Any] = []  # core inputs that arrived during it, in order
 
     @property
     def broker_epoch(self) -> int:
@@ -211,6 +239,7 @@ class Broker:
 
     def stop(self) -> None:
         """Process kill (SIGKILL): the page cache survives, so nothing written is lost."""
+        self.disk_generation += 1  # an fsync in progress never completes for this process
         self.up, self.paused = False, False
         self.buffered, self.outbox = [], []
         self.timer_generation += 1
@@ -299,10 +328,10 @@ class Broker:
             if log is not None:
                 self.hw_checkpoint = log.high_watermark  # written atomically, fsynced
         core = self.core
-        if core is not None:
+        if core is not None and self.fsync_until_ms is None:
             deadline = core.next_deadline_ms()
             if deadline is not None and deadline <= now_ms:
-                self.execute(core.tick(now_ms))
+                self.execute(core.tick(now_ms), now_ms)
         if self.raft is not None:
             self.raft.tick(now_ms)
         self._end_raft_round(now_ms)
@@ -325,7 +354,7 @@ class Broker:
         session = self.session.next_deadline_ms()
         if session is not None:
             deadlines.append(session)
-        if self.core is not None:
+        if self.core is not None and self.fsync_until_ms is None:
             core = self.core.next_deadline_ms()
             if core is not None:
                 deadlines.append(core)
@@ -424,14 +453,54 @@ class Broker:
         return self.raft.metadata_leader(self.partition)
 
     def _core_input(self, message: Any, now_ms: int) -> None:
-        if self.core is not None:
-            self.execute(self.core.handle(message, now_ms))
+        if self.fsync_until_ms is not None:
+            self.held.append(message)  # the append path is blocked on the fsync
+        elif self.core is not None:
+            self.execute(self.core.handle(message, now_ms), now_ms)
 
-    def execute(self, effects: list[Effect]) -> None:
+    def execute(self, effects: list[Effect], now_ms: int) -> None:
         """Run the core's effects with the shared executor (harness/drive/replica_effects.py),
-        this broker being its env."""
+        this broker being its env; with a modelled disk, up to the first append its policy
+        fsyncs, the rest when that fsync completes (`_fsync_done`)."""
         assert self.view is not None
-        execute_replica_effects(effects, self.view, self, self._on_high_watermark)
+        disk = self.disk
+        if not disk.is_modelled:
+            execute_replica_effects(effects, self.view, self, self._on_high_watermark)
+            return
+        for i, effect in enumerate(effects):
+            if disk.must_fsync(effect):
+                assert isinstance(effect, AppendAsLeader | AppendAsFollower)
+                head = [*effects[:i], replace(effect, flush=False)]
+                execute_replica_effects(head, self.view, self, self._on_high_watermark)
+                done_ms = now_ms + disk.fsync_ms(len(effect.records))
+                self.fsync_until_ms = done_ms
+                assert self.clock is not None
+                self.clock.call_at(done_ms, self._fsync_done, self.disk_generation,
+                                   effects[i + 1:])
+                return
+        # No fsync under this policy: appends go to the page cache only.
+        plain = [replace(e, flush=False) if isinstance(e, AppendAsLeader | AppendAsFollower)
+                 and e.flush else e for e in effects]
+        execute_replica_effects(plain, self.view, self, self._on_high_watermark)
+
+    def _fsync_done(self, generation: int, rest: list[Effect]) -> None:
+        """The fsync started by `execute` completed: the bytes are durable; run the effects that
+        waited for it, then the inputs held meanwhile."""
+        if generation != self.disk_generation or not self.up or self.log is None:
+            return
+        assert self.clock is not None and self.fsync_until_ms is not None
+        now_ms = self.fsync_until_ms
+        if self.paused:
+            # SIGSTOP: the disk finishes, the process does not go on until it is resumed.
+            self.fsync_until_ms = now_ms + PAUSED_FSYNC_POLL_MS
+            self.clock.call_at(self.fsync_until_ms, self._fsync_done, generation, rest)
+            return
+        self.log.flush()
+        self.fsync_until_ms = None
+        self.execute(rest, now_ms)
+        while self.fsync_until_ms is None and self.held and self.core is not None:
+            self.execute(self.core.handle(self.held.pop(0), now_ms), now_ms)
+        self.clock.after(self)
 
     # -- the ReplicaEffectsEnv (messages queue in the outbox, in effect order) -------------------
 

@@ -28,6 +28,17 @@ from harness.sim.kernel.network import SimNetwork
 
 
 @dataclass(frozen=True, slots=True)
+class Shape:
+    """A fault shape (harness.sim.faults.shapes.SHAPES): its kind (the group a run may ask
+    for), the function that applies it, and how long after the fault's end its last action (a
+    restart) comes."""
+
+    kind: str
+    apply: Callable[[Fault], str]
+    after_end_ms: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Span:
     """A stretch of the fault timeline: [start_ms, end_ms) of one kind (partition, kill, ...)."""
 

@@ -38,12 +38,15 @@ Span shapes (the data-plane runs: applied at the fault's start, healed at its en
 - cut-followers-then-kill-leader: the leader cut from its followers for the fault (longer than
   replica.lag.time.max.ms: the ISR shrinks to it), killed as the network heals, restarted
   KILLED_LEADER_RESTART_MS later: without unclean election the partition is offline until then;
-- flapping: the leader cut from everyone and healed every FLAP_MS for the fault;
+- flapping: the leader cut from everyone and healed every FLAP_MS for the fault (shorter than
+  the session and lag timeouts: the clients' view flaps, the ISR does not);
 - power-crash-partition-leader, power-crash-broker, power-crash-majority: power loss (every
   unflushed byte gone) of the partition leader, of a drawn broker, or of a drawn majority of the
   brokers at once (the leader among them or not); restarted at the fault's end. Raft
   commits only what a majority fsynced, so a raft partition loses no acknowledged acks=all
   write to any of them (docs/replication.md); ISR does not fsync per write.
+
+The study's shapes (harness.sim.faults.study_shapes) join the table under their names.
 Two names for one shape (kill-leader, kill-partition-leader) are the two runs' vocabularies of
 the same fault: the scenario matrix's names (SCENARIO_NEMESES) and `kraftlab sim cluster`'s
 (CLUSTER_KINDS); both map to the same function.
@@ -51,10 +54,8 @@ the same fault: the scenario matrix's names (SCENARIO_NEMESES) and `kraftlab sim
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
-
-from harness.sim.faults.fault import Fault
+from harness.sim.faults.fault import Fault, Shape
+from harness.sim.faults.study_shapes import STUDY_NEMESES, STUDY_SHAPES
 
 CONTROLLER_FAILOVER_MS = 1000
 LAST_REPLICA_RESTART_MS = 500
@@ -63,16 +64,6 @@ LAST_REPLICA_RESTART_MS = 500
 KILLED_LEADER_RESTART_MS = 2000
 FLAP_MS = 300
 LEADER_CRASH_PROBABILITY = 0.33  # the quorum runs crash the leader a third of the time
-
-
-@dataclass(frozen=True, slots=True)
-class Shape:
-    """A fault shape: its kind (the group a run may ask for), the function that applies it, and
-    how long after the fault's end its last action (a restart) comes."""
-
-    kind: str
-    apply: Callable[[Fault], str]
-    after_end_ms: int = 0
 
 
 # -- instant shapes: the quorum runs' nemesis steps -------------------------------------------------
@@ -448,6 +439,7 @@ SHAPES: dict[str, Shape] = {
     "cut-followers-then-kill-leader": Shape(
         "crash", cut_followers_then_kill_leader, KILLED_LEADER_RESTART_MS
     ),
+    **STUDY_SHAPES,
 }
 
 # The quorum runs' random step: a kind by weight (NemesisProfile), a partition shape uniformly.
@@ -460,6 +452,7 @@ SCENARIO_NEMESES = (
     "random-halves", "majorities-ring", "bridge", "isolate-controller-leader",
     "metadata-quorum-down", "kill-leader", "pause-leader", "kill-2-of-3",
     "unclean-crash-losing-unflushed-tail", "flapping", "cut-followers-then-kill-leader",
+    *STUDY_NEMESES,
 )
 
 # `kraftlab sim cluster --nemesis`: kinds of shapes a random schedule draws from.

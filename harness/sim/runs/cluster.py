@@ -27,12 +27,15 @@ safety (harness.sim.checks.invariants) and the image invariants (harness.sim.che
 every voter's image; the replicas' invariants as they change (harness.sim.checks.replicas).
 
 Determinism: the network and restart seeds draw from one generator seeded from the seed, the Raft
-timing from another, crash losses from a third; events run in the World's order.
+timing from another, crash losses from a third, each broker's fsync times (`flush_policy`, the
+disk model of harness.sim.actors.disk) from its own generator seeded from a fourth; events run in
+the World's order.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,6 +44,7 @@ from harness.sim.actors.abstract_controller import CONTROLLER_ID, AbstractContro
 from harness.sim.actors.broker import Broker
 from harness.sim.actors.clients import TP, Client, History
 from harness.sim.actors.controller import TOPIC, ActiveController, MetadataPublisher, partition_view
+from harness.sim.actors.disk import Disk
 from harness.sim.actors.raft_host import RaftSettings
 from harness.sim.actors.raft_node import RaftNode
 from harness.sim.checks.invariants import PartitionImageChecker, SafetyChecker, read_range
@@ -103,6 +107,19 @@ def draw_quorum_raft_config(rng: random.Random) -> RaftConfig:
     )
 
 
+class WorldClock:
+    """The world as the brokers' disk model sees it (harness.sim.actors.broker.DiskClock)."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def call_at(self, at_ms: int, fn: Callable[..., None], *args: Any) -> None:
+        self.world.queue.call_at(at_ms, fn, *args)
+
+    def after(self, actor: Any) -> None:
+        self.world.after(actor)
+
+
 # A raft partition's fsync, in simulated ms (the grouped fsync of a round: raft_host.py); drawn.
 FSYNC_MS = (0, 1, 2, 5)
 
@@ -143,6 +160,7 @@ class Cluster:
         voters: int = 0,
         raft_config: RaftConfig | None = None,
         raft: RaftSettings | None = None,
+        flush_policy: str | None = None,
     ) -> None:
         self.seed = seed
         self.timing = timing
@@ -150,7 +168,11 @@ class Cluster:
         self.raft = raft
         self.world = world = World(random.Random(seed * 7919 + 1), QUIET)
         crash_seeds = random.Random(seed * 31 + 7)
-        world.crash_rng = lambda: random.Random(crash_seeds.getrandbits(32))
+        # With a disk model a power loss drops exactly what was not fsynced (nothing kept at
+        # random); without, a random prefix of the unsynced bytes survives.
+        world.crash_rng = ((lambda: None) if flush_policy is not None
+                           else lambda: random.Random(crash_seeds.getrandbits(32)))
+        disk_seeds = random.Random(seed * 8191 + 5)
         world.partition_leader_of = self.partition_leader
         self.checker = SafetyChecker()
         self.image_checker = PartitionImageChecker(self.checker)
@@ -174,8 +196,9 @@ class Cluster:
             world.add(self.abstract, "controller")
         self.brokers: dict[int, Broker] = {}
         for b in broker_ids:
+            disk = Disk(flush_policy, random.Random(disk_seeds.getrandbits(32)))
             self.brokers[b] = Broker(b, replica_config, timing.broker_timing(), self.replicas,
-                                     self.controller_for, raft)
+                                     self.controller_for, raft, disk, WorldClock(world))
             world.add(self.brokers[b], "broker")
         for c in world.controller_ids:
             world.queue.call_at(0, world.restart, c)

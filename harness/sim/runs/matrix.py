@@ -27,6 +27,9 @@ from typing import Any
 
 from harness.results.row import NemesisEvent, RunSummary, SecondCounts, Window
 from harness.sim.faults.shapes import SCENARIO_NEMESES as NEMESES
+from harness.sim.runs.cluster import DataTiming
+from harness.sim.runs.measures import latency_columns, probe_columns
+from harness.sim.runs.replay import replay_command
 from harness.sim.runs.scenario_run import (
     WORKLOAD_START_MS,
     ScenarioConfig,
@@ -52,6 +55,14 @@ DURATIONS_MS = (1000, 5000, 30000)
 # (ScenarioConfig.start_jitter_ms) also vary where the fault falls against writes in flight,
 # heartbeats, fetches and HW checkpoints.
 MATRIX_START_JITTER_MS = 500
+# The flush policies each replication mode may run with (harness.sim.actors.disk); None, the
+# cost-free disk, with any.
+FLUSH_POLICIES_OF_MODE: dict[str, tuple[str | None, ...]] = {
+    "isr": (None, "page-cache", "flush-every-message"),
+    "quorum": (None, "fsync-before-ack", "no-fsync"),
+    # Raft partitions fsync through their host (harness.sim.actors.raft_host), always.
+    "raft": (None, "fsync-before-ack"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,16 +82,42 @@ class MatrixSpec:
     # The metadata side (ScenarioConfig.metadata): the comparison's runs are whole clusters, so a Raft
     # quorum of 3 simulated voters by default; "abstract" keeps the single fixed-delay controller.
     metadata: str = "raft"
-    settings: tuple[tuple[str, str, int, bool, bool, bool], ...] | None = None  # explicit
-    # (mode, acks, min_isr, unclean, elr, leader_epoch) instead of the product of the lists
+    settings: tuple[tuple[Any, ...], ...] | None = None  # explicit
+    # (mode, acks, min_isr, unclean, elr, leader_epoch[, flush_policy]) instead of the product
+    # of the lists (a setting without a flush policy takes each of `flush_policies`)
+    # The study's dimensions: the disk (flush policies a mode may run with, see
+    # FLUSH_POLICIES_OF_MODE), the writers, and the timeouts swept for the trade-off curves
+    # (empty: DataTiming's).
+    flush_policies: tuple[str | None, ...] = (None,)
+    producer: str = "simple"
+    probe_interval_ms: int = 0
+    lag_ms: tuple[int, ...] = ()
+    session_ms: tuple[int, ...] = ()
 
-    def configs(self) -> list[ScenarioConfig]:
-        """Every run, in a fixed order (settings, rf, nemesis, duration, seed)."""
+    def timings(self) -> list[DataTiming]:
+        base = DataTiming()
+        return [replace(base, replica_lag_time_max_ms=lag, session_timeout_ms=session)
+                for lag, session in itertools.product(
+                    self.lag_ms or (base.replica_lag_time_max_ms,),
+                    self.session_ms or (base.session_timeout_ms,))]
+
+    def _settings(self) -> list[tuple[Any, ...]]:
+        """(mode, acks, min_isr, unclean, elr, epochs, flush policy) of every setting."""
         settings = self.settings or tuple(itertools.product(
             self.modes, self.acks, self.min_isr, self.unclean, self.elr, self.leader_epoch))
+        out = []
+        for setting in settings:
+            policies = setting[6:] or self.flush_policies
+            for policy in policies:
+                if policy in FLUSH_POLICIES_OF_MODE.get(setting[0], (None,)):
+                    out.append((*setting[:6], policy))
+        return out
+
+    def configs(self) -> list[ScenarioConfig]:
+        """Every run, in a fixed order (settings, rf, timing, nemesis, duration, seed)."""
         out: list[ScenarioConfig] = []
-        for (mode, acks, min_isr, unclean, elr, epochs), rf in itertools.product(settings,
-                                                                                self.rf):
+        for (mode, acks, min_isr, unclean, elr, epochs, policy), rf, timing in itertools.product(
+                self._settings(), self.rf, self.timings()):
             if min_isr > rf:
                 continue
             if mode == "raft" and (unclean, elr, epochs) != tuple(RAFT_FIXED.values()):
@@ -95,7 +132,9 @@ class MatrixSpec:
                         leader_epoch_enable=epochs,
                         replication_factor=rf, nemesis=nemesis,
                         fault_duration_ms=0 if nemesis == "none" else duration,
-                        start_jitter_ms=self.start_jitter_ms, metadata=self.metadata))
+                        start_jitter_ms=self.start_jitter_ms, metadata=self.metadata,
+                        flush_policy=policy, producer=self.producer,
+                        probe_interval_ms=self.probe_interval_ms, timing=timing))
         return out
 
 
@@ -143,7 +182,7 @@ def _per_second(result: ScenarioResult) -> tuple[SecondCounts, ...]:
               for s in range(first, last + 1)}
     opened: dict[Any, tuple[str, int]] = {}
     for e in result.history.events:
-        if e.extra.get("final"):
+        if e.extra.get("final") or e.extra.get("probe"):
             continue
         if e.type == "invoke":
             opened[e.process] = (e.f, e.time // 1_000_000_000)
@@ -166,7 +205,7 @@ def _per_second(result: ScenarioResult) -> tuple[SecondCounts, ...]:
 
 def _ok_write_times(result: ScenarioResult) -> list[int]:
     return [e.time // 1_000_000 for e in result.history.events
-            if e.f == "send" and e.type == "ok"]
+            if e.f == "send" and e.type == "ok" and not e.extra.get("probe")]
 
 
 def _windows(result: ScenarioResult) -> tuple[Window, ...]:
@@ -219,6 +258,13 @@ def summarize(result: ScenarioResult) -> RunSummary:
         unclean_elections=min(result.unclean_elections, result.leader_elections),
         isr_shrinks=result.isr_shrinks, isr_expands=result.isr_expands,
         metadata_quorum=c.metadata,
+        flush_policy=c.flush_policy, producer=c.producer,
+        replica_lag_time_max_ms=c.timing.replica_lag_time_max_ms,
+        broker_session_timeout_ms=c.timing.session_timeout_ms,
+        **latency_columns(result.history.events, result.fault_start_ms, result.heal_ms),
+        **probe_columns(result.history.events, c.probe_interval_ms, result.fault_start_ms,
+                        result.heal_ms, result.workload_end_ms),
+        replay_command=replay_command(c),
     )
 
 
@@ -240,11 +286,17 @@ def run_one(config: ScenarioConfig, keep_history: bool = False) -> RunOutput:
 
 
 def config_to_dict(config: ScenarioConfig) -> dict[str, Any]:
-    return {f.name: getattr(config, f.name) for f in fields(config) if f.name != "timing"}
+    """Plain values (a worker process or Spark task rebuilds the config from them)."""
+    out = {f.name: getattr(config, f.name) for f in fields(config) if f.name != "timing"}
+    out["timing"] = {f.name: getattr(config.timing, f.name) for f in fields(config.timing)}
+    return out
 
 
 def config_from_dict(values: dict[str, Any]) -> ScenarioConfig:
-    return replace(ScenarioConfig(), **values)
+    values = dict(values)
+    timing = values.pop("timing", None)
+    config = replace(ScenarioConfig(), **values)
+    return config if timing is None else replace(config, timing=DataTiming(**timing))
 
 
 # -- the local engine -----------------------------------------------------------------------------

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import random
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from harness.check.history import pair_operations
 from harness.check.queue import QueueResult, check_queue
-from harness.sim.actors.clients import CLIENT_BASE, Consumer, History, Producer
+from harness.sim.actors.clients import CLIENT_BASE, Client, Consumer, History, Producer
+from harness.sim.actors.disk import median_fsync_ms
+from harness.sim.actors.kafka_producer import KafkaProducer
 from harness.sim.checks.invariants import SafetyViolation
 from harness.sim.faults.fault import Span
 from harness.sim.faults.nemesis import Nemesis
@@ -56,6 +58,11 @@ WRITE_INTERVAL_MS = 60  # per producer: ~50 writes/s in all
 POLL_INTERVAL_MS = 100
 METADATA_KINDS = ("abstract", "raft")
 METADATA_VOTERS = 3
+PRODUCER_KINDS = ("simple", "kafka")
+DRAIN_PROCESS = 10**9  # the final drain's history process, apart from every client's
+# The probe measures availability around the fault: it starts a second before it (the
+# "before" baseline), which spares the simulator a probe over the whole warm-up.
+PROBE_START_MS = FAULT_START_MS - 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +86,16 @@ class ScenarioConfig:
     # abstract_controller.COMMIT_DELAY_MS) or "raft" (METADATA_VOTERS simulated Raft voters,
     # harness/sim/runs/cluster.py, on which the controller nemeses act). The matrix uses "raft".
     metadata: str = "abstract"
+    # The brokers' disk (harness.sim.actors.disk): None keeps cost-free flushes and a random
+    # torn prefix on power loss; a policy times every fsync from the measured distribution and
+    # a power loss drops exactly what was not fsynced.
+    flush_policy: str | None = None
+    # The writers: "simple" (one attempt per write, no retry, a tick skipped while a write is in
+    # flight) or "kafka" (harness.sim.actors.kafka_producer: open-loop, idempotent, retries
+    # within delivery.timeout.ms). probe_interval_ms > 0 adds an open-loop probe writing every
+    # that many ms (the row's availability in time).
+    producer: str = "simple"
+    probe_interval_ms: int = 0
     timing: DataTiming = field(default_factory=DataTiming)
 
     @property
@@ -92,6 +109,12 @@ class ScenarioConfig:
                 f"{self.fault_duration_ms}ms"
                 + (f"-j{self.start_jitter_ms}" if self.start_jitter_ms else "")
                 + ("-raft" if self.metadata == "raft" else "")
+                + (f"-{self.flush_policy}" if self.flush_policy else "")
+                + (f"-{self.producer}" if self.producer != "simple" else "")
+                + (f"-probe{self.probe_interval_ms}" if self.probe_interval_ms else "")
+                + ("" if self.timing == DataTiming() else
+                   f"-lag{self.timing.replica_lag_time_max_ms}"
+                   f"-sess{self.timing.session_timeout_ms}")
                 + f"-s{self.seed}")
 
 
@@ -150,8 +173,13 @@ def build_cluster(config: ScenarioConfig) -> Cluster:
     if config.metadata not in METADATA_KINDS:
         raise ValueError(f"metadata={config.metadata!r}, expected one of {METADATA_KINDS}")
     voters = METADATA_VOTERS if config.metadata == "raft" else 0
+    settings = raft_settings_for(config.seed) if raft else None
+    if settings is not None and config.flush_policy is not None:
+        # The measured disk (harness.sim.actors.disk) instead of the drawn fsync time: its
+        # median, for every grouped fsync of the Raft host.
+        settings = replace(settings, fsync_ms=median_fsync_ms())
     return Cluster(config.seed, config.brokers, replica_config, controller_config, config.timing,
-                   voters=voters, raft=raft_settings_for(config.seed) if raft else None)
+                   voters=voters, raft=settings, flush_policy=config.flush_policy)
 
 
 def topic_request(config: ScenarioConfig) -> CreateTopicRequest:
@@ -172,21 +200,35 @@ class ScenarioRun:
             )
         self.config = config
         self.cluster = cluster = build_cluster(config)
+        if config.producer not in PRODUCER_KINDS:
+            raise ValueError(f"producer={config.producer!r}, expected one of {PRODUCER_KINDS}")
         self.history = History()
         self._start_rng = random.Random(config.seed * 6151 + 29)
         acks = ACKS_ALL if config.acks == "all" else ACKS_LEADER
         values = [1]
-        concurrency = PRODUCERS + 1
+        probes = 1 if config.probe_interval_ms > 0 else 0
+        concurrency = PRODUCERS + 1 + probes
         timeout_ms = config.timing.request_timeout_ms
-        self.producers = [
+
+        def rng(node_id: int) -> random.Random:
+            return random.Random(config.seed * 1009 + node_id)
+
+        self.producers: list[Client] = [
+            KafkaProducer(CLIENT_BASE + i, cluster, self.history, i, concurrency, acks,
+                          WRITE_INTERVAL_MS, values, rng(CLIENT_BASE + i))
+            if config.producer == "kafka" else
             Producer(CLIENT_BASE + i, cluster, self.history, i, concurrency, acks,
-                     WRITE_INTERVAL_MS, timeout_ms, values,
-                     random.Random(config.seed * 1009 + CLIENT_BASE + i))
+                     WRITE_INTERVAL_MS, timeout_ms, values, rng(CLIENT_BASE + i))
             for i in range(PRODUCERS)
         ]
         self.consumer = Consumer(CLIENT_BASE + PRODUCERS, cluster, self.history, PRODUCERS,
                                  concurrency, POLL_INTERVAL_MS, timeout_ms,
-                                 random.Random(config.seed * 1009 + CLIENT_BASE + PRODUCERS))
+                                 rng(CLIENT_BASE + PRODUCERS))
+        probe_id = CLIENT_BASE + PRODUCERS + 1
+        self.probes: list[Client] = [
+            KafkaProducer(probe_id, cluster, self.history, PRODUCERS + 1, concurrency, acks,
+                          config.probe_interval_ms, values, rng(probe_id), probe=True)
+        ] if probes else []
         self.nemesis = Nemesis(cluster.world, random.Random(config.seed * 104729 + 17))
         self.stopped = False
 
@@ -225,6 +267,8 @@ class ScenarioRun:
                       else i * (WRITE_INTERVAL_MS // PRODUCERS))
             cluster.add_client(p, WORKLOAD_START_MS + offset)
         cluster.add_client(self.consumer, WORKLOAD_START_MS + 7)
+        for probe in self.probes:  # drawn after the producers': their start times are unchanged
+            cluster.add_client(probe, PROBE_START_MS + self._jitter(config.probe_interval_ms))
         self.nemesis.schedule(config.nemesis, FAULT_START_MS, config.fault_duration_ms)
         fault_start = FAULT_START_MS
         has_fault = config.nemesis != "none"
@@ -232,10 +276,10 @@ class ScenarioRun:
                 + (SHAPES[config.nemesis].after_end_ms if has_fault else 0))
         workload_end = heal + AFTER_HEAL_MS
         self._run_until(workload_end - 1)  # no operation is invoked at workload_end
-        for client in (*self.producers, self.consumer):
+        for client in (*self.producers, self.consumer, *self.probes):
             client.stopped = True
         self._run_until(workload_end + SETTLE_MS)
-        drained = cluster.final_drain(self.history, 2 * (PRODUCERS + 1) * 1000)
+        drained = cluster.final_drain(self.history, DRAIN_PROCESS)
         divergent = cluster.divergence()
         queue_result = check_queue(pair_operations(self.history.events))
         c = cluster.replicas.counters

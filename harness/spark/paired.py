@@ -1,0 +1,129 @@
+"""Pairing runs of two arms by seed (Spark), and the per-cell tables built from the pairs.
+
+`paired_runs(runs)` joins, for every comparison of harness/spark/arms.py, the runs of arm `a`
+with the runs of arm `b` that share PAIR_KEYS: the source, replication factor, nemesis, fault
+duration and seed, and the settings that are not the arm (client, replica.lag.time.max.ms,
+broker.session.timeout.ms; null-safe, so rows that did not record them pair with each other).
+The same seed means the same fault schedule, victims and client timings in both arms. Only the
+pairs (one row per comparison, cell and seed, a few numbers each) come back to the driver.
+
+`comparison_table(pairs)` is the per-cell statistics (harness/spark/stats.py: paired mean
+difference, bootstrap interval, verdict); `safety_table(pairs)` the per-cell loss of each arm
+with its Wilson interval and the seeds that reproduce a loss.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import reduce
+from typing import Any
+
+import pandas as pd
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from harness.spark.arms import ARMS, COMPARISONS, Arm, Comparison
+from harness.spark.stats import METRICS, MIN_SEEDS, Safety, paired_cells, safety_verdict
+
+PAIR_KEYS = ("source", "replication_factor", "nemesis", "fault_duration_ms", "seed", "producer",
+             "replica_lag_time_max_ms", "broker_session_timeout_ms")
+CELL_KEYS = tuple(k for k in PAIR_KEYS if k != "seed")
+# The per-run numbers each side carries (stats.METRICS columns, then loss and provenance).
+RUN_COLUMNS = tuple(m.column for m in METRICS) + ("acked_writes", "lost_writes", "run_id",
+                                                  "replay_command")
+
+
+def run_metrics(runs: DataFrame) -> DataFrame:
+    """The per-run metrics of `aggregate.run_level` rows (stats.METRICS columns)."""
+    probe_lost = F.col("probe_slots_during") - F.col("probe_ok_during")
+    return runs.select(
+        "*",
+        F.when(F.col("w_att_fault") > 0, F.col("w_ok_fault") / F.col("w_att_fault"))
+        .alias("avail_fault"),
+        (probe_lost * F.col("probe_interval_ms")).cast("double").alias("unavail_ms_during"),
+        F.col("latency_p99_ms_during").alias("p99_ms_during"),
+        F.col("latency_p99_ms_before").alias("p99_ms_before"),
+        F.col("recovery_time_ms").cast("double").alias("recovery_ms"),
+    )
+
+
+def arm_filter(arm: Arm) -> Column:
+    conditions = [F.col(k) == F.lit(v) for k, v in arm.settings.items()]
+    if arm.flush_policies:
+        known = [p for p in arm.flush_policies if p is not None]
+        flush = F.col("flush_policy").isin(known) if known else F.lit(False)
+        if None in arm.flush_policies:
+            flush = flush | F.col("flush_policy").isNull()
+        conditions.append(flush)
+    return reduce(lambda x, y: x & y, conditions, F.lit(True))
+
+
+def _side(metrics: DataFrame, arm: Arm, prefix: str) -> DataFrame:
+    return metrics.filter(arm_filter(arm)).select(
+        *[F.col(k).alias(f"{prefix}k_{k}") for k in PAIR_KEYS],
+        *[F.col(c).alias(f"{prefix}_{c}") for c in RUN_COLUMNS])
+
+
+def paired_runs(runs: DataFrame, comparisons: Sequence[Comparison] = COMPARISONS,
+                arms: dict[str, Arm] | None = None) -> DataFrame:
+    """One row per comparison, cell and seed where both arms ran (see the module docstring)."""
+    arms = arms or ARMS
+    metrics = run_metrics(runs).filter(F.col("nemesis") != "none").cache()
+    frames = []
+    for c in comparisons:
+        a, b = _side(metrics, arms[c.a], "a"), _side(metrics, arms[c.b], "b")
+        on = reduce(lambda x, y: x & y,
+                    [F.col(f"ak_{k}").eqNullSafe(F.col(f"bk_{k}")) for k in PAIR_KEYS])
+        joined = a.join(b, on=on, how="inner").select(
+            F.lit(c.key).alias("comparison"), F.lit(c.kind).alias("kind"),
+            F.lit(c.a).alias("arm_a"), F.lit(c.b).alias("arm_b"),
+            *[F.col(f"ak_{k}").alias(k) for k in PAIR_KEYS],
+            *[F.col(f"{p}_{col}") for p in ("a", "b") for col in RUN_COLUMNS])
+        frames.append(joined)
+    if not frames:
+        raise ValueError("no comparisons")
+    return reduce(DataFrame.unionByName, frames)
+
+
+def comparison_table(pairs: pd.DataFrame, min_seeds: int = MIN_SEEDS) -> pd.DataFrame:
+    """Per comparison, cell and metric: the paired statistics (stats.paired_cells), with the
+    comparison's kind and arms."""
+    table = paired_cells(pairs, CELL_KEYS, METRICS, min_seeds)
+    if table.empty:
+        return table
+    info = pairs[["comparison", "kind", "arm_a", "arm_b"]].drop_duplicates()
+    return table.merge(info, on="comparison", how="left")
+
+
+def _seeds(part: pd.DataFrame, side: str) -> tuple[int, ...]:
+    lossy = part[part[f"{side}_lost_writes"].fillna(0) > 0]
+    return tuple(sorted(int(s) for s in lossy["seed"]))
+
+
+def safety_table(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Per comparison and cell: each arm's runs, runs with a lost acknowledged write, its 95%
+    Wilson interval, the seeds that lost (reproductions), and stats.safety_verdict."""
+    rows: list[dict[str, Any]] = []
+    if pairs.empty:
+        return pd.DataFrame(columns=["comparison", *CELL_KEYS, "verdict"])
+    keys = ["comparison", "kind", "arm_a", "arm_b", *CELL_KEYS]
+    for cell, part in pairs.groupby(keys, dropna=False, sort=True):
+        row = dict(zip(keys, cell, strict=True))
+        sides = {}
+        for side in ("a", "b"):
+            seeds = _seeds(part, side)
+            s = Safety(runs=len(part), lossy_runs=len(seeds), lossy_seeds=seeds)
+            low, high = s.interval
+            first = part[part["seed"] == seeds[0]].iloc[0] if seeds else None
+            row |= {f"{side}_runs": s.runs, f"{side}_lossy_runs": s.lossy_runs,
+                    f"{side}_lossy_low": low, f"{side}_lossy_high": high,
+                    f"{side}_lost_writes": int(part[f"{side}_lost_writes"].fillna(0).sum()),
+                    f"{side}_acked_writes": int(part[f"{side}_acked_writes"].fillna(0).sum()),
+                    f"{side}_lossy_seeds": ",".join(map(str, seeds)),
+                    f"{side}_repro_run": None if first is None else first[f"{side}_run_id"],
+                    f"{side}_repro_command": None if first is None
+                    else first[f"{side}_replay_command"]}
+            sides[side] = s
+        row["verdict"] = safety_verdict(sides["a"], sides["b"])
+        rows.append(row)
+    return pd.DataFrame(rows)

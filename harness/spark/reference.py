@@ -1,0 +1,201 @@
+"""A verdict for each of the twelve reference scenarios (the project's list of Kafka replication
+pitfalls, numbered 2.1 to 2.12 as there) that the matrix can show, from the per-group
+aggregates (pandas, on the driver).
+
+Each rule selects the groups of its scenario's fault and settings, and says `shown` or
+`not shown` by a comparison of the numbers that could come out either way (its `claim` and
+`why`), `no data` when the input lacks the cells, or `outside the matrix` with the test that
+checks it when the matrix cannot show it (a message race, a unit-level rule). Rules reuse
+harness/spark/conclude.py for the claims it already decides (2.1-2.2, 2.5, 2.6, 2.7).
+tests/spark/test_reference.py runs every rule both ways on hand-made groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pandas as pd
+
+from harness.spark import conclude as cc
+
+SHOWN, NOT_SHOWN, NO_DATA, OUTSIDE = "shown", "not shown", "no data", "outside the matrix"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    ref: str
+    title: str
+    status: str
+    sentence: str
+
+
+def _from_conclude(ref: str, title: str, said: list[str]) -> Finding:
+    verdict = next((s for s in said if s.startswith(("Reproduced: ", "Not reproduced: "))), "")
+    status = (SHOWN if verdict.startswith("Reproduced") else
+              NO_DATA if verdict.endswith(cc.NO_DATA) else NOT_SHOWN)
+    return Finding(ref, title, status, " ".join(said))
+
+
+def _pool(g: pd.DataFrame, **match: object) -> cc.Pooled | None:
+    return cc.pool(g, **match)
+
+
+def _time_availability(g: pd.DataFrame) -> float | None:
+    if g.empty or "probe_slots_during" not in g.columns:
+        return None
+    slots = float(g["probe_slots_during"].fillna(0).sum())
+    return float(g["probe_ok_during"].fillna(0).sum()) / slots if slots else None
+
+
+def _enough(p: cc.Pooled | None, ev: cc.Evidence) -> bool:
+    return p is not None and p.runs >= ev.min_runs
+
+
+def kip101(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
+    return _from_conclude("2.1-2.2", "truncation to the HW and silent divergence (KIP-101)",
+                          cc.rule_kip101(g, ev))
+
+
+def kip279(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
+    title = "back-to-back leader elections (KIP-279)"
+    rows = cc.select(g, nemesis="fast-leader-changes", leader_epoch_enable=True, acks="all")
+    p = cc.pool_frame(rows)
+    if not _enough(p, ev):
+        return Finding("2.3", title, NO_DATA, "No runs of fast-leader-changes with leader "
+                                              "epochs on and acks=all.")
+    assert p is not None
+    elections = float((rows["leader_elections_mean"] * rows["runs"]).sum() / p.runs)
+    ok = elections >= 2 and p.divergent_runs == 0
+    why = ("fewer than two elections per run" if elections < 2 else
+           f"{p.divergent_runs} runs ended divergent")
+    return Finding("2.3", title, SHOWN if ok else NOT_SHOWN,
+                   f"Under fast-leader-changes ({elections:.1f} leader elections per run, "
+                   f"{p.runs} runs), {p.divergent_runs} runs ended with replicas disagreeing "
+                   f"below their HWs and {p.lost} of {p.acked} acknowledged writes were lost"
+                   + ("." if ok else f": {why}."))
+
+
+def zombie(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
+    title = "zombie leader: acks=1 writes lost, acks=all ones not"
+    base = dict(nemesis="zombie-leader", replication_mode="isr")
+    one = _pool(cc.default_durability(g), acks="1", **base)
+    every = _pool(cc.default_durability(g), acks="all", min_insync_replicas=2, **base)
+    if not (_enough(one, ev) and _enough(every, ev)):
+        return Finding("2.4", title, NO_DATA, "No ISR runs of zombie-leader with both acks=1 "
+                                              "and acks=all, min.insync.replicas=2.")
+    assert one is not None and every is not None
+    ok = one.lost > 0 and every.lost == 0
+    return Finding("2.4", title, SHOWN if ok else NOT_SHOWN,
+                   f"Under zombie-leader, ISR with acks=1 {cc.lost(one)}; with acks=all and "
+                   f"min.insync.replicas=2 it {cc.lost(every)}.")
+
+
+def unclean(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
+    return _from_conclude("2.5", "unclean election loses what the new leader lacked",
+                          cc.rule_unclean(g, ev))
+
+
+def min_isr_one(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
+    return _from_conclude("2.6", "an ISR of one with min.insync.replicas=1",
+                          cc.rule_min_isr(g, ev))
+
+
+def last_replica(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
+    title = "last replica standing (KIP-966): ELR against an unclean election"
+    base = dict(nemesis="staggered-isr-drop-then-leader-crash", replication_mode="isr",
+                acks="all", min_insync_replicas=2, leader_epoch_enable=True)
+    g = cc.default_durability(g)
+    elr = _pool(g, eligible_leader_replicas=True, unclean_leader_election=False, **base)
+    dirty = _pool(g, eligible_leader_replicas=False, unclean_leader_election=True, **base)
+    if not (_enough(elr, ev) and _enough(dirty, ev)):
+        return _from_conclude("2.7", title, cc.rule_elr(g, ev))
+    assert elr is not None and dirty is not None
+    ok = elr.lost == 0 and dirty.lost > 0
+    return Finding("2.7", title, SHOWN if ok else NOT_SHOWN,
+                   f"When the ISR dropped to the leader one follower at a time and the leader "
+                   f"then lost power, ISR (acks=all, min.insync.replicas=2) with ELR "
+                   f"{cc.lost(elr)}; with an unclean election instead it {cc.lost(dirty)}. "
+                   + " ".join(cc.rule_elr(g, ev)))
+
+
+def stale_epoch(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
+    return Finding("2.8", "a stale broker epoch rejoins the ISR (KIP-903)", OUTSIDE,
+                   "A race between an AlterPartition in flight and a broker's restart with an "
+                   "empty disk: checked message by message in "
+                   "tests/controller/test_alter_partition.py "
+                   "(test_stale_member_broker_epoch_kip_903: INELIGIBLE_REPLICA).")
+
+
+def fenced(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
+    title = "a fenced replica may not rejoin the ISR (KIP-841)"
+    p = _pool(g, nemesis="fenced-follower-rejoins", acks="all")
+    if not _enough(p, ev):
+        return Finding("2.9", title, NO_DATA, "No runs of fenced-follower-rejoins.")
+    assert p is not None
+    ok = p.lost == 0 and p.anomalous == 0
+    return Finding("2.9", title, SHOWN if ok else NOT_SHOWN,
+                   f"Under fenced-follower-rejoins (a follower cut from the controllers, still "
+                   f"fetching), acks=all runs {cc.lost(p)}, {p.anomalous} anomalous; that the "
+                   f"fenced follower never re-enters the ISR while fenced is checked event by "
+                   f"event in tests/sim/test_study_shapes.py.")
+
+
+def controller_failover(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
+    title = "metadata-quorum leader change under the data plane"
+    rows = cc.select(cc.default_durability(g), nemesis="isolate-controller-leader", acks="all")
+    avail = _time_availability(rows)
+    if avail is None or cc.pool_frame(rows) is None:
+        return Finding("2.10", title, NO_DATA, "No probed runs of isolate-controller-leader.")
+    ok = avail >= 0.99
+    return Finding("2.10", title, SHOWN if ok else NOT_SHOWN,
+                   f"While the active controller was cut off and replaced, the partition served "
+                   f"{cc.fmt_pct(avail)} of the probe's 10 ms slots (acks=all, every mode): "
+                   + ("the data plane does not wait on a controller failover."
+                      if ok else "the data plane waited on the controller's failover.")
+                   + " Check-quorum, pre-vote and the figure-8 rule are tested in tests/raft.")
+
+
+def control_plane(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
+    title = "the data plane depends on the control plane"
+    g = cc.default_durability(g)
+    isr = cc.select(g, nemesis="metadata-quorum-down-kill-follower", replication_mode="isr",
+                    acks="all", min_insync_replicas=2)
+    quorum = cc.select(g, nemesis="metadata-quorum-down-kill-follower",
+                       replication_mode="quorum", acks="all")
+    a, b = _time_availability(isr), _time_availability(quorum)
+    if a is None or b is None:
+        return Finding("2.11", title, NO_DATA, "No probed ISR and quorum runs of "
+                                               "metadata-quorum-down-kill-follower.")
+    ok = a < 0.05 and b > 0.95
+    return Finding("2.11", title, SHOWN if ok else NOT_SHOWN,
+                   f"With the metadata quorum down and a follower dead, ISR (acks=all, "
+                   f"min.insync.replicas=2) served {cc.fmt_pct(a)} of the probe's slots (the "
+                   f"ISR cannot shrink without the controller); quorum mode served "
+                   f"{cc.fmt_pct(b)}.")
+
+
+def strict_min_isr(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
+    title = "strict min ISR: acks=1 writes accepted below min.insync.replicas, none lost"
+    p = _pool(cc.default_durability(g), nemesis="leader-cut-from-followers-only",
+              replication_mode="isr", acks="1", min_insync_replicas=2)
+    if not _enough(p, ev) or p is None or p.write_availability_fault is None:
+        return Finding("2.12", title, NO_DATA, "No ISR runs with acks=1, "
+                                               "min.insync.replicas=2 under "
+                                               "leader-cut-from-followers-only.")
+    ok = p.lost == 0 and p.write_availability_fault > 0.9
+    return Finding("2.12", title, SHOWN if ok else NOT_SHOWN,
+                   f"With the ISR below min.insync.replicas=2, acks=1 {cc.served(p)} and "
+                   f"{cc.lost(p)} (the HW froze until the ISR recovered, KIP-966; how long "
+                   f"consumers waited to see them is not measured yet).")
+
+
+RULES: tuple[Callable[[pd.DataFrame, cc.Evidence], Finding], ...] = (
+    kip101, kip279, zombie, unclean, min_isr_one, last_replica, stale_epoch, fenced,
+    controller_failover, control_plane, strict_min_isr)
+
+
+def findings(groups: pd.DataFrame, ev: cc.Evidence = cc.DEFAULT_EVIDENCE,
+             source: str = "sim") -> list[Finding]:
+    g = groups[groups["source"] == source] if "source" in groups.columns else groups
+    return [rule(g, ev) for rule in RULES]
