@@ -19,9 +19,20 @@ from aiohttp import web
 from harness.admin.auth import bearer
 from harness.admin.context import AdminNode
 from harness.admin.http import error_response
+from harness.net.http_session import no_resend_session
 from harness.runtime.context import NotLeaderError, OutcomeUnknownError
 
 FORWARDED_HEADER = "X-Kraftlab-Forwarded-By"
+
+
+def forwarding_session() -> aiohttp.ClientSession:
+    """The session a follower forwards with: a fresh connection per request, and never a
+    resend. aiohttp resends a PUT or DELETE once when the connection breaks after it was sent;
+    the leader may have executed the first send, and the resend's answer (a refused connection,
+    or LEADER_NOT_AVAILABLE from a node that lost leadership meanwhile) would be relayed as a
+    definite failure (harness/net/http_session.py). Found by the Jepsen kv workload: a PUT
+    answered 503 LEADER_NOT_AVAILABLE was committed."""
+    return no_resend_session(connector=aiohttp.TCPConnector(limit=256, force_close=True))
 
 
 class LeaderForwarding:

@@ -28,12 +28,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import aiohttp
 from aiohttp import web
 
 from harness.admin.auth import auth_middleware
 from harness.admin.context import AdminNode
-from harness.admin.forward import FORWARDED_HEADER, LeaderForwarding
+from harness.admin.forward import FORWARDED_HEADER, LeaderForwarding, forwarding_session
 from harness.admin.groups import add_routes as add_group_routes
 from harness.admin.http import (
     BadRequest,
@@ -258,12 +257,7 @@ def build_app(node: AdminNode) -> web.Application:
     app[NODE_KEY] = node
 
     async def on_startup(app: web.Application) -> None:
-        leader.session = aiohttp.ClientSession(
-            # A fresh connection per forwarded request: aiohttp resends an idempotent request
-            # once when a reused keep-alive connection turns out broken, which would turn "the
-            # first send may have committed" into a clean "connection refused" (forward()).
-            connector=aiohttp.TCPConnector(limit=256, force_close=True)
-        )
+        leader.session = forwarding_session()
 
     async def on_cleanup(app: web.Application) -> None:
         if leader.session is not None:

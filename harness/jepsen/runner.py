@@ -41,9 +41,10 @@ from harness.check.report import render_html, summarise, write_png
 from harness.jepsen.nemesis import ClusterNemesis, Schedule, parse_nemesis
 from harness.jepsen.recorder import Recorder, RunContext, Workload
 from harness.jepsen.summary_row import build_row, write_row
-from harness.jepsen.workload_kv import KvOptions, KvWorkload, disable_idempotent_retry
+from harness.jepsen.workload_kv import KvOptions, KvWorkload
 from harness.jepsen.workload_queue import QueueOptions, QueueSetupError, QueueWorkload
 from harness.launcher import cluster as cl
+from harness.net.http_session import disable_idempotent_retry
 
 EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN, EXIT_ERROR = 0, 1, 2, 3
 

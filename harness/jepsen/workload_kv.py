@@ -13,7 +13,7 @@ Outcome rules (the heart of a sound history: `fail` must mean "did not happen"):
 - 2xx: ok. A 404 KEY_NOT_FOUND read is an ok read of null.
 - 409 CAS_FAILED: fail (the compare did not match; the checker treats it as a read).
 - 421, 400, 503 LEADER_NOT_AVAILABLE *without* a leader (nothing was proposed), and a refused
-  connection (the runner's session never retries, see `disable_idempotent_retry`): fail.
+  connection (the runner's session never resends, harness/net/http_session.py): fail.
 - 504 (indeterminate), 500, 503 after any failed forward to the leader, a broken or
   timed-out connection after the request was sent, or the client-side operation timeout: info;
   the worker's process id is retired.
@@ -68,20 +68,6 @@ class Outcome:
 
 class _Definite(Exception):
     """The request certainly did not reach a node (connection refused)."""
-
-
-def disable_idempotent_retry(session: aiohttp.ClientSession) -> None:
-    """Make a refused connection mean "never sent".
-
-    aiohttp resends an idempotent request (GET, PUT, DELETE) once when the connection breaks
-    (RFC 9112 9.3.1); if that resend is refused, the caller sees ClientConnectorError although
-    the first send may have been executed. The switch is private (aiohttp's own test client
-    flips it), so refuse to run rather than record wrong `fail`s if it ever disappears.
-    """
-    if not hasattr(session, "_retry_connection"):
-        raise RuntimeError("this aiohttp cannot disable its retry of idempotent requests; "
-                           "a refused retry would be recorded as a definite failure")
-    session._retry_connection = False
 
 
 class KvWorkload:

@@ -39,8 +39,9 @@ from harness.jepsen.nemesis import (
     sees_majority,
 )
 from harness.jepsen.recorder import ProcessIds
-from harness.jepsen.workload_kv import KvWorkload, disable_idempotent_retry
+from harness.jepsen.workload_kv import KvWorkload
 from harness.launcher.cluster import ClusterError
+from harness.net.http_session import disable_idempotent_retry
 from tests.jepsen.histories import ops
 
 
