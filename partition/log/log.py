@@ -251,14 +251,15 @@ class PartitionLog:
 
     # ------------------------------------------------------------------------------ appends
 
-    def append_as_leader(self, data: bytes, leader_epoch: int) -> LogAppendInfo:
+    def append_as_leader(self, data: bytes, leader_epoch: int, *, check_crc: bool = True) -> LogAppendInfo:
         """Append batches from a producer (or the Raft leader): validate them, assign offsets from
         the log end, stamp `leader_epoch`, check idempotent sequences. Raises CorruptRecordError,
         InvalidRecordError, OutOfOrderSequenceError, InvalidProducerEpochError,
-        FencedLeaderEpochError; writes nothing then."""
-        first = rb.validate_fields(data)  # the header's fields, BatchHeader's order
+        FencedLeaderEpochError; writes nothing then. `check_crc=False` skips only the CRC, for
+        bytes the caller has just validated (the replica core's produce path)."""
+        first = rb.validate_fields(data, check_crc=check_crc)  # BatchHeader's order of fields
         if first[1] + rb.LOG_OVERHEAD != len(data):  # batch_length
-            return self._append_many_as_leader(data, leader_epoch)
+            return self._append_many_as_leader(data, leader_epoch, check_crc)
         # The common case, kept lean (a profile of `kraftlab bench log`): one batch, written as a
         # new 16-byte prefix (base offset, length, epoch) + the caller's bytes, with no copy.
         latest_epoch = self.epoch_cache.latest_epoch()
@@ -297,8 +298,8 @@ class PartitionLog:
             self._maybe_flush_after_append()
         return _new_info(LogAppendInfo, (base, next_offset - 1, next_offset - base, size, False))
 
-    def _append_many_as_leader(self, data: bytes, leader_epoch: int) -> LogAppendInfo:
-        headers = list(rb.iter_headers(data))
+    def _append_many_as_leader(self, data: bytes, leader_epoch: int, check_crc: bool) -> LogAppendInfo:
+        headers = list(rb.iter_headers(data, check_crc=check_crc))
         limit = self.config.max_message_bytes
         if limit is not None and any(h.batch_length + rb.LOG_OVERHEAD > limit for h in headers):
             raise RecordTooLargeError(f"a batch is larger than max.message.bytes {limit}")
