@@ -20,11 +20,13 @@ import os
 import time
 from typing import Any
 
+from harness.bench import spy
 from harness.bench.data_cluster import ACKS, add_common, client_cpu, data_cluster
 from harness.bench.quorum import cluster_cpu
 from harness.launcher import cluster as cl
 
 CLIENTS = ("confluent-kafka", "kafka-python")
+POLL_EVERY = 1000  # confluent-kafka: serve (error) delivery reports every this many sends
 
 
 def bootstrap(cluster: cl.ClusterFile) -> str:
@@ -32,24 +34,30 @@ def bootstrap(cluster: cl.ClusterFile) -> str:
 
 
 def _confluent(servers: str, topic: str, acks: int, values: list[bytes], partitions: int) -> int:
+    """librdkafka through confluent-kafka. Delivery reports only for failures
+    (`delivery.report.only.error`), served by a poll every POLL_EVERY sends, and `flush` at the
+    end: what is counted is librdkafka and the brokers, not one Python callback per record."""
     from confluent_kafka import Producer
 
     errors: list[Any] = []
     producer = Producer({"bootstrap.servers": servers, "acks": str(acks), "linger.ms": 5,
-                         "enable.idempotence": acks == -1})  # fmt: skip
+                         "enable.idempotence": acks == -1,
+                         "delivery.report.only.error": True})  # fmt: skip
 
     def report(err: Any, _msg: Any) -> None:
         if err is not None:
             errors.append(err)
 
+    produce, poll = producer.produce, producer.poll
     for i, v in enumerate(values):
         while True:
             try:
-                producer.produce(topic, value=v, partition=i % partitions, on_delivery=report)
+                produce(topic, v, partition=i % partitions, on_delivery=report)
                 break
-            except BufferError:
-                producer.poll(0.01)
-        producer.poll(0)
+            except BufferError:  # queue.buffering.max.messages reached: wait for acks
+                poll(0.001)
+        if i % POLL_EVERY == 0:
+            poll(0)
     if producer.flush(300) != 0 or errors:
         raise RuntimeError(f"confluent-kafka: {len(errors)} deliveries failed: {errors[:3]}")
     return len(values)
@@ -79,11 +87,13 @@ def produce_run(
     warmup = [os.urandom(args.record_size) for _ in range(max(1, args.records // 10))]
     send(servers, topic, acks, warmup, args.partitions)
     values = [os.urandom(args.record_size) for _ in range(args.records)]
+    samplers = spy.start(cluster, args, f"{args.client}-acks{acks}")
     cpu0, client0 = cluster_cpu(cluster), client_cpu()
     started = time.monotonic()
     count = send(servers, topic, acks, values, args.partitions)
     elapsed = time.monotonic() - started
     cpu1, client1 = cluster_cpu(cluster), client_cpu()
+    spy.finish(samplers, args, f"{args.client}-acks{acks}")
     return {"client": args.client, "acks": {1: "1", -1: "all", 0: "0"}[acks], "records": count,
             "record_bytes": args.record_size, "elapsed_s": round(elapsed, 3),
             "records_per_s": round(count / elapsed),
@@ -95,6 +105,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common(parser)
     parser.add_argument("--client", choices=CLIENTS, default="confluent-kafka")
     parser.add_argument("--acks", default="1,all", help="comma-separated: 0, 1, all")
+    spy.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
