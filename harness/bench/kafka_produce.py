@@ -21,7 +21,7 @@ import time
 from typing import Any
 
 from harness.bench import spy
-from harness.bench.data_cluster import ACKS, add_common, client_cpu, data_cluster
+from harness.bench.data_cluster import ACK_NAMES, ACKS, add_common, client_cpu, data_cluster
 from harness.bench.quorum import cluster_cpu
 from harness.launcher import cluster as cl
 
@@ -87,13 +87,13 @@ def produce_run(
     warmup = [os.urandom(args.record_size) for _ in range(max(1, args.records // 10))]
     send(servers, topic, acks, warmup, args.partitions)
     values = [os.urandom(args.record_size) for _ in range(args.records)]
-    samplers = spy.start(cluster, args, f"{args.client}-acks{acks}")
+    samplers = spy.start(cluster, args, f"{args.client}-acks{ACK_NAMES[acks]}")
     cpu0, client0 = cluster_cpu(cluster), client_cpu()
     started = time.monotonic()
     count = send(servers, topic, acks, values, args.partitions)
     elapsed = time.monotonic() - started
     cpu1, client1 = cluster_cpu(cluster), client_cpu()
-    spy.finish(samplers, args, f"{args.client}-acks{acks}")
+    spy.finish(samplers, args, f"{args.client}-acks{ACK_NAMES[acks]}")
     return {"client": args.client, "acks": {1: "1", -1: "all", 0: "0"}[acks], "records": count,
             "record_bytes": args.record_size, "elapsed_s": round(elapsed, 3),
             "records_per_s": round(count / elapsed),

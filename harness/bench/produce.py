@@ -32,7 +32,7 @@ import time
 from typing import Any
 
 from harness.bench import kafka_produce, spy
-from harness.bench.data_cluster import ACKS, add_common, client_cpu, data_cluster
+from harness.bench.data_cluster import ACK_NAMES, ACKS, add_common, client_cpu, data_cluster
 from harness.bench.quorum import cluster_cpu, percentile
 from harness.client import run as client_run
 from harness.launcher import cluster as cl
@@ -64,7 +64,7 @@ async def produce_run(cluster: cl.ClusterFile, topic: str, acks: int, records: i
     for _ in range(warmup):
         await producer.send(topic, value)
     await producer.flush()
-    samplers = spy.start(cluster, args, f"native-acks{acks}")
+    samplers = spy.start(cluster, args, f"native-acks{ACK_NAMES[acks]}")
     cpu0, ccpu0 = cluster_cpu(cluster), client_cpu()
     started = time.perf_counter()
     futures = []
@@ -76,7 +76,7 @@ async def produce_run(cluster: cl.ClusterFile, topic: str, acks: int, records: i
     await producer.flush()
     elapsed = time.perf_counter() - started
     cpu1, ccpu1 = cluster_cpu(cluster), client_cpu()
-    spy.finish(samplers, args, f"native-acks{acks}")
+    spy.finish(samplers, args, f"native-acks{ACK_NAMES[acks]}")
     failed = sum(1 for f in futures if f.exception() is not None)
     await producer.close()
     client.close()

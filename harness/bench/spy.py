@@ -24,7 +24,7 @@ RATE_HZ = 400
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--py-spy", metavar="DIR", help="sample every broker with py-spy during the "
                         "measured phase, raw stacks to DIR (docs/benchmarks.md)")  # fmt: skip
-    parser.add_argument("--py-spy-seconds", type=float, default=6.0)
+    parser.add_argument("--py-spy-seconds", type=int, default=6)
 
 
 def executable() -> str:
@@ -49,14 +49,16 @@ def start(cluster: cl.ClusterFile, args: argparse.Namespace, label: str) -> list
             [executable(), "record", "--pid", str(b.pid), "-d", str(args.py_spy_seconds),
              "-r", str(RATE_HZ), "--nonblocking", "--format", "raw",
              "-o", str(out / f"{label}-{b.id}.txt")],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))  # fmt: skip
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))  # fmt: skip
     return procs
 
 
 def finish(procs: list[subprocess.Popen[bytes]], args: argparse.Namespace, label: str) -> None:
     """Wait for the samplers; print each broker's top frames by own samples."""
     for p in procs:
-        p.wait()
+        _, err = p.communicate()
+        if p.returncode:
+            print(f"py-spy failed ({p.returncode}): {err.decode(errors='replace').strip()[-300:]}")
     if not procs:
         return
     for path in sorted(Path(args.py_spy).glob(f"{label}-*.txt")):
