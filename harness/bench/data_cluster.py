@@ -21,6 +21,7 @@ from harness.admin.client import AdminClient
 from harness.launcher import cluster as cl
 
 ACKS = {"1": 1, "all": -1, "0": 0}
+ACK_NAMES = {v: k for k, v in ACKS.items()}
 
 
 @contextmanager

@@ -118,6 +118,17 @@ def _measure(root: str, records: int, mb: float, max_appends: int, fsync: bool, 
     }
 
 
+def measure_append(records_per_batch: int, mb: float = 32.0, repeats: int = 5,
+                   fsync: bool = False) -> dict[str, Any]:  # fmt: skip
+    """One row for a table of figures: append and read against raw writes for one batch size
+    (`append_to_raw_ratio` is the figure), in a temp dir."""
+    root = tempfile.mkdtemp(prefix="kraftlab-bench-log-")
+    try:
+        return _measure(root, records_per_batch, mb, 200_000, fsync, repeats)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def run(args: argparse.Namespace) -> int:
     root = tempfile.mkdtemp(prefix="kraftlab-bench-log-", dir=args.dir)
     try:

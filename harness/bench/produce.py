@@ -31,8 +31,8 @@ import os
 import time
 from typing import Any
 
-from harness.bench import kafka_produce
-from harness.bench.data_cluster import ACKS, add_common, client_cpu, data_cluster
+from harness.bench import kafka_produce, spy
+from harness.bench.data_cluster import ACK_NAMES, ACKS, add_common, client_cpu, data_cluster
 from harness.bench.quorum import cluster_cpu, percentile
 from harness.client import run as client_run
 from harness.launcher import cluster as cl
@@ -64,6 +64,7 @@ async def produce_run(cluster: cl.ClusterFile, topic: str, acks: int, records: i
     for _ in range(warmup):
         await producer.send(topic, value)
     await producer.flush()
+    samplers = spy.start(cluster, args, f"native-acks{ACK_NAMES[acks]}")
     cpu0, ccpu0 = cluster_cpu(cluster), client_cpu()
     started = time.perf_counter()
     futures = []
@@ -75,6 +76,7 @@ async def produce_run(cluster: cl.ClusterFile, topic: str, acks: int, records: i
     await producer.flush()
     elapsed = time.perf_counter() - started
     cpu1, ccpu1 = cluster_cpu(cluster), client_cpu()
+    spy.finish(samplers, args, f"native-acks{ACK_NAMES[acks]}")
     failed = sum(1 for f in futures if f.exception() is not None)
     await producer.close()
     client.close()
@@ -98,6 +100,21 @@ async def produce_run(cluster: cl.ClusterFile, topic: str, acks: int, records: i
     }
 
 
+def measure(client: str = "native", records: int = 300_000, acks: str = "all",
+            partitions: int = 1, record_size: int = 100) -> dict[str, Any]:  # fmt: skip
+    """One row for a table of figures: a fresh cluster (1 controller, 3 brokers, RF 3), one
+    producer run of `client` ("native", "confluent-kafka" or "kafka-python") after its warm-up;
+    the run's numbers (records_per_s, mb_per_s, node and client CPU seconds, ...)."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--records", str(records), "--partitions", str(partitions),
+                              "--record-size", str(record_size), "--client", client])  # fmt: skip
+    with data_cluster(args, "bench") as cluster:
+        if client == "native":
+            return client_run(produce_run(cluster, "bench", ACKS[acks], records, record_size, args))
+        return kafka_produce.produce_run(cluster, "bench", ACKS[acks], args)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_common(parser)
     parser.add_argument("--acks", default="1,all", help="comma-separated: 0, 1, all")
@@ -108,6 +125,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         default="native",
                         help="the producer: kraftlab's own client (native protocol) or a real "
                              "Kafka client on the brokers' Kafka listener (harness.bench.kafka_produce)")
+    spy.add_arguments(parser)
 
 
 def print_row(r: dict[str, Any], what: str) -> None:

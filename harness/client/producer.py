@@ -328,7 +328,12 @@ class Producer:
         if self.closing:
             raise ClientError("INVALID_REQUEST", "the producer is closed")
         if partition is None:
-            partition = await self._partition_for(topic, key)
+            sticky = self._sticky.get(topic)
+            if key is None and sticky is not None and sticky < (
+                    self.client.partition_counts.get(topic) or 0):  # fmt: skip
+                partition = sticky  # the common case without a coroutine per record
+            else:
+                partition = await self._partition_for(topic, key)
         sender = self._sender(topic, partition)
         while len(sender.pending) >= self.config.buffer_batches:
             sender.space.clear()

@@ -61,7 +61,13 @@ from kafka.protocol.producer import (  # type: ignore[import-untyped]
     ProduceResponse,
 )
 
-from harness.kafka import admin_handlers, config_handlers, group_handlers, ops_handlers
+from harness.kafka import (
+    admin_handlers,
+    config_handlers,
+    group_handlers,
+    ops_handlers,
+    produce_codec,
+)
 from harness.kafka.answer import Reply, topic_uuid
 from harness.runtime.broker import BrokerNode
 from partition.log import batch as rb
@@ -210,10 +216,9 @@ def metadata_body(node: BrokerNode, version: int, request: Any) -> Any:
 
 def produce(node: BrokerNode, version: int, request: Any, reply: Reply) -> None:
     """Every partition through ReplicaManager.produce; answer when the last one completes
-    (acks=all: when the HW passes it, or the core's timeout / ISR errors)."""
-    cls = ProduceResponse[version]
-    tcls = cls.TopicProduceResponse
-    pcls = tcls.PartitionProduceResponse
+    (acks=all: when the HW passes it, or the core's timeout / ISR errors). `request` is
+    produce_codec's ProduceData or kafka-python's decoded request (same attribute names); the
+    answer is encoded by produce_codec."""
     assert node.broker is not None
     replicas = node.broker.replicas
     acks, timeout_ms = request.acks, request.timeout_ms
@@ -223,23 +228,20 @@ def produce(node: BrokerNode, version: int, request: Any, reply: Reply) -> None:
     hinted: set[int] = set()  # leaders named in KIP-951 hints: their endpoints go along
 
     def finish() -> None:
-        body = cls(responses=[tcls(name=name, partition_responses=parts) for name, parts in slots],
-                   throttle_time_ms=0)  # fmt: skip
-        if version >= 10:
-            body.node_endpoints = node_endpoints(node, cls.NodeEndpoint, hinted)
-        reply(body)
+        endpoints = None
+        if version >= 10 and hinted:
+            endpoints = node_endpoints(node, produce_codec.NodeEndpoint, hinted)
+        reply(produce_codec.ProduceAnswer(version, slots, endpoints))
 
     def answer(parts: list[Any], i: int, index: int, r: CoreProduce) -> None:
-        parts[i] = pcls(index=index, error_code=r.error.code,
-                        base_offset=r.base_offset if r.error is Errors.NONE else -1,
-                        log_append_time_ms=-1, log_start_offset=r.log_start_offset,
-                        record_errors=[], error_message=r.message or None)  # fmt: skip
+        leader = None
         if version >= 10 and r.error in LEADER_HINT_ERRORS and r.leader_id >= 0:
             # KIP-951: the new leader, so the client need not wait for a Metadata refresh.
-            parts[i].current_leader = pcls.LeaderIdAndEpoch(
-                leader_id=r.leader_id, leader_epoch=r.leader_epoch
-            )
+            leader = (r.leader_id, r.leader_epoch)
             hinted.add(r.leader_id)
+        parts[i] = produce_codec.PartitionAnswer(
+            index, r.error.code, r.base_offset if r.error is Errors.NONE else -1,
+            r.log_start_offset, r.message or None, leader)  # fmt: skip
         pending[0] -= 1
         if pending[0] == 0:
             finish()
@@ -264,7 +266,7 @@ def produce(node: BrokerNode, version: int, request: Any, reply: Reply) -> None:
         replicas.produce(
             name,
             index,
-            bytes(records),
+            records if type(records) is bytes else bytes(records),
             acks,
             max(0, timeout_ms),
             functools.partial(answer, parts, i, index),

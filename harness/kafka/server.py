@@ -3,7 +3,8 @@
 Framing (Kafka protocol guide): every request is `int32 size` + request header + body; every
 response `int32 size` + response header + body. The header and body codecs are kafka-python's
 (kafka.protocol: Kafka's own JSON message schemas, every version, flexible versions with compact
-types and tagged fields), so this module only frames, routes and orders.
+types and tagged fields), except Produce's (produce_codec.py), so this module only frames, routes
+and orders.
 
 Invariants:
 - Responses on one connection go out in request order (Kafka's in-flight pipelining contract),
@@ -16,6 +17,9 @@ Invariants:
   connection.
 - acks=0 Produce gets no response at all (Kafka), so it takes no slot.
 - A client that stops reading its responses stops being read once 32 MiB wait unsent.
+- Produce requests are decoded and answered by produce_codec.py (no object per partition; the
+  records are one slice of the frame), every other request by kafka-python's codec. The request
+  header is read by produce_codec too (the same bytes as kafka-python's RequestHeader).
 - While the nemesis cuts clients off (harness/net/transport.py LinkFilter.drop_clients), requests
   are dropped unrun and answers unsent: the client times out, as behind a partition.
 """
@@ -23,15 +27,14 @@ Invariants:
 from __future__ import annotations
 
 import asyncio
-import io
+import socket
 import struct
 from collections import Counter, deque
-from typing import Any
+from typing import Any, cast
 
 import structlog
-from kafka.protocol.api_header import RequestHeader  # type: ignore[import-untyped]
 
-from harness.kafka import handlers
+from harness.kafka import handlers, produce_codec
 from harness.kafka.answer import Reply
 from harness.kafka.handlers import SUPPORTED, UNSUPPORTED_VERSION
 from harness.runtime.broker import BrokerNode
@@ -50,7 +53,7 @@ class BadRequest(Exception):
 
 
 class KafkaListener:
-    """The asyncio server; one `_Connection` per client socket."""
+    """The asyncio server; one `_Connection` (an asyncio Protocol) per client socket."""
 
     def __init__(self, node: BrokerNode, host: str, port: int) -> None:
         self.node = node
@@ -64,7 +67,8 @@ class KafkaListener:
         self.versions_seen: Counter[tuple[int, int]] = Counter()
 
     async def start(self) -> None:
-        self._server = await asyncio.start_server(self._accept, self.host, self.port)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(lambda: _Connection(self), self.host, self.port)
         log.info("kafka.listening", host=self.host, port=self.port)
 
     async def close(self) -> None:
@@ -75,57 +79,109 @@ class KafkaListener:
         if self._server is not None:
             await self._server.wait_closed()
 
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        conn = _Connection(self, reader, writer)
-        self._connections.add(conn)
-        try:
-            await conn.serve()
-        finally:
-            self._connections.discard(conn)
-            conn.close()
-            log.info("kafka.connection_closed", peer=conn.peer,
-                     versions=sorted(f"{k}v{v}" for k, v in conn.versions))  # fmt: skip
 
+class _Connection(asyncio.Protocol):
+    """One client socket. Framing is done here, on the bytes uvloop hands over, not through an
+    asyncio StreamReader: a frame that arrives whole is read straight out of the received chunk,
+    one that spans chunks is gathered into one buffer of its announced size (no growing buffer,
+    no task wake-up per request)."""
 
-class _Connection:
-    def __init__(self, listener: KafkaListener, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter) -> None:  # fmt: skip
+    def __init__(self, listener: KafkaListener) -> None:
         self.listener = listener
-        self.reader = reader
-        self.writer = writer
+        self.transport: asyncio.Transport | None = None
         self.slots: deque[list[bytes | None]] = deque()
         self.versions: set[tuple[int, int]] = set()  # (api_key, api_version) used
         self.closed = False
-        peer = writer.get_extra_info("peername")
+        self.peer = "?"
+        self.client_host = ""
+        self._head = b""  # a frame size split across chunks (< 4 bytes)
+        self._frame: bytearray | None = None  # a frame being gathered across chunks
+        self._filled = 0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)
+        self.transport.set_write_buffer_limits(high=WRITE_BUFFER_HIGH)
+        peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self.client_host = f"/{peer[0]}" if peer else ""
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.listener._connections.add(self)
 
-    async def serve(self) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.listener._connections.discard(self)
+        self.close()
+        log.info("kafka.connection_closed", peer=self.peer,
+                 versions=sorted(f"{k}v{v}" for k, v in self.versions))  # fmt: skip
+
+    # Backpressure: a client that does not read its responses stops being read.
+    def pause_writing(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.transport.resume_reading()
+
+    def data_received(self, data: bytes) -> None:
         try:
-            while not self.closed:
-                head = await self.reader.readexactly(4)
-                (size,) = _SIZE.unpack(head)
-                if not 4 <= size <= MAX_REQUEST_BYTES:
-                    raise BadRequest(f"frame size {size}")
-                payload = await self.reader.readexactly(size)
-                if self.listener.node.transport.links.drop_clients:
-                    continue  # the nemesis cut clients off: the request is lost (never run)
-                self.listener.requests += 1
-                self._dispatch(payload)
-                if self.writer.transport.get_write_buffer_size() > WRITE_BUFFER_HIGH:
-                    # Backpressure: a client that does not read its responses stops being read.
-                    await self.writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
+            self._frames(data)
         except BadRequest as exc:
             self.listener.closed_bad_requests += 1
             log.warning("kafka.bad_request", peer=self.peer, error=str(exc))
+            self.close()
         except Exception as exc:  # never let one client's bytes stop the broker
             self.listener.closed_bad_requests += 1
             log.error("kafka.connection_failed", peer=self.peer,
                       error=f"{type(exc).__name__}: {exc}", exc_info=exc)  # fmt: skip
+            self.close()
 
-    def _dispatch(self, payload: bytes) -> None:
+    def _frames(self, data: bytes) -> None:
+        pos, size = 0, len(data)
+        frame = self._frame
+        if frame is not None:  # continue the frame being gathered
+            take = min(len(frame) - self._filled, size)
+            frame[self._filled : self._filled + take] = data[:take]
+            self._filled += take
+            pos = take
+            if self._filled < len(frame):
+                return
+            self._frame = None
+            with memoryview(frame) as whole:
+                self._request(whole)
+        if self._head:
+            data = self._head + data[pos:]
+            pos, size = 0, len(data)
+            self._head = b""
+        with memoryview(data) as view:
+            while not self.closed and size - pos >= 4:
+                (length,) = _SIZE.unpack_from(view, pos)
+                if not 4 <= length <= MAX_REQUEST_BYTES:
+                    raise BadRequest(f"frame size {length}")
+                end = pos + 4 + length
+                if end > size:  # the rest arrives in later chunks
+                    frame = self._frame = bytearray(length)
+                    self._filled = size - pos - 4
+                    frame[: self._filled] = view[pos + 4 :]
+                    return
+                self._request(view[pos + 4 : end])
+                pos = end
+        if pos < size and not self.closed:
+            self._head = bytes(data[pos:])
+
+    def _request(self, payload: Any) -> None:
+        """One whole request frame (a memoryview or bytearray, valid only during this call)."""
+        if self.closed:
+            return
+        if self.listener.node.transport.links.drop_clients:
+            return  # the nemesis cut clients off: the request is lost (never run)
+        self.listener.requests += 1
+        self._dispatch(payload)
+
+    def _dispatch(self, payload: Any) -> None:
+        if len(payload) < 4:
+            raise BadRequest("request shorter than its header")
         api_key, api_version = _KEY_VERSION.unpack_from(payload, 0)
         api = SUPPORTED.get(api_key)
         if api is None:
@@ -141,15 +197,20 @@ class _Connection:
             self._fill(slot, handlers.api_versions_body(0, UNSUPPORTED_VERSION),
                        header.correlation_id)  # fmt: skip
             return
-        try:
-            flexible = request_cls.flexible_version_q(api_version)
-            buf = io.BytesIO(payload)
-            header = RequestHeader.decode(buf, flexible=flexible)
-            request = request_cls.decode(memoryview(payload)[buf.tell() :], version=api_version)
-        except BadRequest:
-            raise
-        except Exception as exc:  # any decode failure of client bytes: Kafka closes the socket
-            raise BadRequest(f"api key {api_key} v{api_version} does not decode: {exc!r}") from None
+        flexible = request_cls.flexible_version_q(api_version)
+        header = _decode_header(payload, flexible=flexible)
+        request = None
+        if api_key == produce_codec.PRODUCE_KEY:
+            try:  # the hot request, by hand; anything it cannot read goes to kafka-python's
+                request = produce_codec.decode_produce(payload, header.body_offset, api_version)
+            except (ValueError, IndexError, struct.error):
+                request = None
+        if request is None:
+            try:
+                request = request_cls.decode(payload[header.body_offset :], version=api_version)
+            except Exception as exc:  # any decode failure of client bytes: Kafka closes the socket
+                raise BadRequest(
+                    f"api key {api_key} v{api_version} does not decode: {exc!r}") from None
         cid = header.correlation_id
         self.listener.versions_seen[(api_key, api_version)] += 1
         self.versions.add((api_key, api_version))
@@ -176,27 +237,31 @@ class _Connection:
             return
         try:
             body.with_header(correlation_id=correlation_id)
-            slot[0] = bytes(body.encode(header=True, framed=True))
+            slot[0] = body.encode(header=True, framed=True)
             if self.listener.node.transport.links.drop_clients:
                 slot[0] = b""  # the answer is lost in the nemesis's cut (order kept for the rest)
         except Exception as exc:
             log.error("kafka.encode_failed", error=f"{type(exc).__name__}: {exc}", exc_info=exc)
             self.close()
             return
+        transport = self.transport
         while self.slots and self.slots[0][0] is not None:
             data = self.slots.popleft()[0]
-            assert data is not None
-            self.writer.write(data)
+            assert data is not None and transport is not None
+            if data:
+                transport.write(data)
 
     def close(self) -> None:
         if not self.closed:
             self.closed = True
             self.slots.clear()
-            self.writer.close()
+            self._frame = None
+            if self.transport is not None:
+                self.transport.close()
 
 
-def _decode_header(payload: bytes, *, flexible: bool) -> Any:
+def _decode_header(payload: Any, *, flexible: bool) -> produce_codec.RequestHeader:
     try:
-        return RequestHeader.decode(io.BytesIO(payload), flexible=flexible)
-    except Exception as exc:
+        return produce_codec.decode_header(payload, flexible=flexible)
+    except (ValueError, IndexError, struct.error) as exc:
         raise BadRequest(f"header does not decode: {exc!r}") from None

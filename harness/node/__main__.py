@@ -26,6 +26,7 @@ import structlog
 from aiohttp import web
 
 from harness.admin.server import build_app
+from harness.node.malloc import tune_malloc
 from harness.runtime.config import ConfigError, load
 from harness.runtime.logs import configure_logging
 from harness.runtime.node import ControllerNode
@@ -74,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--log-level", default="info")
     args = parser.parse_args(argv)
     configure_logging(level=args.log_level, stream=sys.stderr, json=True)
+    tune_malloc()  # large batch buffers reused, not mmap'ed afresh per copy (node/malloc.py)
     runner = asyncio.run
     if os.environ.get("KRAFTLAB_EVENT_LOOP", "uvloop") == "uvloop":
         try:

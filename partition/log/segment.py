@@ -159,15 +159,16 @@ class LogSegment:
         self.size = self.file.size()
         return start
 
-    def append_batch(self, base_offset: int, header: rb.BatchHeader, prefix: bytes, rest: Buffer) -> int:
+    def append_batch(self, base_offset: int, header: tuple[int, ...], prefix: bytes, rest: Buffer) -> int:
         """Append one batch given as `prefix` + `rest` whose final base offset is `base_offset`
-        (the header may still carry the producer's). The leader's fast path: nothing rebuilt."""
+        (the header, a BatchHeader or its 13 fields as a plain tuple, may still carry the
+        producer's offsets). The leader's fast path: nothing rebuilt."""
         position = self.file.append(prefix, rest)
         self._index_batch(base_offset, header, position)
         self.size = position + header[1] + rb.LOG_OVERHEAD
         return position
 
-    def _index_batch(self, base_offset: int, header: rb.BatchHeader, position: int) -> None:
+    def _index_batch(self, base_offset: int, header: tuple[int, ...], position: int) -> None:
         max_ts = header[8]  # max_timestamp_ms (tuple indexing: this runs once per batch)
         last_offset = base_offset + header[6]
         if self.first_batch_max_timestamp_ms == NO_TIMESTAMP:

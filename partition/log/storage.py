@@ -122,6 +122,8 @@ def read_whole(storage: Storage, path: str) -> bytes:
 
 
 _writev = os.writev  # bound once: append is on the hot path
+_write = os.write
+_JOIN_BELOW_BYTES = 4096
 
 
 class _OsFile:
@@ -143,7 +145,14 @@ class _OsFile:
     def append(self, *buffers: Buffer) -> int:
         position = self._size
         total = sum(map(len, buffers))  # byte buffers only: len() is their size
-        written = _writev(self._fd, buffers)
+        if total <= _JOIN_BELOW_BYTES:
+            # One small write: joining a few hundred bytes and calling write(2) costs about half
+            # of Python's writev (which allocates iovec and buffer arrays per call); a one-record
+            # append is mostly this call (`kraftlab bench log`, 1-record batches).
+            buffers = (b"".join(buffers),)
+            written = _write(self._fd, buffers[0])
+        else:
+            written = _writev(self._fd, buffers)
         if written < total:  # short write: finish the rest, in order
             rest = memoryview(b"".join(buffers))[written:]
             while rest:

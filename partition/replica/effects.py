@@ -19,8 +19,10 @@ from quorum.controller.messages import AlterPartitionRequest, ReportReplicaPosit
 
 @dataclass(frozen=True, slots=True)
 class AppendAsLeader:
-    """Append producer batches at the log end. `records` already carry `base_offset` (== the LEO
-    when executed) and `leader_epoch`; the executor checks the log assigns exactly these offsets."""
+    """Append producer batches at the log end. `records` are the producer's bytes, validated by
+    the core (CRC included); the log stamps `base_offset` (== the LEO when executed) and
+    `leader_epoch` into them as it writes, and the executor checks it assigned exactly
+    [base_offset, last_offset]."""
 
     records: bytes
     base_offset: int

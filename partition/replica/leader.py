@@ -151,14 +151,13 @@ def on_produce(r: LocalReplica, leader: Leader, req: ProduceRequest, now_ms: int
             case SequenceCheck.OK:
                 pass
     base = offset = r.leo
-    patched = bytearray(req.records)
     for h in headers:
-        rb.patch(patched, h.position, offset, leader.leader_epoch)
         offset += h.last_offset_delta + 1
+    # The producer's bytes as they came: the log stamps base offset and leader epoch as it writes
+    # them (no copy of the batch here), and the executor checks it assigned [base, offset - 1].
     effects: list[Effect] = [
-        AppendAsLeader(
-            bytes(patched), base, offset - 1, leader.leader_epoch, flush=r.config.is_quorum_mode
-        )
+        AppendAsLeader(req.records, base, offset - 1, leader.leader_epoch,
+                       flush=r.config.is_quorum_mode)  # fmt: skip
     ]
     r.leo = offset
     r.latest_epoch = leader.leader_epoch
