@@ -58,13 +58,15 @@ def _topic_paths() -> dict[str, Any]:
     ids = {"type": "array", "items": int_}
     partition = {"type": "object", "properties": {
         "partition": int_, "leader": {"type": ["integer", "null"]}, "leader_epoch": int_,
-        "partition_epoch": int_, "replicas": ids, "isr": ids, "elr": ids}}
+        "partition_epoch": int_, "replicas": ids, "isr": ids, "elr": ids,
+        "last_known_elr": ids, "leader_recovery_state": {"enum": ["RECOVERED", "RECOVERING"]}}}
     return {
         "/cluster": {"get": {
             "summary": "registered brokers (fenced or not) and the active controller",
             "parameters": [CONSISTENCY],
             "responses": {"200": _json({"type": "object", "properties": {
                 "cluster_id": {"type": "string"}, "controller_id": {"type": ["integer", "null"]},
+                "features": {"type": "object", "additionalProperties": int_},
                 "brokers": {"type": "array", "items": {"type": "object", "properties": {
                     "id": int_, "epoch": int_, "fenced": {"type": "boolean"},
                     "host": {"type": "string"}, "rpc_port": int_, "admin_port": int_,
