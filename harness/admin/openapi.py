@@ -200,6 +200,17 @@ def _record_paths() -> dict[str, Any]:
                     "records": {"type": "array", "items": record_out},
                     "high_watermark": int_, "log_start_offset": int_}}),
                     **_errors(400, 404, 416, 421, 504)}},
+    }, "/topics/{topic}/partitions/{partition}/replica-log": {
+        "parameters": [TOPIC_PARAM, {"name": "partition", "in": "path", "required": True,
+                                     "schema": int_}],
+        "get": {"summary": "this broker's own replica up to its log end (kafka-dump-log.sh; "
+                           "compare replicas, KIP-101 divergence)",
+                "parameters": [q for q in fetch_query if q["name"] in ("offset", "max_records")],
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "broker": int_, "records": {"type": "array", "items": record_out},
+                    "high_watermark": int_, "log_end_offset": int_,
+                    "log_start_offset": int_}}),
+                    **_errors(400, 404)}},
     }}
 
 
