@@ -13,7 +13,8 @@ end, and records what each returns.
   acknowledged is lost; with unclean election and no ELR, F1 is, and what F2 acknowledged with
   L is lost (docs/jepsen.md "Recipes").
 - `truncate-restart-then-leader-crash` (KIP-101's scenario 1, KAFKA-1211, on KRaft): the first
-  follower B is killed (-9) and, cut from the leader L, started again at once; it re-registers
+  follower B is cut from the leader L (L drops its traffic, also after B restarts), killed (-9)
+  and started again at once; it re-registers
   (KRaft takes it out of the ISR) and becomes L's follower: the pre-0.11 follower
   (`leader.epoch.enable=false`) truncates to its own high watermark, checkpointed up to 5 s
   earlier (replica.high.watermark.checkpoint.interval.ms), and cannot fetch the tail back
@@ -143,8 +144,8 @@ async def truncate_restart_apply(actions: StageActions, t: Target,
     follower = t.followers[0]
     out: dict[str, Any] = {}
     before = (await actions.broker_epochs()).get(follower, (-1, True))[0]
-    out["kill_follower"] = await actions.process("kill", follower)
     out["cut"] = await actions.cut_links([t.leader], [follower])
+    out["kill_follower"] = await actions.process("kill", follower)
     out["start_follower"] = await actions.process("start", follower)
 
     async def registered_again() -> bool:
