@@ -20,11 +20,13 @@ end, and records what each returns.
   earlier (replica.high.watermark.checkpoint.interval.ms), and cannot fetch the tail back
   (cut). Then L is killed (-9) and the cut healed; an unclean election (the topic's
   unclean.leader.election.enable=true stands in for the ZooKeeper-era controller, which kept a
-  restarted follower in the ISR) elects B. Pre-0.11, the writes above B's checkpoint are lost,
-  and with min.insync.replicas=1 (new writes at B while L was away) L comes back with records B
-  never had below the high watermark: the replicas diverge (KIP-101 scenario 2's outcome). With
-  leader epochs, B keeps its tail and L truncates to where its epoch ends on B: no divergence,
-  and with min.insync.replicas=2 no loss at all.
+  restarted follower in the ISR) elects B. Pre-0.11, the writes above B's checkpoint are lost.
+  With min.insync.replicas=1, L also acknowledged writes alone while B was away and B, elected,
+  takes new writes at the same offsets: L comes back, truncates only to its own high watermark
+  and keeps records B never had below it, so the replicas diverge (KIP-101 scenario 2's
+  outcome). With leader epochs, B keeps its tail and L truncates to where its epoch ends on B:
+  no divergence, and with min.insync.replicas=2 no loss at all (with 1, what L acknowledged
+  alone is still lost: the unclean election's loss, which leader epochs do not address).
 
 Invariants: every wait is bounded (STAGE_TIMEOUT_S) and a step that times out is recorded and
 the fault goes on (a fault never hangs a run); every node a stage kills is started by `heal`,

@@ -36,7 +36,8 @@ def take_previous_broker_epoch(data_dir: Path) -> int:
     try:
         text = path.read_text()
     except FileNotFoundError:
-        log.info("broker.unclean_shutdown_detected", reason="no clean shutdown file")
+        # A first start, or the last stop was not clean (kill -9, power loss, crash).
+        log.info("broker.no_clean_shutdown_file", previous_broker_epoch=-1)
         return -1
     try:
         doc = json.loads(text)
