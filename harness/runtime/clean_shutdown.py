@@ -41,7 +41,7 @@ def take_previous_broker_epoch(data_dir: Path) -> int:
         return -1
     try:
         doc = json.loads(text)
-        epoch = doc["broker_epoch"] if isinstance(doc, dict) else None
+        epoch = doc.get("broker_epoch") if isinstance(doc, dict) else None
     except ValueError:
         epoch = None
     path.unlink()
