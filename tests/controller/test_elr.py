@@ -6,6 +6,11 @@ and the describe lines Kafka 4.x prints for them."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from quorum.controller import ControllerConfig
 from quorum.metadata import NO_LEADER, LeaderRecoveryState, MetadataImage
 from quorum.metadata.describe import describe_topic
@@ -161,3 +166,54 @@ def test_last_known_leader_waits_while_an_eligible_replica_may_return() -> None:
     p = d.part("t")
     assert (p.leader, p.isr, p.last_known_elr, p.leader_recovery_state) == (
         102, (102,), (), LeaderRecoveryState.RECOVERED)
+
+
+_broker = st.sampled_from((101, 102, 103))
+elr_ops = st.lists(st.one_of(
+    st.tuples(st.just("shrink"), _broker),
+    st.tuples(st.just("expand"), _broker),
+    st.tuples(st.just("crash"), _broker),
+    st.tuples(st.just("restart"), _broker, st.booleans()),
+), min_size=5, max_size=40)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.booleans(), elr_ops)
+def test_a_clean_election_never_picks_a_replica_that_may_have_lost_data(
+    unclean: bool, ops: list[tuple[Any, ...]]
+) -> None:
+    """KIP-966's safety claim against a model: a broker that restarted uncleanly (it may have lost
+    an unflushed tail) is "stale" until its leader puts it back in the ISR (it caught up). A
+    leader elected into a leaderless partition as a clean election (RECOVERED) is never stale;
+    only the last-known-leader and unclean elections (RECOVERING) may pick one."""
+    d = cluster(unclean_leader_election_enable=str(unclean).lower())
+    stale: set[int] = set()
+    for op in ops:
+        before = d.part("t")
+        usable = d.image.is_broker_usable
+        match op:
+            case ("shrink", b):
+                if before.leader != NO_LEADER and b in before.isr and b != before.leader:
+                    d.alter("t", 0, tuple(m for m in before.isr if m != b))
+            case ("expand", b):
+                if (before.leader != NO_LEADER and b not in before.isr and usable(b)
+                        and d.alter("t", 0, (*before.isr, b)).error.name == "NONE"):
+                    stale.discard(b)  # the leader saw it caught up
+            case ("crash", b):
+                if not d.image.broker(b).fenced:  # type: ignore[union-attr]
+                    crash(d, b)
+            case ("restart", b, clean):
+                if d.image.broker(b).fenced:  # type: ignore[union-attr]
+                    restart(d, b, clean=clean)
+                    if not clean:
+                        stale.add(b)
+        after = d.part("t")
+        elected = before.leader == NO_LEADER and after.leader != NO_LEADER
+        if elected and after.leader_recovery_state == LeaderRecoveryState.RECOVERED:
+            assert after.leader not in stale, (op, before, after, stale)
+            assert after.leader in (*before.isr, *before.elr), (op, before, after)
+        assert not set(after.elr) & stale, (op, after, stale)  # unclean restarts left the ELR
+        if after.leader != NO_LEADER:
+            # A leader's log is the partition's from then on (after an unclean or last-known
+            # leader election too: what it lacks is lost for good, not "missing" any more).
+            stale.discard(after.leader)
