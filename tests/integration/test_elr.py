@@ -135,6 +135,7 @@ def test_the_feature_is_in_the_metadata_log_and_describe_prints_kafka_4_lists(
         view = poll(lambda n=node_id: (v := ecluster.client(n).get_json("/cluster"))["features"]
                     and v, 10, f"node {node_id} has applied the feature")
         assert view["features"] == {FEATURE: 1}
+    assert f"features: {FEATURE}=1" in cli(ecluster, "cluster", "status")
     cli(ecluster, "topic", "create", "elr-a", "--partitions", "1", "--replication-factor", "3",
         "--config", "min.insync.replicas=2")
     line = cli(ecluster, "topic", "describe", "elr-a").splitlines()[1]
