@@ -14,6 +14,9 @@ with `kraftlab cluster up --config eligible.leader.replicas.enable=true`, on loo
   elected (Kafka 4.x's balanced recovery); nothing acknowledged is lost (kill -9 keeps the page
   cache).
 
+- GET .../replica-log: every broker reads its own replica (the same records once caught up); a
+  node without a replica answers 404.
+
 Every wait is a poll of the admin API under a deadline. The module's cluster is SIGKILLed in
 its finalizer.
 """
@@ -194,3 +197,23 @@ def test_unclean_restarts_leave_the_elr_and_the_last_known_leader_is_elected(
     poll(lambda: sorted(partition(ecluster, topic)["isr"]) == BROKERS, 60, "the full ISR back")
     # kill -9 keeps the page cache: the last known leader still had everything.
     poll(lambda: consume(ecluster, topic) == ["a0", "a1", "b0", "b1"], WAIT_S, "every write")
+
+
+def test_every_replica_reads_its_own_log_and_a_node_without_one_answers_404(
+    ecluster: LiveCluster,
+) -> None:
+    """GET .../replica-log (the replica agreement checker's input): each broker's own copy."""
+    topic = "elr-b"
+    path = f"/topics/{topic}/partitions/0/replica-log?offset=1&max_records=2"
+
+    def copies() -> dict[int, Any] | None:
+        docs = {b: ecluster.client(b).get_json(path) for b in BROKERS}
+        ends = {d["log_end_offset"] for d in docs.values()}
+        return docs if len(ends) == 1 else None
+
+    docs = poll(copies, WAIT_S, "every replica at one log end")
+    assert {b: d["broker"] for b, d in docs.items()} == {b: b for b in BROKERS}
+    assert {tuple(r["value"] for r in d["records"]) for d in docs.values()} == {("a1", "b0")}
+    assert all(d["records"][0]["offset"] == 1 for d in docs.values())
+    status, body = ecluster.client(1).request("GET", path)
+    assert (status, body["error"]) == (404, "UNKNOWN_TOPIC_OR_PARTITION")
