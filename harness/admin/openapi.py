@@ -58,13 +58,15 @@ def _topic_paths() -> dict[str, Any]:
     ids = {"type": "array", "items": int_}
     partition = {"type": "object", "properties": {
         "partition": int_, "leader": {"type": ["integer", "null"]}, "leader_epoch": int_,
-        "partition_epoch": int_, "replicas": ids, "isr": ids, "elr": ids}}
+        "partition_epoch": int_, "replicas": ids, "isr": ids, "elr": ids,
+        "last_known_elr": ids, "leader_recovery_state": {"enum": ["RECOVERED", "RECOVERING"]}}}
     return {
         "/cluster": {"get": {
             "summary": "registered brokers (fenced or not) and the active controller",
             "parameters": [CONSISTENCY],
             "responses": {"200": _json({"type": "object", "properties": {
                 "cluster_id": {"type": "string"}, "controller_id": {"type": ["integer", "null"]},
+                "features": {"type": "object", "additionalProperties": int_},
                 "brokers": {"type": "array", "items": {"type": "object", "properties": {
                     "id": int_, "epoch": int_, "fenced": {"type": "boolean"},
                     "host": {"type": "string"}, "rpc_port": int_, "admin_port": int_,
@@ -198,6 +200,17 @@ def _record_paths() -> dict[str, Any]:
                     "records": {"type": "array", "items": record_out},
                     "high_watermark": int_, "log_start_offset": int_}}),
                     **_errors(400, 404, 416, 421, 504)}},
+    }, "/topics/{topic}/partitions/{partition}/replica-log": {
+        "parameters": [TOPIC_PARAM, {"name": "partition", "in": "path", "required": True,
+                                     "schema": int_}],
+        "get": {"summary": "this broker's own replica up to its log end (kafka-dump-log.sh; "
+                           "compare replicas, KIP-101 divergence)",
+                "parameters": [q for q in fetch_query if q["name"] in ("offset", "max_records")],
+                "responses": {"200": _json({"type": "object", "properties": {
+                    "broker": int_, "records": {"type": "array", "items": record_out},
+                    "high_watermark": int_, "log_end_offset": int_,
+                    "log_start_offset": int_}}),
+                    **_errors(400, 404)}},
     }}
 
 

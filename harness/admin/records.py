@@ -7,6 +7,13 @@
     GET  /topics/{topic}/partitions/{p}/records?offset=N&max_records=M&max_wait_ms=W
          -> {"records": [{"offset", "key", "value", "leader_epoch", "timestamp"}],
              "high_watermark", "log_start_offset"}
+    GET  /topics/{topic}/partitions/{p}/replica-log?offset=N&max_records=M
+         -> {"broker", "records": [...], "high_watermark", "log_end_offset", "log_start_offset"}
+
+The replica-log route is served by any broker hosting a replica: its OWN log, up to its log end
+(above the high watermark too), as kafka-dump-log.sh reads a replica's segments, so replicas can
+be compared (Kafka's ReplicaVerificationTool; harness/check/replicas.py). 404
+UNKNOWN_TOPIC_OR_PARTITION on a broker without a replica of the partition.
 
 Served by the partition's leader broker (its replica manager); anywhere else 421
 NOT_LEADER_OR_FOLLOWER with the `leader` hint. The records become ONE RecordBatch v2 (idempotent
@@ -223,8 +230,43 @@ class RecordRoutes:
         return web.json_response({"records": out, "high_watermark": r.high_watermark,
                                   "log_start_offset": r.log_start_offset})  # fmt: skip
 
+    async def replica_log(self, request: web.Request) -> web.Response:
+        """This broker's own replica of the partition, read from its log up to the log end."""
+        topic, partition = _partition_of(request)
+        offset = _int_query(request, "offset", 0, 0, 2**63 - 1)
+        max_records = _int_query(request, "max_records", 500, 1, MAX_FETCH_RECORDS)
+        broker = self.node.broker
+        hosted = None if broker is None else broker.replicas.by_name.get((topic, partition))
+        if hosted is None:
+            return self._error(Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                               f"no replica of {topic}-{partition} on this node")
+        log = hosted.log
+        start, end = log.log_start_offset, log.log_end_offset
+        out: list[dict[str, Any]] = []
+        position = max(offset, start)
+        while position < end and len(out) < max_records:
+            data = log.read(position, 1 << 20)
+            if not data:
+                break
+            last = position
+            for header in rb.iter_headers(data, check_crc=False):
+                last = header.base_offset + header.last_offset_delta + 1
+                if header.is_control:
+                    continue
+                for rec in rb.decode_records(data, header):
+                    if rec.offset >= offset and len(out) < max_records:
+                        out.append({"offset": rec.offset, **_decode_text(rec.value, "value"),
+                                    "leader_epoch": header.partition_leader_epoch})
+            if last <= position:
+                break
+            position = last
+        return web.json_response({"broker": self.node.node_id, "records": out,
+                                  "high_watermark": log.high_watermark, "log_end_offset": end,
+                                  "log_start_offset": start})
+
 
 def add_routes(app: web.Application, node: BrokerNode) -> None:
     routes = RecordRoutes(node)
     app.router.add_post("/topics/{topic}/partitions/{partition}/records", routes.produce)
     app.router.add_get("/topics/{topic}/partitions/{partition}/records", routes.consume)
+    app.router.add_get("/topics/{topic}/partitions/{partition}/replica-log", routes.replica_log)

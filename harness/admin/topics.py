@@ -155,6 +155,8 @@ class TopicRoutes:
             "controller_id": _leader(image.controller_id),
             "controller_epoch": image.controller_epoch,
             "applied_offset": image.applied_offset,
+            # Finalized features (FeatureLevel records), e.g. eligible.leader.replicas.version.
+            "features": image.features(),
             "brokers": brokers,
             # Offline / under-replicated / under-min-ISR partitions, Kafka's definitions.
             "partition_health": partition_health(image).to_json(),
@@ -192,7 +194,9 @@ class TopicRoutes:
             "partitions": [
                 {"partition": p.partition, "leader": _leader(p.leader),
                  "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch,
-                 "replicas": list(p.replicas), "isr": list(p.isr), "elr": list(p.elr)}
+                 "replicas": list(p.replicas), "isr": list(p.isr), "elr": list(p.elr),
+                 "last_known_elr": list(p.last_known_elr),
+                 "leader_recovery_state": "RECOVERING" if p.leader_recovery_state else "RECOVERED"}
                 for p in image.partitions(topic.topic_id)
             ],
         })

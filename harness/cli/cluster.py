@@ -67,6 +67,9 @@ def print_health(view: dict[str, Any] | None) -> None:
         return
     fenced = [b["id"] for b in view.get("brokers", []) if b.get("fenced")]
     print(f"fenced brokers: {fenced if fenced else 'none'}")
+    features = view.get("features") or {}
+    if features:  # finalized in the metadata log (e.g. KIP-966's eligible.leader.replicas.version)
+        print("features: " + ", ".join(f"{k}={v}" for k, v in sorted(features.items())))
     health = view.get("partition_health")
     if health is None:
         return

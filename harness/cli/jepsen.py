@@ -84,6 +84,9 @@ def register(sub: Any) -> None:
                    help="enable.idempotence (default: on with acks=all, off otherwise)")
     q.add_argument("--replication-mode", choices=("isr", "quorum", "raft"), default="isr",
                    help="topic replication.mode (default isr)")
+    q.add_argument("--no-leader-epoch", dest="leader_epoch_enable", action="store_false",
+                   help="topic leader.epoch.enable=false: the UNSAFE pre-0.11 follower that "
+                        "truncates to its own HW (KIP-101; docs/replication.md)")
     q.add_argument("--consumers", type=int, default=2, help="consumer workers (default 2)")
     q.add_argument("--subscribe", action="store_true",
                    help="consumers are one consumer group (subscribe, commit after processing; "
@@ -132,7 +135,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             unclean_leader_election=args.unclean, idempotence=idempotence,
             replication_mode=args.replication_mode, producers=concurrency,
             consumers=args.consumers, rate=rate, op_timeout_s=args.op_timeout,
-            subscribe=args.subscribe,
+            subscribe=args.subscribe, leader_epoch_enable=args.leader_epoch_enable,
         )
     except ValueError as exc:
         raise RunError(str(exc)) from None

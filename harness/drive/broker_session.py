@@ -8,7 +8,11 @@ Inputs: `poll(now_ms, leader_id, applied_offset)` (returns the one request to se
 clock or does I/O.
 
 Rules:
-- Register first (fresh incarnation id per process start). DUPLICATE_BROKER_REGISTRATION means the
+- Register first (fresh incarnation id per process start), with the broker epoch this broker
+  shut down cleanly with, if it did (`previous_broker_epoch`, read by the driver from the clean
+  shutdown file; KAFKA-15586), else -1: the controller then takes it out of every ELR. Only the
+  first registration of a process carries it; a later one in the same process sends -1.
+  DUPLICATE_BROKER_REGISTRATION means the
   previous incarnation's session is still live (after a kill -9, up to broker.session.timeout.ms):
   retry after `duplicate_backoff_ms`.
 - Then heartbeat every `heartbeat_interval_ms` with the applied metadata offset; while fenced (or
@@ -73,8 +77,10 @@ class BrokerSession:
         endpoints: tuple[Endpoint, ...],
         timing: BrokerTiming,
         rack: str | None = None,
+        previous_broker_epoch: int = -1,
     ) -> None:
         self.broker_id = broker_id
+        self.previous_broker_epoch = previous_broker_epoch
         self.incarnation_id = incarnation_id
         self.endpoints = endpoints
         self.rack = rack
@@ -121,6 +127,7 @@ class BrokerSession:
             request = BrokerRegistrationRequest(
                 broker_id=self.broker_id, incarnation_id=self.incarnation_id,
                 endpoints=self.endpoints, rack=self.rack,
+                previous_broker_epoch=self.previous_broker_epoch,
             )
         else:
             request = BrokerHeartbeatRequest(
@@ -139,6 +146,7 @@ class BrokerSession:
         match response:
             case BrokerRegistrationResponse(error=Errors.NONE):
                 self.broker_epoch = response.broker_epoch
+                self.previous_broker_epoch = -1  # used once: the registration it vouched for
                 self.fenced = True
                 self._next_send_ms = now_ms
                 return [Transition("registered", self.broker_epoch, self.incarnation_id)]

@@ -26,6 +26,11 @@ Fault names (`FAULTS`; groups in `GROUPS`):
   brokers included), `kill-partition-leader`, `pause-partition-leader`, `crash-unflushed` (kill
   -9 of every replica of the partition at once; with `kraftlab.log.unflushed.in.process=1` the
   brokers keep appends in memory until a flush, so the unflushed tail is really lost).
+- staged (`STAGED_FAULTS`, harness/jepsen/staged.py; broker faults in several steps, each
+  waiting for the cluster's reaction): `staggered-isr-drop` (KIP-966: the followers leave the
+  ISR one after another, then the leader is killed) and `truncate-restart-then-leader-crash`
+  (KIP-101: a restarted follower truncates, then the leader is killed). Not in any group but
+  `staged` and `everything`: they show settings that lose data (docs/jepsen.md "Recipes").
 
 A schedule (`Schedule`) is seeded and bounded: a quiet lead-in, then until the deadline: pick a
 fault, apply it, hold it for a random time in `fault_s`, heal it, stay quiet for a random time
@@ -55,6 +60,7 @@ import aiohttp
 
 from harness.check.history import NEMESIS
 from harness.jepsen.recorder import Recorder
+from harness.jepsen.staged import STAGED, Target
 from harness.launcher import cluster as cl
 from harness.runtime.config import parse_properties
 
@@ -68,13 +74,15 @@ BROKER_PARTITIONS = ("isolate-partition-leader", "leader-cut-from-followers",
                      "isolate-controller-leader")
 BROKER_PROCESS_FAULTS = ("kill-partition-leader", "pause-partition-leader", "crash-unflushed")
 BROKER_FAULTS = BROKER_PARTITIONS + BROKER_PROCESS_FAULTS
-FAULTS = PARTITIONS + PROCESS_FAULTS + BROKER_FAULTS
+STAGED_FAULTS = tuple(STAGED)
+FAULTS = PARTITIONS + PROCESS_FAULTS + BROKER_FAULTS + STAGED_FAULTS
 GROUPS: dict[str, tuple[str, ...]] = {
     "none": (),
     "partition": PARTITIONS,
     "process": PROCESS_FAULTS,
     "all": PARTITIONS + PROCESS_FAULTS,  # the controller-side faults (kv runs need no broker)
     "broker": BROKER_FAULTS,
+    "staged": STAGED_FAULTS,
     "everything": FAULTS,
 }
 # The node setting that makes crash-unflushed lose data (harness/runtime/config.py).
@@ -238,7 +246,7 @@ class Schedule:
 @dataclass(slots=True)
 class Fault:
     name: str
-    kind: str  # "partition" | "kill" | "pause" | "restart" | "skipped"
+    kind: str  # "partition" | "kill" | "pause" | "restart" | "staged" | "skipped"
     grudge: Grudge = field(default_factory=dict)
     nodes: tuple[int, ...] = ()
     clients_cut: frozenset[int] = frozenset()  # nodes that also drop client traffic
@@ -431,7 +439,23 @@ class ClusterNemesis:
             return False
         return parse_properties(text).get(UNFLUSHED_KEY, "0").strip().lower() in ("1", "true")
 
+    async def plan_staged_fault(self, name: str) -> Fault:
+        """A STAGED_FAULTS fault on a random led partition with enough followers (skipped if
+        there is none)."""
+        shape = STAGED[name]
+        leaders = [p for p in await self.partition_leaders()
+                   if len(p.replicas) - 1 >= shape.followers_needed]
+        if not leaders:
+            return Fault(name, "skipped", target={
+                "skipped": f"no led partition with {shape.followers_needed} follower(s)"})
+        p = self.rng.choice(leaders)
+        followers = tuple(r for r in p.replicas if r != p.leader)
+        return Fault(name, "staged", target=Target(p.topic, p.partition, p.leader,
+                                                   followers).describe())
+
     async def plan(self, name: str) -> Fault:
+        if name in STAGED:
+            return await self.plan_staged_fault(name)
         if name in BROKER_FAULTS:
             return await self.plan_broker_fault(name)
         nodes = self.node_ids
@@ -520,9 +544,44 @@ class ClusterNemesis:
                 return action + "d" if cl.signal_node(node, sig) else "not running"
         raise NemesisError(f"unknown process action {action!r}")
 
+    # The StageActions of staged.py: what a staged fault may do.
+
+    async def cut_links(self, side: Sequence[int], others: Sequence[int]) -> dict[str, str]:
+        """Cut every link between `side` and `others` (both ways), on every node."""
+        grudge = grudge_cut(self.all_ids, side, others)
+        bodies = {i: {"drop": sorted(g), "drop_clients": False}
+                  for i, g in grudge.items() if g}
+        results = await asyncio.gather(*(self._links(i, b) for i, b in bodies.items()))
+        return dict(zip(map(str, bodies), results, strict=True))
+
+    async def clear_links(self) -> dict[str, str]:
+        ids = self.all_ids
+        results = await asyncio.gather(*(self._links(i, None) for i in ids))
+        return dict(zip(map(str, ids), results, strict=True))
+
+    async def process(self, action: str, node_id: int) -> str:
+        return await self._process(action, node_id)
+
+    async def broker_epochs(self) -> dict[int, tuple[int, bool]]:
+        """broker -> (broker epoch, fenced), from the active controller ({} if none answers)."""
+        views = await asyncio.gather(*(self._status(i) for i in self.node_ids))
+        node_id = active_controller(dict(zip(self.node_ids, views, strict=True)))
+        doc = None if node_id is None else await self._get(
+            node_id, "/cluster?consistency=linearizable")
+        if not isinstance(doc, dict):
+            return {}
+        return {b["id"]: (b["epoch"], b["fenced"]) for b in doc.get("brokers", [])}
+
+    def _staged_target(self, fault: Fault) -> Target:
+        t = fault.target
+        return Target(t["topic"], t["partition"], t["leader"], tuple(t["followers"]))
+
     async def apply(self, fault: Fault) -> dict[str, Any]:
         if fault.kind == "skipped":
             return {}
+        if fault.kind == "staged":
+            hold_s = self.schedule.fault_s[0]
+            return await STAGED[fault.name].apply(self, self._staged_target(fault), hold_s)
         if fault.kind == "partition":
             bodies = {i: body for i in self.all_ids if (body := fault.links(i)) is not None}
             results = await asyncio.gather(*(self._links(i, b) for i, b in bodies.items()))
@@ -537,6 +596,8 @@ class ClusterNemesis:
         return out
 
     async def heal(self, fault: Fault) -> dict[str, Any]:
+        if fault.kind == "staged":
+            return await STAGED[fault.name].heal(self, self._staged_target(fault))
         if fault.kind == "partition":
             ids = self.all_ids
             results = await asyncio.gather(*(self._links(i, None) for i in ids))

@@ -212,8 +212,10 @@ def build_row(ops: Sequence[Operation], results: dict[str, Any], *, wall_ms: int
         run_id=run_id(results, started_s), source="jepsen", seed=int(results["seed"]),
         replication_mode=mode, acks=acks, min_insync_replicas=int(min_isr),
         unclean_leader_election=unclean,
-        eligible_leader_replicas=overrides.get("eligible.leader.replicas.enable") == "true",
-        leader_epoch_enable=True, replication_factor=int(rf),
+        eligible_leader_replicas=str(overrides.get("eligible.leader.replicas.enable", "")
+                                     ).lower() in ("true", "1"),
+        leader_epoch_enable=bool(results.get("leader_epoch_enable", True)),
+        replication_factor=int(rf),
         brokers=max(int(brokers or controllers), int(rf)),
         nemesis=matrix_nemesis(results["faults"], results["workload"]),
         fault_duration_ms=(round(sum(e.end_ms - e.start_ms for e in timeline) / len(timeline))

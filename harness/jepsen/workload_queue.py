@@ -74,7 +74,9 @@ from harness.client import (
     ProducerConfig,
 )
 from harness.jepsen.recorder import CheckOutcome, ProcessIds, RunContext
+from harness.jepsen.replica_logs import check_topic_replicas
 from harness.jepsen.workload_subscribe import GroupConsumers
+from harness.launcher import cluster as cl
 
 ACKS = {"0": 0, "1": 1, "all": -1}
 SETUP_TIMEOUT_S = 20.0
@@ -103,6 +105,8 @@ class QueueOptions:
     poll_wait_ms: int = 300  # fetch.max.wait.ms of workload polls
     drain_timeout_s: float = 5.0  # one drain op
     subscribe: bool = False  # consumers are one consumer group (workload_subscribe.py)
+    # The topic's leader.epoch.enable (False: the UNSAFE pre-0.11 follower, KIP-101; isr only).
+    leader_epoch_enable: bool = True
 
     def __post_init__(self) -> None:
         if self.acks not in ACKS:
@@ -122,9 +126,12 @@ class QueueOptions:
             raise ValueError("poll_wait_ms must be in [0, op_timeout_s)")
 
     def topic_configs(self) -> dict[str, str]:
-        return {"min.insync.replicas": str(self.min_insync_replicas),
-                "unclean.leader.election.enable": str(self.unclean_leader_election).lower(),
-                "replication.mode": self.replication_mode}
+        configs = {"min.insync.replicas": str(self.min_insync_replicas),
+                   "unclean.leader.election.enable": str(self.unclean_leader_election).lower(),
+                   "replication.mode": self.replication_mode}
+        if not self.leader_epoch_enable:
+            configs["leader.epoch.enable"] = "false"
+        return configs
 
 
 def _decode(value: bytes | None) -> Any:
@@ -169,7 +176,7 @@ class QueueWorkload:
                 "unclean_leader_election": o.unclean_leader_election,
                 "idempotence": o.idempotence, "replication_mode": o.replication_mode,
                 "producers": o.producers, "consumers": o.consumers, "rate": o.rate,
-                "subscribe": o.subscribe,
+                "subscribe": o.subscribe, "leader_epoch_enable": o.leader_epoch_enable,
                 "concurrency": self.concurrency, "op_timeout_s": self.op_timeout_s}
 
     def is_producer(self, worker: int) -> bool:
@@ -517,16 +524,32 @@ class QueueWorkload:
             self.group.close()
         view = await self.topic_view(ctx)
         self._observe(view)
+        replicas = await self._check_replicas(ctx, view, deadline)
         self.final_info = {"probe_recovery_s": recovery_s, "drained_partitions": drained,
                            "drain_complete": len(drained) == self.options.partitions,
                            "group_caught_up": caught_up,
                            **self.count_elections(),  # the runner adds the brokers' logs
-                           "final_topic": view}
+                           "final_topic": view, "replica_check": replicas}
         for producer in self._aborted:
             producer.abort()
         if self._client is not None:
             self._client.close()
         return self.final_info
+
+    async def _check_replicas(self, ctx: RunContext, view: dict[str, Any] | None,
+                              deadline: float) -> dict[str, Any] | None:
+        """Every replica's log compared below the high watermarks (harness/check/replicas.py:
+        `replica-divergence`); None when the topic's assignment or the brokers are unknown."""
+        if view is None or ctx.data_dir is None or self.options.replication_mode != "isr":
+            return None
+        cluster = cl.ClusterFile.load(ctx.data_dir)
+        urls = {n.id: n.admin_url for n in cluster.brokers}
+        assignment = {int(p["partition"]): [int(b) for b in p["replicas"]]
+                      for p in view.get("partitions", [])}
+        result = await check_topic_replicas(ctx.session, urls, self.options.topic, assignment,
+                                            deadline)
+        return {"counts": result.counts, "anomalies": result.anomalies,
+                "compared_offsets": result.compared}
 
     # ------------------------------------------------------------------------------ checker
 
@@ -546,6 +569,10 @@ class QueueWorkload:
                 verdict = "invalid"
             elif verdict == "valid" and not groups.stats["group_caught_up"]:
                 verdict = "unknown"  # the group never consumed up to the end
+        replicas = self.final_info.get("replica_check") or {}
+        for name, count in replicas.get("counts", {}).items():
+            anomalies[name] = {"count": count, "examples": replicas["anomalies"][name]}
+            verdict = "invalid"
         if verdict == "valid" and not self.final_info.get("drain_complete", False):
             verdict = "unknown"  # nothing wrong seen, but some partition was never drained
         return CheckOutcome(verdict, anomalies, report)

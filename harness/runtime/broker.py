@@ -21,11 +21,13 @@ import asyncio
 import base64
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, Protocol
 
 import structlog
 
 from harness.drive.broker_session import BrokerSession, BrokerTiming, Transition
+from harness.runtime.clean_shutdown import take_previous_broker_epoch, write_clean_shutdown
 from harness.runtime.context import NodeContext
 from harness.runtime.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
 from harness.runtime.group_host import GroupHost
@@ -58,6 +60,9 @@ class BrokerLifecycle:
         self.broker_id = node.node_id
         config = node.config
         rpc, admin = config.rpc_endpoint, config.admin_endpoint
+        # KAFKA-15586: the replica manager's data directory holds the clean shutdown file.
+        self.data_dir = Path(config.metadata_log_dir) / "data"
+        previous_epoch = take_previous_broker_epoch(self.data_dir)
         self.session = BrokerSession(
             broker_id=node.node_id,
             incarnation_id=base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("="),
@@ -68,6 +73,7 @@ class BrokerLifecycle:
                 request_timeout_ms=config.request_timeout_ms,
             ),
             rack=config.rack,
+            previous_broker_epoch=previous_epoch,
         )
         self._timer: asyncio.TimerHandle | None = None
         self._shut_down = asyncio.Event()
@@ -113,9 +119,13 @@ class BrokerLifecycle:
         return True
 
     async def close(self) -> None:
+        """Stop, flush and close every log; then, as Kafka's LogManager does after a clean
+        close, write the clean shutdown file with this registration's broker epoch."""
         self._stopped = True
         self.groups.close()
         self.replicas.close()
+        if self.session.registered:
+            write_clean_shutdown(self.data_dir, self.session.broker_epoch)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

@@ -86,6 +86,11 @@ TUNABLES: dict[str, tuple[str, int]] = {
     "leader.imbalance.check.interval.ms": ("leader_imbalance_check_interval_ms", 300_000),
     # 1: the active controller runs the periodic preferred-leader rebalance (Kafka's default).
     "auto.leader.rebalance.enable": ("auto_leader_rebalance_enable", 1),
+    # 1: KIP-966 Eligible Leader Replicas. The active controller finalizes the feature
+    # eligible.leader.replicas.version=1 in the metadata log (a FeatureLevel record, Kafka's
+    # `kafka-features.sh upgrade --feature eligible.leader.replicas.version=1`) and honours it
+    # from then on, whatever a later controller's own setting (docs/controller.md).
+    "eligible.leader.replicas.enable": ("eligible_leader_replicas_enable", 0),
     # A broker waits at most this long for should_shut_down on SIGTERM (controlled shutdown).
     "kraftlab.controlled.shutdown.timeout.ms": ("controlled_shutdown_timeout_ms", 10_000),
     # Data replication (brokers; Kafka's names and defaults, docs/replication.md).
@@ -158,6 +163,7 @@ class NodeConfig:
     broker_session_timeout_ms: int = 9000
     leader_imbalance_check_interval_ms: int = 300_000
     auto_leader_rebalance_enable: int = 1
+    eligible_leader_replicas_enable: int = 0
     controlled_shutdown_timeout_ms: int = 10_000
     replica_lag_time_max_ms: int = 30_000
     replica_fetch_wait_max_ms: int = 500
@@ -285,7 +291,7 @@ _TOPIC_CONFIG_SYNONYMS = {
 # Settings that are flags (Kafka booleans): true/false (any case, as Kafka's ConfigDef) or 1/0,
 # stored as 0/1. Every other tunable is an integer and refuses true/false.
 BOOLEAN_KEYS = frozenset({"auto.leader.rebalance.enable", "kraftlab.log.fsync",
-                          "kraftlab.admin.require.token"})
+                          "kraftlab.admin.require.token", "eligible.leader.replicas.enable"})
 # Ranges checked at load beyond the 64-bit type (a value a node would misread, not merely an
 # odd choice; `kraftlab config` checks more, harness/cli/config.py `minimum`):
 # log.retention.ms: -2 stands for Kafka's null (unset: log.retention.hours applies), -1 is

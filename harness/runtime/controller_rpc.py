@@ -42,17 +42,23 @@ from quorum.controller import (
 from quorum.controller.service import error_response
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import ApplyResult
+from quorum.metadata.records import ELIGIBLE_LEADER_REPLICAS_VERSION
 
 log = structlog.get_logger()
 
 
 def controller_config(node: NodeContext) -> ControllerConfig:
     c = node.config
+    elr = bool(c.eligible_leader_replicas_enable)
     return ControllerConfig(
         broker_heartbeat_interval_ms=c.broker_heartbeat_interval_ms,
         broker_session_timeout_ms=c.broker_session_timeout_ms,
         leader_imbalance_check_interval_ms=c.leader_imbalance_check_interval_ms,
         auto_leader_rebalance_enable=bool(c.auto_leader_rebalance_enable),
+        # eligible.leader.replicas.enable: finalized in the log by the first active controller,
+        # honoured from the log by every controller after it (KIP-966).
+        eligible_leader_replicas_enable=elr,
+        bootstrap_features=((ELIGIBLE_LEADER_REPLICAS_VERSION, 1),) if elr else (),
     )
 
 

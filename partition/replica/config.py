@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from quorum.metadata.configs import (
+    LEADER_EPOCH_ENABLE,
     MAX_MESSAGE_BYTES,
     MIN_INSYNC_REPLICAS,
     REPLICATION_MODE,
@@ -22,8 +23,6 @@ from quorum.metadata.configs import (
 
 # The modes a ReplicaCore runs (replication.mode=raft partitions run partition.raft).
 REPLICA_CORE_MODES = (REPLICATION_MODE_ISR, REPLICATION_MODE_QUORUM)
-
-LEADER_EPOCH_ENABLE = "leader.epoch.enable"
 
 
 @dataclass(frozen=True, slots=True)

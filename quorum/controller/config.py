@@ -26,8 +26,15 @@ class ControllerConfig:
     broker_heartbeat_interval_ms: int = 2000
     # A broker silent this long is fenced (KIP-631 BrokerHeartbeatManager).
     broker_session_timeout_ms: int = 9000
-    # KIP-966 ELR; Kafka's eligible.leader.replicas.version is 0 by default in 4.0.
+    # KIP-966 ELR; Kafka's eligible.leader.replicas.version is 0 by default in 4.0. The
+    # controller also honours the feature finalized in the metadata log (FeatureLevel), so
+    # either switches ELR on.
     eligible_leader_replicas_enable: bool = False
+    # Features the active controller finalizes in the metadata log if the image holds a lower
+    # level (Kafka's bootstrap metadata, `kafka-storage format --feature`): (name, level) pairs.
+    # A real cluster sets eligible.leader.replicas.version here, so the feature is in the log
+    # (describe shows it) and every later controller honours it whatever its own config says.
+    bootstrap_features: tuple[tuple[str, int], ...] = ()
     auto_leader_rebalance_enable: bool = True
     # Kafka: leader.imbalance.check.interval.seconds = 300.
     leader_imbalance_check_interval_ms: int = 300_000

@@ -68,8 +68,10 @@ from quorum.metadata.configs import (
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import (
+    ELIGIBLE_LEADER_REPLICAS_VERSION,
     NO_LEADER,
     BrokerRegistrationChange,
+    FeatureLevel,
     FenceBroker,
     Partition,
     PartitionChange,
@@ -121,6 +123,11 @@ class QuorumController:
     def handle(
         self, request: ControllerRequest, image: MetadataImage, now_ms: int
     ) -> ControllerResult:
+        return self._with_bootstrap(image, self._dispatch(request, image, now_ms))
+
+    def _dispatch(
+        self, request: ControllerRequest, image: MetadataImage, now_ms: int
+    ) -> ControllerResult:
         match request:
             case BrokerRegistrationRequest():
                 return self._register(request, image, now_ms)
@@ -166,7 +173,28 @@ class QuorumController:
         if self.config.auto_leader_rebalance_enable and now_ms >= self._next_rebalance_ms:
             self._next_rebalance_ms = now_ms + self.config.leader_imbalance_check_interval_ms
             self._rebalance(batch)
-        return batch.result(None)
+        return self._with_bootstrap(image, batch.result(None))
+
+    def _with_bootstrap(self, image: MetadataImage, result: ControllerResult) -> ControllerResult:
+        """`result` with FeatureLevel records first for every bootstrap feature the image holds
+        at a lower level (written by the first operation of a new cluster's active controller,
+        as Kafka's bootstrap metadata is; a later operation sees them applied and adds none)."""
+        features = tuple(
+            FeatureLevel(name, level)
+            for name, level in self.config.bootstrap_features
+            if image.feature_level(name) < level
+        )
+        if not features:
+            return result
+        _log.info("controller.finalizing_features", features=dict(self.config.bootstrap_features))
+        return ControllerResult((*features, *result.records), result.response)
+
+    def elr_enabled(self, image: MetadataImage) -> bool:
+        """KIP-966: by this controller's config or by the feature finalized in the log."""
+        return (
+            self.config.eligible_leader_replicas_enable
+            or image.feature_level(ELIGIBLE_LEADER_REPLICAS_VERSION) >= 1
+        )
 
     def _repair_partitions(self, batch: PendingRecords) -> None:
         """Take unusable brokers out of ISRs and leaderships they are still in (a change that
@@ -262,7 +290,10 @@ class QuorumController:
             # registered: a fenced broker never leads (KIP-841).
             self._leave_partitions(batch, req.broker_id)
             unclean = req.previous_broker_epoch != existing.broker_epoch
-            if unclean and self.config.eligible_leader_replicas_enable:
+            _log.info("controller.broker_restarted", broker_id=req.broker_id,
+                      clean_shutdown=not unclean, previous_broker_epoch=req.previous_broker_epoch,
+                      registered_broker_epoch=existing.broker_epoch)  # fmt: skip
+            if unclean and self.elr_enabled(image):
                 self._drop_from_elr(batch, req.broker_id)  # KAFKA-15586: unclean shutdown
         _log.info(
             "controller.registering_broker",
@@ -388,14 +419,16 @@ class QuorumController:
                 )
 
     def _drop_from_elr(self, batch: PendingRecords, broker_id: int) -> None:
+        """KAFKA-15586: a broker back from an unclean shutdown may have lost its unflushed tail,
+        so it is no longer eligible. It stays in LastKnownElr: as the last known leader it may
+        still be elected once nobody is eligible (KIP-966, partition_change.py)."""
         for _, part in batch.view.partitions_hosted_by(broker_id):
-            if broker_id in part.elr or broker_id in part.last_known_elr:
+            if broker_id in part.elr:
                 batch.add(
                     PartitionChange(
                         part.topic_id,
                         part.partition,
                         elr=tuple(r for r in part.elr if r != broker_id),
-                        last_known_elr=tuple(r for r in part.last_known_elr if r != broker_id),
                         expected_partition_epoch=part.partition_epoch,
                     )
                 )
@@ -406,7 +439,7 @@ class QuorumController:
         configs = image.topic_configs(topic.name)
         return ElectionRules(
             unclean_allowed=configs[UNCLEAN_LEADER_ELECTION_ENABLE] == "true",
-            elr_enabled=self.config.eligible_leader_replicas_enable,
+            elr_enabled=self.elr_enabled(image),
             min_isr=int(configs[MIN_INSYNC_REPLICAS]),
             quorum_mode=configs[REPLICATION_MODE] == REPLICATION_MODE_QUORUM,
             raft_mode=configs[REPLICATION_MODE] == REPLICATION_MODE_RAFT,

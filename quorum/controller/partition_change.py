@@ -2,9 +2,17 @@
 PartitionChangeBuilder, KIP-631/704/841/966), as pure functions of the image.
 
 Election (ONLINE): keep the current leader while it is in the ISR and acceptable; else the first
-replica in assignment order that is in the ISR and acceptable; else (KIP-966, when enabled) the
-first acceptable ELR member; else, if unclean election is allowed, the first acceptable replica
-(then ISR := [leader], leader_recovery_state := RECOVERING, KIP-704); else no leader (-1).
+replica in assignment order that is in the ISR and acceptable; else (KIP-966, when enabled, and
+only with an empty ISR) the first acceptable ELR member, which becomes the ISR; else (KIP-966,
+ISR and ELR both empty) the last known leader, when it is the one member of LastKnownElr and
+acceptable ("balanced recovery": the pre-4.0 behaviour when every replica was offline; Kafka's
+PartitionChangeBuilder.canElectLastKnownLeader), elected as an unclean election is; else, if
+unclean election is allowed, the first acceptable replica (then ISR := [leader],
+leader_recovery_state := RECOVERING, KIP-704); else no leader (-1).
+LastKnownElr (KIP-966, Kafka 4.x with useLastKnownLeaderInBalancedRecovery): the leader the
+partition had when its ISR became empty, set once then; cleared when a leader is elected or the
+ISR is back at min ISR. An unclean shutdown takes a broker out of the ELR, not out of
+LastKnownElr (controller.py).
 PREFERRED: replicas[0] if it is in the ISR and acceptable. UNCLEAN (on demand): ONLINE, then
 any acceptable replica. Acceptable = registered, unfenced, not in controlled shutdown (KIP-841)
 and not being fenced or shut down by the records built alongside.
@@ -160,20 +168,27 @@ def _elect(
     for r in part.replicas:
         if r in target.isr and ok(r):
             return _with_leader(target, r)
-    for r in part.replicas:
-        if r in target.elr and ok(r):
-            # KIP-966: an ELR member is elected and becomes the ISR.
-            elr = tuple(e for e in target.elr if e != r)
-            return _Target(r, (r,), elr, target.last_known_elr, target.recovery)
+    if not target.isr:
+        for r in part.replicas:
+            if r in target.elr and ok(r):
+                # KIP-966: an ELR member is elected and becomes the ISR.
+                elr = tuple(e for e in target.elr if e != r)
+                return _Target(r, (r,), elr, (), target.recovery)
+    if rules.elr_enabled and not target.isr and not target.elr:
+        lke = part.last_known_elr
+        if len(lke) == 1 and ok(lke[0]):
+            # KIP-966: nobody is eligible; the last known leader is the likeliest to hold what
+            # was acknowledged. Elected as an unclean election is (ISR := it, RECOVERING).
+            return _Target(lke[0], (lke[0],), (), (), LeaderRecoveryState.RECOVERING)
     if rules.unclean_allowed or election is ElectionType.UNCLEAN:
         for r in part.replicas:
             if ok(r):
                 # Unclean: the ISR restarts at the new leader, RECOVERING (KIP-704).
                 return _Target(r, (r,), (), (), LeaderRecoveryState.RECOVERING)
     if not target.isr and rules.elr_enabled and current != NO_LEADER:
-        # KIP-966: remember the last leader when nobody is eligible any more.
-        lke = tuple(dict.fromkeys((*target.last_known_elr, current)))
-        return _Target(NO_LEADER, target.isr, target.elr, lke, target.recovery)
+        # KIP-966: remember the last leader when the partition becomes leaderless with an
+        # empty ISR (once: later changes keep it while there is no leader).
+        return _Target(NO_LEADER, target.isr, target.elr, (current,), target.recovery)
     return _with_leader(target, NO_LEADER)
 
 
@@ -208,7 +223,9 @@ def _reported_at(rules: ElectionRules, broker_id: int, leader_epoch: int) -> boo
 
 
 def _with_leader(target: _Target, leader: int) -> _Target:
-    return _Target(leader, target.isr, target.elr, target.last_known_elr, target.recovery)
+    # A partition with a leader has no last known leader to remember (KIP-966).
+    lke = () if leader != NO_LEADER else target.last_known_elr
+    return _Target(leader, target.isr, target.elr, lke, target.recovery)
 
 
 def _diff(part: Partition, target: _Target) -> PartitionChange | None:

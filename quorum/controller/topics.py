@@ -32,6 +32,7 @@ from quorum.metadata.configs import (
     REPLICATION_MODE_RAFT,
     TOPIC_CONFIG_DEFAULTS,
     canonical_topic_config,
+    topic_configs_problem,
     validate_topic_config,
 )
 from quorum.metadata.errors import Errors
@@ -88,6 +89,9 @@ def create_topic(req: CreateTopicRequest, image: MetadataImage) -> ControllerRes
         if problem is not None:
             return fail(Errors.INVALID_CONFIG, problem)
     configs = {name: canonical_topic_config(name, value) for name, value in configs.items()}
+    problem = topic_configs_problem(configs)
+    if problem is not None:
+        return fail(Errors.INVALID_CONFIG, problem)
     topic_id = _topic_id(image, req.name)
     assignment = assign_replicas(
         [b.broker_id for b in usable],
@@ -172,6 +176,9 @@ def alter_topic_configs(req: AlterConfigsRequest, image: MetadataImage) -> Contr
         return ControllerResult(response=AlterConfigsResponse(
             Errors.INVALID_CONFIG,
             f"{REPLICATION_MODE} cannot change on an existing topic"))  # fmt: skip
+    problem = topic_configs_problem(pending.view.topic_configs(req.topic))
+    if problem is not None:
+        return ControllerResult(response=AlterConfigsResponse(Errors.INVALID_CONFIG, problem))
     if pending.view.topic_configs(req.topic)[MIN_INSYNC_REPLICAS] != before:
         topic = pending.view.topic(req.topic)
         assert topic is not None

@@ -28,6 +28,10 @@ CLEANUP_POLICY = "cleanup.policy"
 FLUSH_MESSAGES = "flush.messages"
 FLUSH_MS = "flush.ms"
 MAX_MESSAGE_BYTES = "max.message.bytes"
+# kraftlab: "false" replays the pre-0.11 follower (truncate to its own HW, no leader-epoch
+# divergence check; KIP-101). UNSAFE: loses acknowledged writes and lets replicas diverge below
+# the HW (docs/replication.md). Only for replication.mode=isr.
+LEADER_EPOCH_ENABLE = "leader.epoch.enable"
 
 LONG_MAX = 2**63 - 1  # Kafka's Long.MAX_VALUE: "never" for flush.messages / flush.ms
 
@@ -58,6 +62,7 @@ TOPIC_CONFIG_DEFAULTS: Mapping[str, str] = {
     FLUSH_MESSAGES: str(LONG_MAX),  # Kafka: never; leave it to the OS and to replication
     FLUSH_MS: str(LONG_MAX),
     MAX_MESSAGE_BYTES: str(1024 * 1024 + 12),  # Kafka: 1048588 (1 MiB + the batch overhead)
+    LEADER_EPOCH_ENABLE: "true",  # kraftlab (KIP-101 on); "false" is the unsafe pre-0.11 mode
 }
 
 
@@ -124,6 +129,7 @@ _VALIDATORS: Mapping[str, _Integer | Callable[[str], str | None]] = {
     FLUSH_MESSAGES: _long(1),  # Kafka: at least 1 (0 is refused)
     FLUSH_MS: _long(0),
     MAX_MESSAGE_BYTES: _int(0),
+    LEADER_EPOCH_ENABLE: _choice("true", "false"),
 }
 
 
@@ -141,6 +147,16 @@ def validate_topic_config(name: str, value: str, *, internal: bool = False) -> s
     problem = check.problem(value) if isinstance(check, _Integer) else check(value)
     if problem is not None:
         return f"invalid value {value!r} for topic config {name!r}: {problem}"
+    return None
+
+
+def topic_configs_problem(configs: Mapping[str, str]) -> str | None:
+    """A problem with a topic's effective configs taken together (each one valid alone), or
+    None: leader.epoch.enable=false exists only for replication.mode=isr (the other modes'
+    safety rests on leader epochs)."""
+    mode = configs.get(REPLICATION_MODE, REPLICATION_MODE_ISR)
+    if configs.get(LEADER_EPOCH_ENABLE, "true") == "false" and mode != REPLICATION_MODE_ISR:
+        return f"{LEADER_EPOCH_ENABLE}=false needs {REPLICATION_MODE}=isr, not {mode}"
     return None
 
 

@@ -30,6 +30,7 @@ from quorum.metadata.records import (
     Config,
     DecodeError,
     Endpoint,
+    FeatureLevel,
     FenceBroker,
     KvCas,
     KvDelete,
@@ -113,6 +114,9 @@ class _Snapshot:
     next_producer_id: int
     controller_id: int
     controller_epoch: int
+    # Finalized features (FeatureLevel records), sorted by name; appended with a default so
+    # snapshots written before features existed still decode (quorum.codec's evolution rule).
+    features: tuple[tuple[str, int], ...] = ()
 
 
 for _cls in (KvEntry, BrokerRegistration, ConfigEntry, _Snapshot):
@@ -135,6 +139,7 @@ class MetadataImage:
         # Raft leadership as recorded by LeaderChange control records (-1: none seen yet).
         self.controller_id = -1
         self.controller_epoch = 0
+        self._features: dict[str, int] = {}
 
     # --- applying ------------------------------------------------------------------------
 
@@ -241,6 +246,13 @@ class MetadataImage:
             case LeaderChange():
                 self.controller_id = record.leader_id
                 self.controller_epoch = record.epoch
+            case FeatureLevel():
+                if record.feature_level < 0:
+                    return Errors.INVALID_REQUEST, None
+                if record.feature_level == 0:
+                    self._features.pop(record.name, None)
+                else:
+                    self._features[record.name] = record.feature_level
             case NoOp():
                 pass
             case _:
@@ -338,6 +350,16 @@ class MetadataImage:
         b = self._brokers.get(broker_id)
         return b is not None and not b.fenced and not b.in_controlled_shutdown
 
+    # --- features --------------------------------------------------------------------------
+
+    def feature_level(self, name: str) -> int:
+        """The finalized level of feature `name` (0: off or never set)."""
+        return self._features.get(name, 0)
+
+    def features(self) -> dict[str, int]:
+        """Every finalized feature with a level above 0, by name."""
+        return dict(sorted(self._features.items()))
+
     # --- topics and partitions -------------------------------------------------------------
 
     def topic(self, name: str) -> Topic | None:
@@ -408,6 +430,7 @@ class MetadataImage:
             next_producer_id=self.next_producer_id,
             controller_id=self.controller_id,
             controller_epoch=self.controller_epoch,
+            features=tuple(sorted(self._features.items())),
         )
         return codec.encode(state)
 
@@ -435,6 +458,7 @@ class MetadataImage:
         image.next_producer_id = state.next_producer_id
         image.controller_id = state.controller_id
         image.controller_epoch = state.controller_epoch
+        image._features = dict(state.features)
         return image
 
     def copy(self) -> MetadataImage:
@@ -451,6 +475,7 @@ class MetadataImage:
         image.next_producer_id = self.next_producer_id
         image.controller_id = self.controller_id
         image.controller_epoch = self.controller_epoch
+        image._features = dict(self._features)
         return image
 
     def __eq__(self, other: object) -> bool:

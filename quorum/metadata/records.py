@@ -15,6 +15,8 @@ Families:
   PartitionChange (changed fields only, None = unchanged; partition_epoch+1 on every change,
   leader_epoch+1 only when `leader` is set, as in Kafka's PartitionChangeRecord), RemoveTopic,
   Config, ProducerIds, NoOp.
+- FeatureLevel (Kafka's FeatureLevelRecord): a finalized cluster feature, such as KIP-966's
+  `eligible.leader.replicas.version`; level 0 removes it.
 - LeaderChange, a control record (KIP-595), accepted so a replica can decode whatever it reads.
 
 Invariant: `decode_record(encode_record(r)) == r` for every record (tests/metadata/test_records.py).
@@ -202,6 +204,18 @@ class ProducerIds:
     next_producer_id: int
 
 
+# KIP-966: the feature that switches Eligible Leader Replicas on (Kafka 4.x's name; level 1 = on).
+ELIGIBLE_LEADER_REPLICAS_VERSION = "eligible.leader.replicas.version"
+
+
+@dataclass(frozen=True, slots=True)
+class FeatureLevel:
+    """A finalized feature level (Kafka's FeatureLevelRecord); 0 means the feature is off."""
+
+    name: str
+    feature_level: int
+
+
 @dataclass(frozen=True, slots=True)
 class NoOp:
     """Keeps the high watermark and liveness moving while idle (metadata.max.idle.interval.ms)."""
@@ -232,6 +246,7 @@ Record = Union[  # noqa: UP007 - a runtime union used with match/assert_never
     ProducerIds,
     NoOp,
     LeaderChange,
+    FeatureLevel,
 ]
 
 _RECORD_TYPES: tuple[type[Any], ...] = typing.get_args(Record)
