@@ -281,7 +281,11 @@ def _document() -> dict[str, Any]:
                     "high_watermark": int_, "max_follower_lag": int_,
                     "max_follower_lag_time_ms": int_,
                     "current_voters": {"type": "array", "items": int_},
-                    "current_observers": {"type": "array", "items": int_}}})}}},
+                    "current_observers": {"type": "array", "items": int_},
+                    "applied_offset": int_, "log_start_offset": int_,
+                    "latest_snapshot": {"type": ["object", "null"], "properties": {
+                        "end_offset": int_, "epoch": int_}},
+                    "state_digest": {"type": "string"}}})}}},
             "/quorum/replication": {"get": {
                 "summary": "like kafka-metadata-quorum describe --replication (from the leader)",
                 "responses": {"200": _json({"type": "array", "items": {

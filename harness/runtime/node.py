@@ -24,8 +24,12 @@ Invariants:
   entry may still commit under the next leader.
 - A linearizable read is answered only after a read barrier completed (a majority confirmed this
   leader after the read arrived) AND the image applied everything below the barrier's HW.
-- Snapshots are taken of the image at its applied offset (always <= HW), every
-  `kraftlab.snapshot.interval.records` applied records.
+- Snapshots are taken of the image at its applied offset (always <= HW), after
+  `kraftlab.snapshot.interval.records` applied records or
+  `metadata.log.max.record.bytes.between.snapshots` bytes of them, whichever comes first. A
+  snapshot file is the checksummed envelope of quorum/raft/snapshot.py (the image, and the voter
+  set at its offset); at start a corrupt newest snapshot is set aside when the log still holds
+  what it replaced, and otherwise the node refuses to start (harness/drive/raftlog.py).
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from harness.runtime.metrics import LatencyWindow, MetadataCounters, NodeMetrics
 from harness.runtime.quorum_state import QuorumStateFile
 from harness.runtime.replica_manager import ReplicaFetchBatch, ReplicaFetchBatchResponse
 from harness.runtime.status import quorum_replication, quorum_status
+from partition.log.config import LogConfig
 from partition.log.storage import FileStorage
 from partition.raft import RaftEnvelope
 from quorum import codec
@@ -73,6 +78,7 @@ from quorum.raft.effects import (
 )
 from quorum.raft.log import Entry, OffsetAndEpoch
 from quorum.raft.messages import RaftMessage
+from quorum.raft.snapshot import decode_snapshot, encode_snapshot
 
 log = structlog.get_logger()
 
@@ -96,6 +102,7 @@ def raft_config(config: NodeConfig) -> RaftConfig:
         retry_backoff_ms=config.retry_backoff_ms,
         append_linger_ms=config.append_linger_ms,
         max_idle_interval_ms=config.max_idle_interval_ms,
+        snapshot_retention_entries=config.snapshot_retention_records,
         flush_on_append=bool(config.fsync),
     )
 
@@ -116,7 +123,15 @@ class ControllerNode:
         self.loop = asyncio.get_running_loop()
         config.quorum_state_path.parent.mkdir(parents=True, exist_ok=True)
         self.quorum_state = QuorumStateFile(config.quorum_state_path, config.cluster_id)
-        self.log = RaftLogStore.open(FileStorage(), str(config.metadata_log_dir))
+        self.log = RaftLogStore.open(
+            FileStorage(),
+            str(config.metadata_log_dir),
+            LogConfig(segment_bytes=config.metadata_log_segment_bytes),
+            validate=decode_snapshot,
+        )
+        for snapshot, why in self.log.dropped_snapshots:
+            log.error("node.snapshot_corrupt", offset=snapshot.offset, epoch=snapshot.epoch,
+                      error=why, action="set aside; state rebuilt from an older snapshot and the log")
         self.image = self._restore_image()
         # Elections and ISR changes from applied records (harness/runtime/metrics.py); what is
         # already in the log at start is replayed, not counted.
@@ -133,6 +148,7 @@ class ControllerNode:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline_ms: int | None = None
         self._records_since_snapshot = 0
+        self._bytes_since_snapshot = 0
         self.commit_latency = LatencyWindow()
         self.started_ms = self.now_ms()
         election_state = self.quorum_state.read()
@@ -188,7 +204,7 @@ class ControllerNode:
         if snapshot is None:
             return MetadataImage()
         data = self.log.read_snapshot(snapshot, 0, self.log.snapshot_size(snapshot))
-        image = MetadataImage.restore(data)
+        image = MetadataImage.restore(decode_snapshot(data).payload)
         log.info("node.image_restored", snapshot_offset=snapshot.offset, epoch=snapshot.epoch)
         return image
 
@@ -465,7 +481,10 @@ class ControllerNode:
             self.active.maybe_start()
         if self.broker is not None:
             self.broker.on_applied()
-        if self._records_since_snapshot >= self.config.snapshot_interval_records:
+        if (
+            self._records_since_snapshot >= self.config.snapshot_interval_records
+            or self._bytes_since_snapshot >= self.config.snapshot_interval_bytes
+        ):
             self._take_snapshot()
 
     def _apply_entry(self, entry: Entry) -> None:
@@ -482,6 +501,7 @@ class ControllerNode:
         if result is not None:
             self.metadata_counters.observe(result, self.image)
         self._records_since_snapshot += 1
+        self._bytes_since_snapshot += len(entry.data)
         waiter = self._waiters.pop(entry.offset, None)
         if waiter is None or waiter.future.done():
             return
@@ -505,8 +525,10 @@ class ControllerNode:
         latest = self.log.latest_snapshot()
         if latest is not None and latest.offset >= snapshot.offset:
             return
-        self.log.write_snapshot(snapshot, image.snapshot())
+        voters = self.core.voters_at(snapshot.offset)
+        self.log.write_snapshot(snapshot, encode_snapshot(voters, image.snapshot()))
         self._records_since_snapshot = 0
+        self._bytes_since_snapshot = 0
         log.info("node.snapshot_taken", offset=snapshot.offset, epoch=snapshot.epoch)
         # Called from inside execute_effects (CommitAdvanced): run the prefix deletion after it.
         self.loop.call_soon(self._snapshot_taken, snapshot)

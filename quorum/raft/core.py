@@ -61,6 +61,7 @@ from quorum.raft.state import (
     Unattached,
     Voted,
 )
+from quorum.raft.voters import Voter, VotersRecord
 
 __all__ = ["Accepted", "NotLeader", "ProposeResult", "QuorumStatus", "RaftCore", "ReplicaStatus"]
 
@@ -109,6 +110,8 @@ class QuorumStatus:
     log_end_offset: int
     voters: tuple[int, ...]
     replicas: tuple[ReplicaStatus, ...]  # leader only: every voter and observer it knows
+    log_start_offset: int = 0
+    latest_snapshot: OffsetAndEpoch | None = None
 
 
 class RaftCore:
@@ -205,7 +208,13 @@ class RaftCore:
             m.log.end,
             m.voters,
             replicas,
+            self._log.start_offset,
+            self._log.latest_snapshot(),
         )
+
+    def voters_at(self, offset: int) -> VotersRecord:
+        """The voter set in force at `offset` (what a snapshot ending there records)."""
+        return VotersRecord.of([Voter(v) for v in self._member.voters])
 
     def next_deadline_ms(self) -> int:
         """The time at which `tick` next has something to do."""
