@@ -211,8 +211,7 @@ class NodeConfig:
 
     @property
     def rpc_endpoint(self) -> Endpoint:
-        if self.is_broker:
-            assert self.listener is not None
+        if self.listener is not None:  # a broker, or a controller not among the bootstrap voters
             return self.listener
         return self.voters[self.node_id]
 
@@ -405,7 +404,12 @@ def from_properties(props: dict[str, str]) -> NodeConfig:
         if listener is None:
             raise ConfigError("a broker needs listeners=host:port (its RPC listener)")
     elif node_id not in voters:
-        raise ConfigError(f"node.id {node_id} is not in controller.quorum.voters")
+        # A controller joining the quorum (KIP-853 `kraftlab quorum add-controller`): it starts
+        # as an observer of the bootstrap voters and listens where `listeners` says.
+        if "listeners" not in props:
+            raise ConfigError(f"node.id {node_id} is not in controller.quorum.voters "
+                              "(a joining controller needs listeners=host:port)")
+        listener = parse_endpoints(f"{node_id}@{props['listeners'].strip()}", "listeners")[node_id]
     if node_id not in admin:
         raise ConfigError(f"node.id {node_id} is not in kraftlab.admin.listeners")
     return NodeConfig(

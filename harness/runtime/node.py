@@ -50,7 +50,7 @@ from harness.net.transport import FrameError, Transport
 from harness.runtime.broker import BrokerLifecycle
 from harness.runtime.client_requests import answer_client_request
 from harness.runtime.config import NodeConfig
-from harness.runtime.context import NotLeaderError, OutcomeUnknownError
+from harness.runtime.context import NotLeaderError, OutcomeUnknownError, VoterChangeError
 from harness.runtime.controller_rpc import (
     ActiveController,
     ControllerRpcRequest,
@@ -75,10 +75,12 @@ from quorum.raft.effects import (
     LeaderChanged,
     ReadBarrierCompleted,
     ReadBarrierFailed,
+    VoterChangeCompleted,
 )
 from quorum.raft.log import Entry, OffsetAndEpoch
-from quorum.raft.messages import RaftMessage
+from quorum.raft.messages import ErrorCode, RaftMessage
 from quorum.raft.snapshot import decode_snapshot, encode_snapshot
+from quorum.raft.voters import Voter, VotersRecord
 
 log = structlog.get_logger()
 
@@ -160,7 +162,10 @@ class ControllerNode:
             election_state,
             config.seed if config.seed >= 0 else int.from_bytes(os.urandom(8), "big"),
             self.now_ms(),
+            voter_endpoints={i: f"{e.host}:{e.port}" for i, e in config.voters.items()},
         )
+        self._voter_changes: dict[int, asyncio.Future[None]] = {}
+        self._next_voter_change_id = 1
         self.transport = Transport(
             cluster_id=config.cluster_id,
             node_id=config.node_id,
@@ -174,6 +179,7 @@ class ControllerNode:
             decode_errors=(codec.DecodeError,),
             on_client_request=self.on_client_request,
         )
+        self.on_voters_changed(self.core.voters_record)  # the log may know voters config does not
         self.active: ActiveController | None = None
         self.rpc_server: ControllerRpcServer | None = None
         self.broker: BrokerLifecycle | None = None
@@ -459,6 +465,40 @@ class ControllerNode:
             self.broker.on_applied()
         self._resolve_reads()
         log.info("node.snapshot_installed", offset=snapshot.offset, epoch=snapshot.epoch)
+
+    def on_voters_changed(self, voters: VotersRecord) -> None:
+        """A voter change is in force (KIP-853): reach every voter at its recorded endpoint."""
+        for voter in voters.voters:
+            host, _, port = voter.endpoint.rpartition(":")
+            if host and port.isdigit() and voter.node_id != self.node_id:
+                self.transport.learn_peer(voter.node_id, [host, int(port)])
+        log.info("node.voters_changed", voters=list(voters.ids))
+
+    def on_voter_change_completed(self, effect: VoterChangeCompleted) -> None:
+        future = self._voter_changes.pop(effect.request_id, None)
+        if future is None or future.done():
+            return
+        if effect.error == ErrorCode.NONE:
+            future.set_result(None)
+        else:
+            future.set_exception(VoterChangeError(effect.error.name, effect.message))
+
+    async def change_voters(self, kind: str, node_id: int, endpoint: str = "") -> None:
+        """AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter on this node (the leader): returns
+        once the VotersRecord is committed; VoterChangeError with Kafka's error name otherwise
+        (NOT_LEADER_OR_FOLLOWER after the record was appended: the outcome is unknown)."""
+        request_id = self._next_voter_change_id
+        self._next_voter_change_id += 1
+        future: asyncio.Future[None] = self.loop.create_future()
+        self._voter_changes[request_id] = future
+        voter = Voter(node_id, endpoint)
+        calls = {
+            "add": lambda now_ms: self.core.add_voter(request_id, voter, now_ms),
+            "remove": lambda now_ms: self.core.remove_voter(request_id, node_id, now_ms),
+            "update": lambda now_ms: self.core.update_voter(request_id, voter, now_ms),
+        }
+        self._step(calls[kind])
+        await future
 
     # --- applying committed entries -----------------------------------------------------------
 

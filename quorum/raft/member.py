@@ -129,6 +129,17 @@ class Member:
             return None  # Unattached: an observer that lost its leader and bootstraps again
         return leader
 
+    def may_vote(self, candidate_id: int) -> bool:
+        """Whether we answer `candidate_id`'s (pre-)vote on its merits. Static voters: both of
+        us must be voters. With voter changes (KIP-853) a candidate counts the votes of its own
+        voter set, so we vote for any candidate, as Raft does (thesis 4.1), as long as we are a
+        voter in our newest set or in our committed one: a voter whose newest record removes it
+        but is not committed may still be needed to elect the leader that commits or
+        truncates that record (the simulator found the deadlock without this)."""
+        if not self.config.dynamic_voters:
+            return self.is_voter and candidate_id in self.voters
+        return self.is_voter or self.node_id in self.history.at(self.log.hw).ids
+
     def leader_hint(self) -> int | None:
         """Who we believe leads our epoch, for NOT_LEADER answers: never ourselves (we do not
         lead, or the answer would not be an error; see `leader_id`), and None while our
