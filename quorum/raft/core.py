@@ -112,6 +112,7 @@ class QuorumStatus:
     replicas: tuple[ReplicaStatus, ...]  # leader only: every voter and observer it knows
     log_start_offset: int = 0
     latest_snapshot: OffsetAndEpoch | None = None
+    voter_endpoints: tuple[tuple[int, str], ...] = ()  # (node id, host:port), KIP-853 records
 
 
 class RaftCore:
@@ -215,6 +216,7 @@ class RaftCore:
             replicas,
             self._log.start_offset,
             self._log.latest_snapshot(),
+            tuple((v.node_id, v.endpoint) for v in m.voters_record.voters),
         )
 
     @property

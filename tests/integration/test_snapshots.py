@@ -2,8 +2,8 @@
 
 3 controllers and a broker with `metadata.log.max.record.bytes.between.snapshots=2048`, no log
 kept below the newest snapshot and 4 KiB metadata log segments: every node takes snapshots and
-deletes the log prefix on disk; a controller restarted after kill -9 rebuilds the same state from
-its snapshot; a controller whose newest snapshot is corrupt refuses to start (its log no longer
+deletes the log prefix on disk; a controller and the broker restarted after kill -9 rebuild
+their state from their snapshots; a controller whose newest snapshot is corrupt refuses to start (its log no longer
 holds what the snapshot replaced) and names the file; with its data directory wiped it catches up
 through FetchSnapshot. Tests run in file order on one cluster.
 """
@@ -124,6 +124,22 @@ def test_a_controller_restarts_from_its_snapshot_with_the_same_state(
     restored = log_events(c, victim, "node.image_restored")
     assert restored and restored[-1]["snapshot_offset"] >= before["latest_snapshot"]["end_offset"]
     assert c.client(victim).kv_get("a-59", "local")["value"] == "v" * 100
+
+
+def test_a_broker_restarts_from_its_snapshot(snap_cluster: LiveCluster) -> None:
+    """The broker (a Raft observer of the same log) restores its image from its own snapshot
+    after kill -9, then catches up (its re-registration changes the metadata, so the check is
+    against the leader's, not the state before)."""
+    c = snap_cluster
+    before = poll(lambda: same_state_as_leader(c, BROKER), 30, "the broker to catch up")
+    cluster = c.file
+    node = cluster.node(BROKER)
+    assert cl.stop_node(node, force=True)
+    node.pid = None
+    cl.start_node(cluster, c.data_dir, node)
+    poll(lambda: same_state_as_leader(c, BROKER), 60, "the restarted broker")
+    restored = log_events(c, BROKER, "node.image_restored")
+    assert restored and restored[-1]["snapshot_offset"] >= before["latest_snapshot"]["end_offset"]
 
 
 def test_a_corrupt_snapshot_is_refused_then_a_wiped_controller_catches_up_by_fetch_snapshot(
