@@ -79,6 +79,7 @@ class RaftLogStore:
         self._snapshots: list[OffsetAndEpoch] = []
         self._checkpointed_segment = -1
         self.dropped_snapshots: list[tuple[OffsetAndEpoch, str]] = []  # (snapshot, why)
+        self._validate: Callable[[bytes], object] | None = None
 
     @classmethod
     def open(
@@ -103,6 +104,7 @@ class RaftLogStore:
             redo = read_whole(storage, store._redo_path())
             boundary, log_start = _REDO_HEAD.unpack_from(redo)
             store._apply_truncation_redo(boundary, log_start, redo[_REDO_HEAD.size :])
+        store._validate = validate
         if validate is not None:
             store._drop_corrupt_snapshots(validate)
         latest = store.latest_snapshot()
@@ -303,7 +305,16 @@ class RaftLogStore:
             handle.close()
 
     def complete_snapshot(self, snapshot: OffsetAndEpoch) -> None:
+        """With a `validate` function (open), a fetched snapshot that is not intact is removed
+        and refused (ValueError) before anything of the log changes: the node stops, and on
+        restart fetches it again from an intact log."""
         part = self._snapshot_path(snapshot) + PART_SUFFIX
+        if self._validate is not None:
+            try:
+                self._validate(read_whole(self.storage, part))
+            except ValueError:
+                self.storage.remove(part)
+                raise
         handle = self.storage.open(part, create=False)
         try:
             handle.fsync()

@@ -387,3 +387,19 @@ def test_a_corrupt_snapshot_the_log_cannot_replace_is_refused_and_left_alone() -
     with pytest.raises(SnapshotRecoveryError, match="torn"):
         RaftLogStore.open(sim, DIR, validate=decode_snapshot)
     assert snapshot_file_name(snap) in sim.list_dir(f"{DIR}/__cluster_metadata-0")
+
+
+def test_a_fetched_snapshot_that_is_not_intact_is_refused_before_the_log_changes() -> None:
+    sim = SimStorage()
+    store = RaftLogStore.open(sim, DIR, validate=decode_snapshot)
+    store.append([Entry(i, 1, b"e%d" % i) for i in range(3)])
+    store.flush()
+    snap = OffsetAndEpoch(20, 2)
+    data = bytearray(encode_snapshot(None, b"leader state"))
+    data[-1] ^= 0x10  # damaged on the way
+    store.write_snapshot_chunk(snap, 0, bytes(data))
+    with pytest.raises(ValueError, match="checksum"):
+        store.complete_snapshot(snap)
+    assert store.latest_snapshot() is None
+    assert (store.start_offset, store.end_offset) == (0, 3)  # the log is untouched
+    assert not any(n.endswith(".part") for n in sim.list_dir(store.directory))
