@@ -16,6 +16,7 @@ from collections import Counter
 import pytest
 
 from harness.sim.runs.simulation import SimConfig, run_seed
+from tests.sim.planted import TwoVotersAtOnceNode
 
 SEEDS = range(100, 124)
 
@@ -44,3 +45,21 @@ def test_seed_191_a_voter_removed_only_by_an_uncommitted_record_still_votes() ->
     """The seed that found it: node 1 held a divergent, uncommitted VotersRecord removing
     itself, refused every vote, and no leader could be elected to truncate that record."""
     assert run_seed(SimConfig(seed=191, membership=True)).ok
+
+
+PLANTED_SEEDS = range(250, 400)  # the first catch is seed 256 today; the search goes on if not
+
+
+def test_two_voters_changed_at_once_is_caught() -> None:
+    """Control for the runs above: a core that takes two voters out in one record (the old and
+    the new set can then elect with disjoint majorities) breaks a safety invariant within a few
+    seeds, and the real core passes that seed."""
+    for seed in PLANTED_SEEDS:
+        config = SimConfig(seed=seed, voters=5, membership=True)
+        found = run_seed(config, TwoVotersAtOnceNode)
+        violation = found.violation
+        if violation is not None and not violation.invariant.startswith(("Liveness", "Crash")):
+            break
+    else:
+        pytest.fail(f"no safety violation in seeds {PLANTED_SEEDS}")
+    assert run_seed(config).ok, f"the real core fails seed {seed} too"
