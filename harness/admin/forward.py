@@ -66,7 +66,15 @@ class LeaderForwarding:
                 421, "NOT_CONTROLLER", f"node {node.node_id} is not the active controller",
                 leader=leader, leader_epoch=node.epoch,
             )
-        target = node.config.admin_listeners[leader]
+        target = node.config.admin_listeners.get(leader)
+        if target is None:
+            # A controller added after this node's config was written (KIP-853): its admin
+            # address is not known here; the client asks the leader directly (cluster.json).
+            return error_response(
+                421, "NOT_CONTROLLER", f"node {node.node_id} is not the active controller and "
+                f"does not know leader {leader}'s admin address", leader=leader,
+                leader_epoch=node.epoch,
+            )
         url = f"http://{target.host}:{target.port}{request.rel_url}"
         if body is None and request.can_read_body:
             body = await request.read()

@@ -15,6 +15,43 @@ def _json(schema: dict[str, Any], description: str = "OK") -> dict[str, Any]:
     return {"description": description, "content": {"application/json": {"schema": schema}}}
 
 
+def _voter_paths() -> dict[str, Any]:
+    """KIP-853 voter changes (harness/admin/voters.py), answered once committed."""
+    int_ = {"type": "integer"}
+    endpoint = {"type": "string", "description": "the controller's RPC listener, host:port"}
+    voters = _json({"type": "object", "properties": {
+        "kind": {"type": "string"}, "node_id": int_,
+        "current_voters": {"type": "array", "items": int_}}})
+    errors = {
+        "400": {"description": "INVALID_REQUEST (last voter, bad body), UNSUPPORTED_VERSION"},
+        "404": {"description": "VOTER_NOT_FOUND"},
+        "409": {"description": "DUPLICATE_VOTER"},
+        "503": {"description": "REQUEST_TIMED_OUT (another change in flight or uncommitted, "
+                               "the new voter not caught up, not committed in time), "
+                               "NOT_LEADER_OR_FOLLOWER (indeterminate), LEADER_NOT_AVAILABLE"},
+    }
+    node_param = {"name": "node_id", "in": "path", "required": True, "schema": int_}
+    return {
+        "/quorum/voters": {"post": {
+            "summary": "AddRaftVoter: add a caught-up observer controller to the voters",
+            "requestBody": {"content": {"application/json": {"schema": {
+                "type": "object", "required": ["node_id", "endpoint"],
+                "properties": {"node_id": int_, "endpoint": endpoint}}}}},
+            "responses": {"200": voters, **errors}}},
+        "/quorum/voters/{node_id}": {
+            "parameters": [node_param],
+            "put": {
+                "summary": "UpdateRaftVoter: a voter's new endpoint",
+                "requestBody": {"content": {"application/json": {"schema": {
+                    "type": "object", "required": ["endpoint"],
+                    "properties": {"endpoint": endpoint}}}}},
+                "responses": {"200": voters, **errors}},
+            "delete": {"summary": "RemoveRaftVoter: remove a voter (the leader resigns after)",
+                       "responses": {"200": voters, **errors}},
+        },
+    }
+
+
 def _errors(*codes: int) -> dict[str, Any]:
     names = {
         400: "INVALID_REQUEST, INVALID_REPLICATION_FACTOR, INVALID_PARTITIONS, INVALID_CONFIG, "
@@ -294,7 +331,11 @@ def _document() -> dict[str, Any]:
                     "high_watermark": int_, "max_follower_lag": int_,
                     "max_follower_lag_time_ms": int_,
                     "current_voters": {"type": "array", "items": int_},
-                    "current_observers": {"type": "array", "items": int_}}})}}},
+                    "current_observers": {"type": "array", "items": int_},
+                    "applied_offset": int_, "log_start_offset": int_,
+                    "latest_snapshot": {"type": ["object", "null"], "properties": {
+                        "end_offset": int_, "epoch": int_}},
+                    "state_digest": {"type": "string"}}})}}},
             "/quorum/replication": {"get": {
                 "summary": "like kafka-metadata-quorum describe --replication (from the leader)",
                 "responses": {"200": _json({"type": "array", "items": {
@@ -350,6 +391,7 @@ def _document() -> dict[str, Any]:
                 "delete": {"summary": "heal", "responses": {"200": _json(
                     {"$ref": "#/components/schemas/Links"})}},
             },
+            **_voter_paths(),
             **_topic_paths(),
             **_group_paths(),
         },

@@ -46,6 +46,7 @@ from harness.admin.http import (
 from harness.admin.openapi import openapi_document
 from harness.admin.records import add_routes as add_record_routes
 from harness.admin.topics import add_routes as add_topic_routes
+from harness.admin.voters import add_routes as add_voter_routes
 from harness.net.transport import LinkFilter
 from harness.runtime.context import NotLeaderError, OutcomeUnknownError
 from harness.runtime.metrics import CONTENT_TYPE
@@ -283,4 +284,5 @@ def build_app(node: AdminNode) -> web.Application:
     add_topic_routes(app, node, leader)
     add_record_routes(app, node)
     add_group_routes(app, node)
+    add_voter_routes(app, node, leader)
     return app

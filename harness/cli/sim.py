@@ -56,6 +56,8 @@ def register(sub: Any) -> None:
         "--history", metavar="FILE", help="with one seed: write its history (JSON lines)"
     )
     q.add_argument("--trace", action="store_true", help="print the last events of a failing seed")
+    q.add_argument("--membership", action="store_true",
+                   help="add and remove voters during the run (KIP-853; 2 spare controllers)")
     q.add_argument(
         "--determinism",
         action="store_true",
@@ -103,7 +105,8 @@ def run_quorum(args: argparse.Namespace) -> int:
     count = args.seeds or 1
     configs = [
         SimConfig(
-            seed=s, voters=args.voters, observers=args.observers, duration_ms=args.duration_ms
+            seed=s, voters=args.voters, observers=args.observers, duration_ms=args.duration_ms,
+            membership=args.membership,
         )
         for s in range(first, first + count)
     ]

@@ -31,6 +31,8 @@ from quorum.raft.effects import (
     ReadBarrierFailed,
     Send,
     TruncateLog,
+    VoterChangeCompleted,
+    VotersChanged,
     WriteSnapshotChunk,
 )
 from quorum.raft.log import OffsetAndEpoch, RaftLogWriter
@@ -59,6 +61,11 @@ class EffectEnv(Protocol):
 
     def on_snapshot_installed(self, snapshot: OffsetAndEpoch) -> None:
         """Restore the state machine from the snapshot just published (state as of its offset)."""
+
+    # Optional hooks (KIP-853; drivers without voter changes leave them out):
+    #   on_voters_changed(voters: VotersRecord): the voter set in force changed (reach the
+    #       new voters at their endpoints);
+    #   on_voter_change_completed(effect: VoterChangeCompleted): answer that add/remove/update.
 
 
 def _flush_sends(env: EffectEnv) -> None:
@@ -106,6 +113,14 @@ def execute_effects(effects: Iterable[Effect], env: EffectEnv) -> None:
                 env.on_snapshot_installed(snapshot)
             case DeleteLogPrefix(before_offset=offset):
                 log.delete_before(offset)
+            case VotersChanged(voters=voters):
+                hook = getattr(env, "on_voters_changed", None)
+                if hook is not None:
+                    hook(voters)
+            case VoterChangeCompleted():
+                hook = getattr(env, "on_voter_change_completed", None)
+                if hook is not None:
+                    hook(effect)
             case FlushLog():  # handled above; kept for exhaustiveness
                 raise AssertionError("unreachable")
             case AppendToLog():  # handled above; kept for exhaustiveness

@@ -17,7 +17,11 @@ Invariants (quorum/raft/log.py): offsets dense in [start_offset, end_offset); ep
 decrease; after truncate_to(n) end_offset == n (a batch cut in the middle is re-written with its
 kept entries); after flush() everything appended survives a crash, and a crash loses only a tail.
 
-On open, `.part` files (a fetch cut short) are removed, a `truncation-redo` record left by a crash
+On open, `.part` files (a fetch cut short) are removed; with a `validate` function, the newest
+snapshots are checked newest first and a corrupt one (torn, flipped bits: the envelope's checksum,
+quorum/raft/snapshot.py) is renamed `<name>.corrupt` when the log still holds everything from the
+next older snapshot (or from offset 0) on, so nothing is lost; when it does not, open raises
+`SnapshotRecoveryError` naming the file, and changes nothing. Then a `truncation-redo` record left by a crash
 in the middle of `truncate_to` is replayed, and if the newest snapshot is not backed by the log
 (its end offset beyond the log end, or a different epoch at end offset - 1), the log is reset to
 start at the snapshot, finishing a `complete_snapshot` a crash interrupted.
@@ -27,7 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from partition.log import batch as rb
 from partition.log.checkpoint import write_atomically
@@ -41,6 +45,7 @@ METADATA_TOPIC = "__cluster_metadata"
 METADATA_PARTITION = 0
 SNAPSHOT_SUFFIX = ".checkpoint"
 PART_SUFFIX = ".part"
+CORRUPT_SUFFIX = ".corrupt"
 MAX_BATCH_DATA_BYTES = 512 * 1024
 TRUNCATION_REDO = "truncation-redo"  # boundary int64, log start int64, the batch to write there
 _REDO_HEAD = struct.Struct(">qq")
@@ -59,6 +64,10 @@ def _parse_snapshot_name(name: str) -> OffsetAndEpoch | None:
     return OffsetAndEpoch(int(offset), int(epoch))
 
 
+class SnapshotRecoveryError(RuntimeError):
+    """The newest snapshot is corrupt and the log no longer holds what it replaced."""
+
+
 class RaftLogStore:
     """quorum.raft.log.RaftLogWriter over a PartitionLog. Build with `RaftLogStore.open`."""
 
@@ -69,10 +78,19 @@ class RaftLogStore:
         self.directory = log.directory
         self._snapshots: list[OffsetAndEpoch] = []
         self._checkpointed_segment = -1
+        self.dropped_snapshots: list[tuple[OffsetAndEpoch, str]] = []  # (snapshot, why)
+        self._validate: Callable[[bytes], object] | None = None
 
     @classmethod
-    def open(cls, storage: Storage, log_dir: str, config: LogConfig | None = None) -> RaftLogStore:
-        """Open (or create) `<log_dir>/__cluster_metadata-0` and recover it."""
+    def open(
+        cls,
+        storage: Storage,
+        log_dir: str,
+        config: LogConfig | None = None,
+        validate: Callable[[bytes], object] | None = None,
+    ) -> RaftLogStore:
+        """Open (or create) `<log_dir>/__cluster_metadata-0` and recover it. `validate` raises
+        ValueError for a snapshot file that is not intact (see the module docstring)."""
         config = dataclasses.replace(config or LogConfig(), keep_epoch_history=True)
         manager = LogManager.open(storage, log_dir, config)
         store = cls(manager, manager.get_or_create(METADATA_TOPIC, METADATA_PARTITION))
@@ -86,10 +104,41 @@ class RaftLogStore:
             redo = read_whole(storage, store._redo_path())
             boundary, log_start = _REDO_HEAD.unpack_from(redo)
             store._apply_truncation_redo(boundary, log_start, redo[_REDO_HEAD.size :])
+        store._validate = validate
+        if validate is not None:
+            store._drop_corrupt_snapshots(validate)
         latest = store.latest_snapshot()
         if latest is not None and not store._log_holds(latest):
             store._reset_to(latest)
         return store
+
+    def _drop_corrupt_snapshots(self, validate: Callable[[bytes], object]) -> None:
+        corrupt: list[tuple[OffsetAndEpoch, str]] = []
+        for snapshot in reversed(self._snapshots):
+            try:
+                validate(self.read_snapshot_bytes(snapshot))
+                break
+            except ValueError as exc:
+                corrupt.append((snapshot, str(exc)))
+        if not corrupt:
+            return
+        kept = self._snapshots[: len(self._snapshots) - len(corrupt)]
+        fallback = kept[-1].offset if kept else 0
+        newest, why = corrupt[0]
+        if self.start_offset > fallback or self.end_offset < newest.offset:
+            raise SnapshotRecoveryError(
+                f"snapshot {self._snapshot_path(newest)} is corrupt ({why}) and the log holds "
+                f"[{self.start_offset}, {self.end_offset}), not everything from the next usable "
+                f"state (offset {fallback}) to offset {newest.offset}: this "
+                f"node cannot rebuild its metadata. Remove its metadata log directory so that it "
+                f"fetches a snapshot from the leader (FetchSnapshot), or restore the file."
+            )
+        for snapshot, why in corrupt:
+            path = self._snapshot_path(snapshot)
+            self.storage.rename(path, path + CORRUPT_SUFFIX)
+            self.dropped_snapshots.append((snapshot, why))
+        self.storage.fsync_dir(self.directory)
+        self._snapshots = kept
 
     # -- RaftLog (read side) -------------------------------------------------------------------
 
@@ -256,7 +305,16 @@ class RaftLogStore:
             handle.close()
 
     def complete_snapshot(self, snapshot: OffsetAndEpoch) -> None:
+        """With a `validate` function (open), a fetched snapshot that is not intact is removed
+        and refused (ValueError) before anything of the log changes: the node stops, and on
+        restart fetches it again from an intact log."""
         part = self._snapshot_path(snapshot) + PART_SUFFIX
+        if self._validate is not None:
+            try:
+                self._validate(read_whole(self.storage, part))
+            except ValueError:
+                self.storage.remove(part)
+                raise
         handle = self.storage.open(part, create=False)
         try:
             handle.fsync()

@@ -112,7 +112,8 @@ def describe_quorum(node: BrokerNode, version: int, request: Any, reply: Reply) 
         return pcls.ReplicaState(replica_id=node_id, replica_directory_id=None, log_end_offset=leo,
                                  last_fetch_timestamp=-1, last_caught_up_timestamp=-1)  # fmt: skip
 
-    voters = sorted(node.config.voters)
+    voters = sorted(status.voters)  # the voter set in force (KIP-853), not the bootstrap one
+    endpoints = dict(status.voter_endpoints)
     observers = sorted(b.broker_id for b in node.image.brokers())
     leader = node.leader_id if node.leader_id is not None else -1
     part = pcls(partition_index=0, error_code=0, error_message=None, leader_id=leader,
@@ -123,9 +124,14 @@ def describe_quorum(node: BrokerNode, version: int, request: Any, reply: Reply) 
     if version >= 2:
         ncls = cls.Node
         for v in voters:
-            e = node.config.voters[v]
-            nodes.append(ncls(node_id=v, listeners=[ncls.Listener(name="CONTROLLER", host=e.host,
-                                                                   port=e.port)]))  # fmt: skip
+            host, _, port = endpoints.get(v, "").rpartition(":")
+            e = node.config.voters.get(v)
+            if e is not None:
+                host, port = e.host, str(e.port)
+            if not (host and port.isdigit()):
+                continue  # a voter whose address this node does not know
+            nodes.append(ncls(node_id=v, listeners=[ncls.Listener(name="CONTROLLER", host=host,
+                                                                   port=int(port))]))  # fmt: skip
     reply(cls(error_code=0, error_message=None,
               topics=[tcls(topic_name=METADATA_TOPIC, partitions=[part])], nodes=nodes))
 

@@ -91,6 +91,10 @@ class NodeEntry:
     kafka_port: int | None = None
     # This node's own overrides (`--config broker.101.rack=a` -> {"broker.rack": "a"}).
     overrides: dict[str, str] = field(default_factory=dict)
+    # A controller of `cluster up` (in every node's controller.quorum.voters, the bootstrap
+    # voter set), or one added later by `kraftlab quorum add-controller` (KIP-853): that one
+    # starts as an observer with its own listener, and joins the voters through the log.
+    bootstrap_voter: bool = True
 
     @property
     def admin_url(self) -> str:
@@ -238,14 +242,16 @@ def write_node_config(
 ) -> None:
     """The node's properties: the layout, then cluster-wide overrides, then its own (last wins)."""
     is_broker = node.role == "broker"
+    own_listener = is_broker or not node.bootstrap_voter
     config = NodeConfig(
         node_id=node.id,
         cluster_id=cluster.cluster_id,
-        voters={n.id: Endpoint(n.host, n.rpc_port) for n in cluster.controllers},
+        voters={n.id: Endpoint(n.host, n.rpc_port) for n in cluster.controllers
+                if n.bootstrap_voter},
         admin_listeners={n.id: Endpoint(n.host, n.admin_port) for n in cluster.nodes},
         metadata_log_dir=Path(node.data_dir),
         process_roles=node.role,
-        listener=Endpoint(node.host, node.rpc_port) if is_broker else None,
+        listener=Endpoint(node.host, node.rpc_port) if own_listener else None,
         kafka_listener=(Endpoint(node.host, node.kafka_port)
                         if is_broker and node.kafka_port else None),
         admin_token_file=token_file,
@@ -317,6 +323,32 @@ def create_cluster(
     for node in cluster.nodes:
         register_token(node.host, node.admin_port, token)
     return cluster
+
+
+def add_controller(cluster: ClusterFile, data_dir: Path, node_id: int) -> NodeEntry:
+    """Lay out and start one more controller (KIP-853 add-controller): new ports and directory,
+    the cluster's overrides, the bootstrap voters in its controller.quorum.voters. It runs as an
+    observer until the leader adds it to the voters."""
+    if any(n.id == node_id for n in cluster.nodes):
+        raise ClusterError(f"node {node_id} already exists")
+    host = cluster.overrides.get(BIND_HOST_KEY, HOST)
+    rpc_port, admin_port = free_ports(2, host)
+    node_dir = data_dir / f"controller-{node_id}"
+    node_dir.mkdir(parents=True, exist_ok=True)
+    node = NodeEntry(
+        id=node_id, role="controller", host=host, rpc_port=rpc_port, admin_port=admin_port,
+        pid=None, data_dir=str(node_dir), log_file=str(node_dir / "node.log"),
+        config_file=str(node_dir / "controller.properties"), bootstrap_voter=False,
+    )
+    cluster.nodes.append(node)
+    token_path = ClusterFile.token_path(data_dir)
+    write_node_config(node, cluster, cluster.overrides,
+                      token_path if token_path.exists() else None)
+    token = read_token(data_dir)
+    if token is not None:
+        register_token(node.host, node.admin_port, token)
+    start_node(cluster, data_dir, node)  # saves cluster.json with the new node and its PID
+    return node
 
 
 def parse_overrides(items: list[str] | None) -> dict[str, str]:

@@ -26,6 +26,7 @@ import structlog
 from aiohttp import web
 
 from harness.admin.server import build_app
+from harness.drive.raftlog import SnapshotRecoveryError
 from harness.node.malloc import tune_malloc
 from harness.runtime.config import ConfigError, load
 from harness.runtime.logs import configure_logging
@@ -90,6 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         log.error("node.bad_config", error=str(exc))
         print(f"kraftlab node: invalid config: {exc}", file=sys.stderr)
         return 2
+    except SnapshotRecoveryError as exc:
+        log.error("node.snapshot_unrecoverable", error=str(exc))
+        print(f"kraftlab node: {exc}", file=sys.stderr)
+        return 3
 
 
 if __name__ == "__main__":

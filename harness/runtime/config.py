@@ -71,8 +71,17 @@ TUNABLES: dict[str, tuple[str, int]] = {
     # Kafka's default is 25 ms; kraftlab batches per event-loop iteration instead (see docs).
     "controller.quorum.append.linger.ms": ("append_linger_ms", 0),
     "metadata.max.idle.interval.ms": ("max_idle_interval_ms", 500),
-    # Take a snapshot after this many committed records since the last one.
+    # Take a snapshot after this many committed records since the last one, or after this many
+    # bytes of committed records (Kafka's metadata.log.max.record.bytes.between.snapshots,
+    # default 20 MiB), whichever comes first.
     "kraftlab.snapshot.interval.records": ("snapshot_interval_records", 10_000),
+    "metadata.log.max.record.bytes.between.snapshots": ("snapshot_interval_bytes", 20 << 20),
+    # Entries kept below the newest snapshot before the log prefix is deleted (RaftConfig
+    # snapshot_retention_entries; Kafka keeps metadata.max.retention.bytes of log instead).
+    "kraftlab.snapshot.retention.records": ("snapshot_retention_records", 4096),
+    # Segment size of the metadata log (Kafka's metadata.log.segment.bytes, default 1 GiB): the
+    # prefix below a snapshot goes from disk one whole segment at a time.
+    "metadata.log.segment.bytes": ("metadata_log_segment_bytes", 1 << 30),
     # 1: followers fsync appended entries before acknowledging them (RaftConfig.flush_on_append);
     # 0 turns that off (the leader's own appends are always flushed by the Raft core).
     "kraftlab.log.fsync": ("fsync", 1),
@@ -157,6 +166,9 @@ class NodeConfig:
     append_linger_ms: int = 0
     max_idle_interval_ms: int = 500
     snapshot_interval_records: int = 10_000
+    snapshot_interval_bytes: int = 20 << 20
+    snapshot_retention_records: int = 4096
+    metadata_log_segment_bytes: int = 1 << 30
     fsync: int = 1
     seed: int = -1
     broker_heartbeat_interval_ms: int = 2000
@@ -205,8 +217,7 @@ class NodeConfig:
 
     @property
     def rpc_endpoint(self) -> Endpoint:
-        if self.is_broker:
-            assert self.listener is not None
+        if self.listener is not None:  # a broker, or a controller not among the bootstrap voters
             return self.listener
         return self.voters[self.node_id]
 
@@ -307,6 +318,10 @@ LOAD_RANGES: dict[str, tuple[int, int, str]] = {
     "group.min.session.timeout.ms": (1, INT_MAX, ""),
     "group.max.session.timeout.ms": (1, INT_MAX, ""),
     "group.max.size": (1, INT_MAX, ""),
+    "kraftlab.snapshot.interval.records": (1, LONG_MAX, ""),
+    "metadata.log.max.record.bytes.between.snapshots": (1, LONG_MAX, ""),
+    "kraftlab.snapshot.retention.records": (0, LONG_MAX, ""),
+    "metadata.log.segment.bytes": (14, INT_MAX, ""),
 }
 
 
@@ -395,7 +410,12 @@ def from_properties(props: dict[str, str]) -> NodeConfig:
         if listener is None:
             raise ConfigError("a broker needs listeners=host:port (its RPC listener)")
     elif node_id not in voters:
-        raise ConfigError(f"node.id {node_id} is not in controller.quorum.voters")
+        # A controller joining the quorum (KIP-853 `kraftlab quorum add-controller`): it starts
+        # as an observer of the bootstrap voters and listens where `listeners` says.
+        if "listeners" not in props:
+            raise ConfigError(f"node.id {node_id} is not in controller.quorum.voters "
+                              "(a joining controller needs listeners=host:port)")
+        listener = parse_endpoints(f"{node_id}@{props['listeners'].strip()}", "listeners")[node_id]
     if node_id not in admin:
         raise ConfigError(f"node.id {node_id} is not in kraftlab.admin.listeners")
     return NodeConfig(

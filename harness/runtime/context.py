@@ -43,6 +43,15 @@ class OutcomeUnknownError(Exception):
     """A proposal or read barrier whose outcome is unknown (leadership lost, timeout)."""
 
 
+class VoterChangeError(Exception):
+    """A voter change (KIP-853) was refused or not committed: Kafka's error name and why."""
+
+    def __init__(self, error: str, message: str) -> None:
+        super().__init__(f"{error}: {message}" if message else error)
+        self.error = error
+        self.message = message
+
+
 class NodeContext(Protocol):
     """One node process as its helpers see it, on its running event loop.
 

@@ -24,8 +24,12 @@ Invariants:
   entry may still commit under the next leader.
 - A linearizable read is answered only after a read barrier completed (a majority confirmed this
   leader after the read arrived) AND the image applied everything below the barrier's HW.
-- Snapshots are taken of the image at its applied offset (always <= HW), every
-  `kraftlab.snapshot.interval.records` applied records.
+- Snapshots are taken of the image at its applied offset (always <= HW), after
+  `kraftlab.snapshot.interval.records` applied records or
+  `metadata.log.max.record.bytes.between.snapshots` bytes of them, whichever comes first. A
+  snapshot file is the checksummed envelope of quorum/raft/snapshot.py (the image, and the voter
+  set at its offset); at start a corrupt newest snapshot is set aside when the log still holds
+  what it replaced, and otherwise the node refuses to start (harness/drive/raftlog.py).
 """
 
 from __future__ import annotations
@@ -46,7 +50,7 @@ from harness.net.transport import FrameError, Transport
 from harness.runtime.broker import BrokerLifecycle
 from harness.runtime.client_requests import answer_client_request
 from harness.runtime.config import NodeConfig
-from harness.runtime.context import NotLeaderError, OutcomeUnknownError
+from harness.runtime.context import NotLeaderError, OutcomeUnknownError, VoterChangeError
 from harness.runtime.controller_rpc import (
     ActiveController,
     ControllerRpcRequest,
@@ -57,6 +61,7 @@ from harness.runtime.metrics import LatencyWindow, MetadataCounters, NodeMetrics
 from harness.runtime.quorum_state import QuorumStateFile
 from harness.runtime.replica_manager import ReplicaFetchBatch, ReplicaFetchBatchResponse
 from harness.runtime.status import quorum_replication, quorum_status
+from partition.log.config import LogConfig
 from partition.log.storage import FileStorage
 from partition.raft import RaftEnvelope
 from quorum import codec
@@ -70,9 +75,12 @@ from quorum.raft.effects import (
     LeaderChanged,
     ReadBarrierCompleted,
     ReadBarrierFailed,
+    VoterChangeCompleted,
 )
 from quorum.raft.log import Entry, OffsetAndEpoch
-from quorum.raft.messages import RaftMessage
+from quorum.raft.messages import ErrorCode, RaftMessage
+from quorum.raft.snapshot import decode_snapshot, encode_snapshot
+from quorum.raft.voters import Voter, VotersRecord
 
 log = structlog.get_logger()
 
@@ -96,6 +104,7 @@ def raft_config(config: NodeConfig) -> RaftConfig:
         retry_backoff_ms=config.retry_backoff_ms,
         append_linger_ms=config.append_linger_ms,
         max_idle_interval_ms=config.max_idle_interval_ms,
+        snapshot_retention_entries=config.snapshot_retention_records,
         flush_on_append=bool(config.fsync),
     )
 
@@ -116,7 +125,15 @@ class ControllerNode:
         self.loop = asyncio.get_running_loop()
         config.quorum_state_path.parent.mkdir(parents=True, exist_ok=True)
         self.quorum_state = QuorumStateFile(config.quorum_state_path, config.cluster_id)
-        self.log = RaftLogStore.open(FileStorage(), str(config.metadata_log_dir))
+        self.log = RaftLogStore.open(
+            FileStorage(),
+            str(config.metadata_log_dir),
+            LogConfig(segment_bytes=config.metadata_log_segment_bytes),
+            validate=decode_snapshot,
+        )
+        for snapshot, why in self.log.dropped_snapshots:
+            log.error("node.snapshot_corrupt", offset=snapshot.offset, epoch=snapshot.epoch,
+                      error=why, action="set aside; state rebuilt from an older snapshot and the log")
         self.image = self._restore_image()
         # Elections and ISR changes from applied records (harness/runtime/metrics.py); what is
         # already in the log at start is replayed, not counted.
@@ -133,6 +150,7 @@ class ControllerNode:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_deadline_ms: int | None = None
         self._records_since_snapshot = 0
+        self._bytes_since_snapshot = 0
         self.commit_latency = LatencyWindow()
         self.started_ms = self.now_ms()
         election_state = self.quorum_state.read()
@@ -144,7 +162,10 @@ class ControllerNode:
             election_state,
             config.seed if config.seed >= 0 else int.from_bytes(os.urandom(8), "big"),
             self.now_ms(),
+            voter_endpoints={i: f"{e.host}:{e.port}" for i, e in config.voters.items()},
         )
+        self._voter_changes: dict[int, asyncio.Future[None]] = {}
+        self._next_voter_change_id = 1
         self.transport = Transport(
             cluster_id=config.cluster_id,
             node_id=config.node_id,
@@ -158,6 +179,7 @@ class ControllerNode:
             decode_errors=(codec.DecodeError,),
             on_client_request=self.on_client_request,
         )
+        self.on_voters_changed(self.core.voters_record)  # the log may know voters config does not
         self.active: ActiveController | None = None
         self.rpc_server: ControllerRpcServer | None = None
         self.broker: BrokerLifecycle | None = None
@@ -188,7 +210,7 @@ class ControllerNode:
         if snapshot is None:
             return MetadataImage()
         data = self.log.read_snapshot(snapshot, 0, self.log.snapshot_size(snapshot))
-        image = MetadataImage.restore(data)
+        image = MetadataImage.restore(decode_snapshot(data).payload)
         log.info("node.image_restored", snapshot_offset=snapshot.offset, epoch=snapshot.epoch)
         return image
 
@@ -444,6 +466,40 @@ class ControllerNode:
         self._resolve_reads()
         log.info("node.snapshot_installed", offset=snapshot.offset, epoch=snapshot.epoch)
 
+    def on_voters_changed(self, voters: VotersRecord) -> None:
+        """A voter change is in force (KIP-853): reach every voter at its recorded endpoint."""
+        for voter in voters.voters:
+            host, _, port = voter.endpoint.rpartition(":")
+            if host and port.isdigit() and voter.node_id != self.node_id:
+                self.transport.learn_peer(voter.node_id, [host, int(port)])
+        log.info("node.voters_changed", voters=list(voters.ids))
+
+    def on_voter_change_completed(self, effect: VoterChangeCompleted) -> None:
+        future = self._voter_changes.pop(effect.request_id, None)
+        if future is None or future.done():
+            return
+        if effect.error == ErrorCode.NONE:
+            future.set_result(None)
+        else:
+            future.set_exception(VoterChangeError(effect.error.name, effect.message))
+
+    async def change_voters(self, kind: str, node_id: int, endpoint: str = "") -> None:
+        """AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter on this node (the leader): returns
+        once the VotersRecord is committed; VoterChangeError with Kafka's error name otherwise
+        (NOT_LEADER_OR_FOLLOWER after the record was appended: the outcome is unknown)."""
+        request_id = self._next_voter_change_id
+        self._next_voter_change_id += 1
+        future: asyncio.Future[None] = self.loop.create_future()
+        self._voter_changes[request_id] = future
+        voter = Voter(node_id, endpoint)
+        calls = {
+            "add": lambda now_ms: self.core.add_voter(request_id, voter, now_ms),
+            "remove": lambda now_ms: self.core.remove_voter(request_id, node_id, now_ms),
+            "update": lambda now_ms: self.core.update_voter(request_id, voter, now_ms),
+        }
+        self._step(calls[kind])
+        await future
+
     # --- applying committed entries -----------------------------------------------------------
 
     def _apply_committed(self) -> None:
@@ -465,7 +521,10 @@ class ControllerNode:
             self.active.maybe_start()
         if self.broker is not None:
             self.broker.on_applied()
-        if self._records_since_snapshot >= self.config.snapshot_interval_records:
+        if (
+            self._records_since_snapshot >= self.config.snapshot_interval_records
+            or self._bytes_since_snapshot >= self.config.snapshot_interval_bytes
+        ):
             self._take_snapshot()
 
     def _apply_entry(self, entry: Entry) -> None:
@@ -482,6 +541,7 @@ class ControllerNode:
         if result is not None:
             self.metadata_counters.observe(result, self.image)
         self._records_since_snapshot += 1
+        self._bytes_since_snapshot += len(entry.data)
         waiter = self._waiters.pop(entry.offset, None)
         if waiter is None or waiter.future.done():
             return
@@ -505,8 +565,10 @@ class ControllerNode:
         latest = self.log.latest_snapshot()
         if latest is not None and latest.offset >= snapshot.offset:
             return
-        self.log.write_snapshot(snapshot, image.snapshot())
+        voters = self.core.voters_at(snapshot.offset)
+        self.log.write_snapshot(snapshot, encode_snapshot(voters, image.snapshot()))
         self._records_since_snapshot = 0
+        self._bytes_since_snapshot = 0
         log.info("node.snapshot_taken", offset=snapshot.offset, epoch=snapshot.epoch)
         # Called from inside execute_effects (CommitAdvanced): run the prefix deletion after it.
         self.loop.call_soon(self._snapshot_taken, snapshot)

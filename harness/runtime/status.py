@@ -11,6 +11,7 @@ image, the way Kafka defines each (`kraftlab cluster status`, GET /cluster, /met
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +29,7 @@ from quorum.metadata.records import NO_LEADER
 def quorum_status(node: NodeContext) -> dict[str, Any]:
     """This node's view; the lag fields are filled in on the leader only."""
     status = node.raft_status()
+    snapshot = status.latest_snapshot
     out: dict[str, Any] = {
         "cluster_id": node.cluster_id,
         "node_id": node.node_id,
@@ -38,6 +40,13 @@ def quorum_status(node: NodeContext) -> dict[str, Any]:
         "high_watermark": status.high_watermark,
         "log_end_offset": status.log_end_offset,
         "applied_offset": node.image.applied_offset,
+        # The metadata log's start (above 0 once a snapshot replaced its prefix, KIP-630), the
+        # newest snapshot, and a digest of the image's state without its applied position (the
+        # idle no-ops move that): two nodes with equal digests hold the same metadata.
+        "log_start_offset": status.log_start_offset,
+        "latest_snapshot": None if snapshot is None else {
+            "end_offset": snapshot.offset, "epoch": snapshot.epoch},
+        "state_digest": state_digest(node.image),
         "max_follower_lag": -1,
         "max_follower_lag_time_ms": -1,
         "current_voters": list(status.voters),
@@ -55,6 +64,12 @@ def quorum_status(node: NodeContext) -> dict[str, Any]:
         elif laggard.last_caught_up_ms is not None:
             out["max_follower_lag_time_ms"] = max(0, node.now_ms() - laggard.last_caught_up_ms)
     return out
+
+
+def state_digest(image: MetadataImage) -> str:
+    state = image.copy()
+    state.applied_offset, state.applied_epoch = -1, 0
+    return hashlib.sha256(state.snapshot()).hexdigest()[:32]
 
 
 def quorum_replication(node: NodeContext) -> list[dict[str, Any]]:

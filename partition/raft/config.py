@@ -29,7 +29,9 @@ __all__ = ["REPLICATION_MODE_RAFT", "RaftPartitionConfig", "data_partition_raft_
 
 def data_partition_raft_config(**overrides: Any) -> RaftConfig:
     """RaftConfig with the data-partition defaults above; `overrides` by field name."""
-    return replace(RaftConfig(max_idle_interval_ms=0, append_linger_ms=0), **overrides)
+    # The controller owns a data partition's replica set (dynamic_voters off: no log scan at start).
+    base = RaftConfig(max_idle_interval_ms=0, append_linger_ms=0, dynamic_voters=False)
+    return replace(base, **overrides)
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,6 +46,10 @@ class RaftConfig:
     pre_vote: bool = True  # KIP-996
     fast_pre_vote_on_unreachable: bool = True  # ours: a refused leader connection -> pre-vote now
     flush_on_append: bool = True  # voters fsync appends before acknowledging them
+    # KIP-853: the voter set lives in the log (VotersRecord) and can change one voter at a time.
+    # Off: the voter set is the one given at construction, the log is not scanned for records
+    # at start, and voter changes are refused (Kafka's kraft.version 0).
+    dynamic_voters: bool = True
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -28,11 +28,11 @@ quorum.raft.follower.Follower); every role change goes through quorum.raft.state
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import assert_never
 
-from quorum.raft import elections, replication
+from quorum.raft import elections, membership, replication
 from quorum.raft.config import RaftConfig
 from quorum.raft.effects import DeleteLogPrefix, Effect, ElectionState, ReadBarrierFailed
 from quorum.raft.errors import RaftUsageError
@@ -61,6 +61,7 @@ from quorum.raft.state import (
     Unattached,
     Voted,
 )
+from quorum.raft.voters import Voter, VotersRecord
 
 __all__ = ["Accepted", "NotLeader", "ProposeResult", "QuorumStatus", "RaftCore", "ReplicaStatus"]
 
@@ -109,6 +110,9 @@ class QuorumStatus:
     log_end_offset: int
     voters: tuple[int, ...]
     replicas: tuple[ReplicaStatus, ...]  # leader only: every voter and observer it knows
+    log_start_offset: int = 0
+    latest_snapshot: OffsetAndEpoch | None = None
+    voter_endpoints: tuple[tuple[int, str], ...] = ()  # (node id, host:port), KIP-853 records
 
 
 class RaftCore:
@@ -121,12 +125,17 @@ class RaftCore:
         election_state: ElectionState | None,
         seed: int,
         now_ms: int,
+        voter_endpoints: Mapping[int, str] | None = None,
     ) -> None:
+        """`voters` (with `voter_endpoints`) is the bootstrap set, `controller.quorum.voters`:
+        in force until a snapshot or a VotersRecord in the log says otherwise (KIP-853)."""
         if len(set(voters)) != len(voters) or not voters:
             raise RaftUsageError(f"voters must be distinct and non-empty: {voters}")
+        endpoints = voter_endpoints or {}
+        bootstrap = VotersRecord.of([Voter(v, endpoints.get(v, "")) for v in voters])
         self._log = log
         self._member = m = Member(
-            config, node_id, tuple(voters), log, election_state or ElectionState(0), seed, now_ms
+            config, node_id, bootstrap, log, election_state or ElectionState(0), seed, now_ms
         )
         snapshot = log.latest_snapshot()
         self._snapshots: list[OffsetAndEpoch] = [snapshot] if snapshot is not None else []
@@ -205,6 +214,27 @@ class RaftCore:
             m.log.end,
             m.voters,
             replicas,
+            self._log.start_offset,
+            self._log.latest_snapshot(),
+            tuple((v.node_id, v.endpoint) for v in m.voters_record.voters),
+        )
+
+    @property
+    def voters_record(self) -> VotersRecord:
+        """The voter set in force, with endpoints (the newest VotersRecord in the log)."""
+        return self._member.voters_record
+
+    def voters_at(self, offset: int) -> VotersRecord:
+        """The voter set in force at `offset` (what a snapshot ending there records)."""
+        return self._member.history.at(offset)
+
+    @property
+    def voter_change_pending(self) -> bool:
+        """A voter change is in flight on this leader, or the newest one is not committed."""
+        m = self._member
+        ls = m.qs.leader
+        return (ls is not None and ls.voter_change is not None) or (
+            m.history.latest_offset >= m.log.hw
         )
 
     def next_deadline_ms(self) -> int:
@@ -229,6 +259,10 @@ class RaftCore:
 
     def handle(self, src: int, message: RaftMessage, now_ms: int) -> list[Effect]:
         """Process one message from node `src`."""
+        effects = self._dispatch(src, message, now_ms)
+        return effects + membership.step(self._member, now_ms)
+
+    def _dispatch(self, src: int, message: RaftMessage, now_ms: int) -> list[Effect]:
         m = self._member
         m.begin(now_ms)
         match message:
@@ -257,6 +291,10 @@ class RaftCore:
 
     def tick(self, now_ms: int) -> list[Effect]:
         """Fire whatever timers are due at `now_ms`."""
+        effects = self._tick(now_ms)
+        return effects + membership.step(self._member, now_ms)
+
+    def _tick(self, now_ms: int) -> list[Effect]:
         m = self._member
         m.begin(now_ms)
         role = m.qs.role
@@ -303,7 +341,25 @@ class RaftCore:
             raise RaftUsageError(f"counts {counts} do not give each record >= 1 offset")
         first, effects = ls.propose(records, now_ms, counts)
         total = len(records) if counts is None else sum(counts)
+        effects += membership.step(m, now_ms)
         return Accepted(first, first + total - 1, ls.epoch), effects
+
+    # ------------------------------------------------------------ voter changes (KIP-853)
+
+    def add_voter(self, request_id: int, voter: Voter, now_ms: int) -> list[Effect]:
+        """AddRaftVoter: answered by VoterChangeCompleted(request_id) (quorum.raft.membership)."""
+        self._member.begin(now_ms)
+        return membership.add_voter(self._member, request_id, voter, now_ms)
+
+    def remove_voter(self, request_id: int, node_id: int, now_ms: int) -> list[Effect]:
+        """RemoveRaftVoter: answered by VoterChangeCompleted(request_id)."""
+        self._member.begin(now_ms)
+        return membership.remove_voter(self._member, request_id, node_id, now_ms)
+
+    def update_voter(self, request_id: int, voter: Voter, now_ms: int) -> list[Effect]:
+        """UpdateRaftVoter (a voter's endpoint): answered by VoterChangeCompleted(request_id)."""
+        self._member.begin(now_ms)
+        return membership.update_voter(self._member, request_id, voter, now_ms)
 
     def read_barrier(self, request_id: int, now_ms: int) -> list[Effect]:
         """Ask for a linearizable read point: ReadBarrierCompleted once a majority confirmed this

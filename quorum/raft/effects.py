@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from quorum.raft.log import Entry, OffsetAndEpoch
+from quorum.raft.messages import ErrorCode
+from quorum.raft.voters import VotersRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +126,26 @@ class DeleteLogPrefix:
     before_offset: int
 
 
+@dataclass(frozen=True, slots=True)
+class VotersChanged:
+    """The voter set in force changed (a VotersRecord appended, truncated away, or installed
+    with a snapshot; KIP-853): drivers update where they reach the voters."""
+
+    voters: VotersRecord
+
+
+@dataclass(frozen=True, slots=True)
+class VoterChangeCompleted:
+    """The answer to add_voter / remove_voter / update_voter `request_id` (AddRaftVoter,
+    RemoveRaftVoter, UpdateRaftVoter): NONE once the VotersRecord is committed; an error
+    otherwise. NOT_LEADER_OR_FOLLOWER after the record was appended means the outcome is
+    unknown (the next leader may still commit it)."""
+
+    request_id: int
+    error: ErrorCode
+    message: str = ""
+
+
 Effect = (
     Send
     | PersistElectionState
@@ -137,4 +159,6 @@ Effect = (
     | WriteSnapshotChunk
     | InstallSnapshot
     | DeleteLogPrefix
+    | VotersChanged
+    | VoterChangeCompleted
 )

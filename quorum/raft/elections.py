@@ -34,7 +34,7 @@ def _vote_response(
 def on_vote_request(m: Member, src: int, req: VoteRequest, now_ms: int) -> list[Effect]:
     effects: list[Effect] = []
     qs = m.qs
-    if not qs.is_voter or req.candidate_id not in m.voters:
+    if not m.may_vote(req.candidate_id):
         return [Send(src, _vote_response(m, req, False, ErrorCode.INCONSISTENT_VOTER_SET))]
     if req.candidate_epoch < m.epoch:
         return [Send(src, _vote_response(m, req, False, ErrorCode.FENCED_LEADER_EPOCH))]

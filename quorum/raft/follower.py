@@ -15,13 +15,14 @@ re-sent after `fetch_retry_ms` without an answer.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
 from quorum.raft.config import RaftConfig
 from quorum.raft.effects import Effect, InstallSnapshot, Send, WriteSnapshotChunk
 from quorum.raft.errors import InvariantViolation
-from quorum.raft.log import OffsetAndEpoch
+from quorum.raft.log import Entry, OffsetAndEpoch
 from quorum.raft.log_view import LogView
 from quorum.raft.messages import (
     ErrorCode,
@@ -30,6 +31,7 @@ from quorum.raft.messages import (
     FetchSnapshotRequest,
     FetchSnapshotResponse,
 )
+from quorum.raft.voters import VotersRecord
 
 
 class Local(Protocol):
@@ -46,6 +48,18 @@ class Local(Protocol):
 
     @property
     def is_voter(self) -> bool: ...
+
+    def voters_appended(self, entries: Sequence[Entry]) -> list[Effect]:
+        """A VotersRecord among appended entries is in force from now (KIP-853)."""
+        ...
+
+    def log_truncated(self, end_offset: int) -> list[Effect]:
+        """Voter changes at and above `end_offset` are undone with the entries."""
+        ...
+
+    def snapshot_installed(self, voters: VotersRecord | None) -> list[Effect]:
+        """The installed snapshot's voter set is in force."""
+        ...
 
 
 def fetch_request(
@@ -75,6 +89,7 @@ class Follower:
     leader_lost: bool = False  # EndQuorumEpoch / NOT_LEADER / refused: grant pre-votes
     snapshot_id: OffsetAndEpoch | None = None  # being fetched with FetchSnapshot
     snapshot_position: int = 0
+    snapshot_voters: VotersRecord | None = None  # the voter set the leader named with it
     read_round: int = 0  # newest read-barrier round heard from the leader, echoed in Fetch
 
     def has_live_leader(self, now_ms: int, fetch_timeout_ms: int) -> bool:
@@ -134,11 +149,14 @@ class Follower:
         if resp.snapshot_id is not None:
             self.snapshot_id = resp.snapshot_id
             self.snapshot_position = 0
+            self.snapshot_voters = resp.snapshot_voters
         elif resp.diverging_epoch is not None:
             effects += log.truncate_on_divergence(resp.diverging_epoch, self.epoch)
+            effects += local.log_truncated(log.end)
         elif resp.records:
             flush = local.is_voter and local.config.flush_on_append
             effects += log.append_fetched(resp.records, flush)
+            effects += local.voters_appended(resp.records)
             effects += log.set_hw(min(resp.high_watermark, log.end))
         else:
             effects += log.set_hw(min(resp.high_watermark, log.end))
@@ -165,6 +183,7 @@ class Follower:
             # complete_snapshot resets our log to start at the snapshot end (we lacked it).
             local.log.snapshot_installed(snapshot)
             local.log.logger.info("quorum.snapshot_installed", snapshot_offset=snapshot.offset)
+            effects += local.snapshot_installed(self.snapshot_voters)
             effects += local.log.set_hw(snapshot.offset)
         elif not resp.data:
             raise InvariantViolation(f"empty snapshot chunk at {resp.position} of {resp.size}")

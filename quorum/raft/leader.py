@@ -9,7 +9,10 @@ Invariants:
 - the high watermark only moves forward, and only to an offset held by a majority of voters
   (the leader counts its own LEO, made of flushed appends) that is > epoch_start_offset, i.e.
   once this epoch's LeaderChange record is committed (Raft thesis 3.6.2, "figure 8");
-- observers never count towards the high watermark, check-quorum or read barriers;
+- observers never count towards the high watermark, check-quorum or read barriers; nor does
+  the leader itself once a VotersRecord removing it is appended (KIP-853: it leads, without
+  counting, until that record commits, then resigns);
+- at most one voter change is in flight (`voter_change`, quorum.raft.membership);
 - a read barrier completes only after a majority proved, by a fetch echoing a read round that
   began after the barrier was requested, that they still followed this leader.
 """
@@ -27,6 +30,7 @@ from quorum.raft.effects import (
     ReadBarrierCompleted,
     ReadBarrierFailed,
     Send,
+    VoterChangeCompleted,
 )
 from quorum.raft.log import Entry, OffsetAndEpoch
 from quorum.raft.log_view import LogView
@@ -40,6 +44,7 @@ from quorum.raft.messages import (
     LeaderChangeRecord,
     NoOpRecord,
 )
+from quorum.raft.voters import VotersRecord
 
 
 @dataclass(slots=True)
@@ -68,6 +73,21 @@ class ReadBarrier:
 
 
 @dataclass(slots=True)
+class VoterChange:
+    """The one voter change this leader is carrying out (KIP-853; quorum.raft.membership): an
+    added voter first catches up to `catch_up_to` as an observer, then `record` is appended at
+    `appended_offset`, and the change is answered once the high watermark passes it."""
+
+    request_id: int
+    kind: str  # "add" | "remove" | "update"
+    node_id: int
+    record: VotersRecord
+    deadline_ms: int
+    catch_up_to: int | None = None
+    appended_offset: int | None = None
+
+
+@dataclass(slots=True)
 class LeaderState:
     """The leader role of one epoch (Kafka's LeaderState): what each replica holds, and the
     leader's side of the protocol over the local log view. Created by QuorumState.to_leader,
@@ -93,6 +113,7 @@ class LeaderState:
     read_round: int = 0
     barriers: list[ReadBarrier] = field(default_factory=list)
     check_quorum_start_ms: int = 0  # fetches before this do not count (the epoch began here)
+    voter_change: VoterChange | None = None
 
     def __post_init__(self) -> None:
         for v in self.voters:
@@ -107,6 +128,28 @@ class LeaderState:
     @property
     def majority(self) -> int:
         return len(self.voters) // 2 + 1
+
+    @property
+    def counts_self(self) -> bool:
+        """False once a VotersRecord removing this leader is appended (KIP-853)."""
+        return self.node_id in self.voters
+
+    def set_voters(self, voters: tuple[int, ...], now_ms: int) -> None:
+        """A voter change is in force: an added voter's progress moves over from the observers
+        (it caught up as one), a removed one's becomes an observer's."""
+        for v in voters:
+            if v not in self.voter_progress:
+                progress = self.observer_progress.pop(v, None)
+                if progress is None:
+                    progress = ReplicaProgress(v)
+                    self.unacked_begin.add(v)
+                # Check-quorum gives a new voter a full timeout from now, as at the epoch start.
+                progress.last_fetch_ms = max(progress.last_fetch_ms or 0, now_ms)
+                self.voter_progress[v] = progress
+        for v in [v for v in self.voter_progress if v not in voters]:
+            self.observer_progress[v] = self.voter_progress.pop(v)
+            self.unacked_begin.discard(v)
+        self.voters = voters
 
     def progress_for(self, node_id: int) -> ReplicaProgress:
         if node_id in self.voter_progress:
@@ -130,13 +173,15 @@ class LeaderState:
             (own_end if v == self.node_id else max(0, self.voter_progress[v].end_offset))
             for v in self.voters
         )
+        if not ends:
+            return 0
         ends.reverse()
         return ends[self.majority - 1]
 
     def has_quorum_contact(self, now_ms: int) -> bool:
         """Check-quorum (KAFKA-15489): a majority (counting us) fetched within the timeout."""
         timeout_ms = self.config.check_quorum_timeout_ms
-        live = 1
+        live = 1 if self.counts_self else 0
         for v, p in self.voter_progress.items():
             last = p.last_fetch_ms
             if v != self.node_id and last is not None and now_ms - last <= timeout_ms:
@@ -149,7 +194,7 @@ class LeaderState:
             (p.last_fetch_ms or 0 for v, p in self.voter_progress.items() if v != self.node_id),
             reverse=True,
         )
-        needed = self.majority - 1  # others needed besides us
+        needed = self.majority - (1 if self.counts_self else 0)  # others needed besides us
         if needed <= 0 or len(fetch_times) < needed:
             return 1 << 62
         return fetch_times[needed - 1] + self.config.check_quorum_timeout_ms + 1
@@ -177,6 +222,8 @@ class LeaderState:
             deadlines.append(min(p.deadline_ms for p in self.parked))
         if self.batch_deadline_ms is not None:
             deadlines.append(self.batch_deadline_ms)
+        if self.voter_change is not None:
+            deadlines.append(self.voter_change.deadline_ms)
         idle_interval_ms = self.config.max_idle_interval_ms
         if idle_interval_ms > 0 and not self.batch:  # a lingering batch is the next append
             deadlines.append(self.last_append_ms + idle_interval_ms)
@@ -219,6 +266,13 @@ class LeaderState:
         failed: list[Effect] = [
             ReadBarrierFailed(b.request_id, None, self.epoch) for b in self.barriers
         ]
+        change = self.voter_change
+        if change is not None:
+            # Appended or not, this leader cannot tell whether its record will commit.
+            why = "leadership lost; the voter change may or may not commit"
+            error = ErrorCode.NOT_LEADER_OR_FOLLOWER
+            failed.append(VoterChangeCompleted(change.request_id, error, why))
+            self.voter_change = None
         for p in self.parked:
             error = ErrorCode.NOT_LEADER_OR_FOLLOWER
             answer = FetchResponse(

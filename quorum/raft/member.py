@@ -13,21 +13,64 @@ Rules kept here:
 - a candidacy is durable before any VoteRequest leaves (QuorumState persists first), and a
   pre-vote (KIP-996) changes nothing durable;
 - a node names itself leader only while it leads, and names no leader it has lost
-  (`leader_id`, `leader_hint`; tests/raft/test_no_storms.py): no self-named-leader storms.
+  (`leader_id`, `leader_hint`; tests/raft/test_no_storms.py): no self-named-leader storms;
+- the voter set is the newest VotersRecord in the local log, committed or not (KIP-853,
+  quorum.raft.voters): `voters_appended`, `log_truncated` and `snapshot_installed` keep it
+  current, and every change goes through `apply_voters`, which also tells the leader role.
 """
 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 
+from quorum import codec
 from quorum.raft.config import RaftConfig
-from quorum.raft.effects import Effect, ElectionState, Send
+from quorum.raft.effects import Effect, ElectionState, Send, VotersChanged
 from quorum.raft.follower import Follower, fetch_request
 from quorum.raft.leader import LeaderState
-from quorum.raft.log import RaftLog
+from quorum.raft.log import Entry, RaftLog
 from quorum.raft.log_view import LogView
 from quorum.raft.messages import EndQuorumEpochRequest, VoteRequest
+from quorum.raft.snapshot import decode_snapshot, has_envelope
 from quorum.raft.state import LeaderRole, Prospective, QuorumState, Resigned, Unattached
+from quorum.raft.voters import VoterHistory, VotersRecord
+
+_SCAN_BYTES = 1 << 20
+
+
+def voters_record_of(entry: Entry) -> VotersRecord | None:
+    """The VotersRecord an entry holds, if it is one (a control entry)."""
+    if not entry.control:
+        return None
+    try:
+        record: object = codec.decode(entry.data)
+    except codec.DecodeError:
+        return None
+    return record if isinstance(record, VotersRecord) else None
+
+
+def load_voter_history(log: RaftLog, bootstrap: VotersRecord) -> VoterHistory:
+    """The voter set at every offset of `log`: the newest snapshot's voters (or `bootstrap`,
+    `controller.quorum.voters`, when no snapshot records any), then every VotersRecord from the
+    log start on."""
+    base = bootstrap
+    snapshot = log.latest_snapshot()
+    if snapshot is not None:
+        data = log.read_snapshot(snapshot, 0, log.snapshot_size(snapshot))
+        if has_envelope(data):
+            voters = decode_snapshot(data).voters  # the driver checked the file at open
+            base = voters if voters is not None else base
+    history = VoterHistory(base)
+    offset = log.start_offset
+    while offset < log.end_offset:
+        entries = log.read(offset, _SCAN_BYTES)
+        for entry in entries:
+            record = voters_record_of(entry) if entry.offset >= offset else None
+            if record is not None:
+                history.add(entry.offset, record)
+        offset = entries[-1].next_offset
+    return history
 
 
 class Member:
@@ -35,7 +78,7 @@ class Member:
         self,
         config: RaftConfig,
         node_id: int,
-        voters: tuple[int, ...],
+        bootstrap: VotersRecord,
         log: RaftLog,
         election: ElectionState,
         seed: int,
@@ -43,8 +86,13 @@ class Member:
     ) -> None:
         self.config = config
         self.node_id = node_id
-        self.voters = voters
-        self.qs = QuorumState(config, node_id, voters, election, random.Random(seed))
+        if config.dynamic_voters:
+            self.history = load_voter_history(log, bootstrap)
+        else:
+            self.history = VoterHistory(bootstrap)
+        self.voters_record = self.history.latest
+        self.voters = self.voters_record.ids
+        self.qs = QuorumState(config, node_id, self.voters, election, random.Random(seed))
         self.log = LogView(log, self.qs.log)
         self.now_ms = now_ms
         # Observer bootstrap: which voter to ask next, and not before when.
@@ -81,6 +129,17 @@ class Member:
             return None  # Unattached: an observer that lost its leader and bootstraps again
         return leader
 
+    def may_vote(self, candidate_id: int) -> bool:
+        """Whether we answer `candidate_id`'s (pre-)vote on its merits. Static voters: both of
+        us must be voters. With voter changes (KIP-853) a candidate counts the votes of its own
+        voter set, so we vote for any candidate, as Raft does (thesis 4.1), as long as we are a
+        voter in our newest set or in our committed one: a voter whose newest record removes it
+        but is not committed may still be needed to elect the leader that commits or
+        truncates that record (the simulator found the deadlock without this)."""
+        if not self.config.dynamic_voters:
+            return self.is_voter and candidate_id in self.voters
+        return self.is_voter or self.node_id in self.history.at(self.log.hw).ids
+
     def leader_hint(self) -> int | None:
         """Who we believe leads our epoch, for NOT_LEADER answers: never ourselves (we do not
         lead, or the answer would not be an error; see `leader_id`), and None while our
@@ -97,6 +156,46 @@ class Member:
         if isinstance(role, Follower) and role.leader_id == src and role.epoch == epoch:
             return role
         return None
+
+    # ------------------------------------------------------------- the voter set (KIP-853)
+
+    def apply_voters(self, record: VotersRecord) -> list[Effect]:
+        """Put `record` in force: our voter set, QuorumState's, and the leader role's."""
+        if record == self.voters_record:
+            return []
+        self.voters_record = record
+        self.voters = record.ids
+        self.qs.set_voters(record.ids)
+        leader = self.qs.leader
+        if leader is not None:
+            leader.set_voters(record.ids, self.now_ms)
+        self.qs.log.info("quorum.voters_changed", voters=list(record.ids), epoch=self.epoch)
+        return [VotersChanged(record)]
+
+    def voters_appended(self, entries: Sequence[Entry]) -> list[Effect]:
+        """Entries were appended to our log: a VotersRecord among them takes effect now."""
+        if not self.config.dynamic_voters:
+            return []
+        effects: list[Effect] = []
+        for entry in entries:
+            record = voters_record_of(entry)
+            if record is not None:
+                self.history.add(entry.offset, record)
+                effects += self.apply_voters(record)
+        return effects
+
+    def log_truncated(self, end_offset: int) -> list[Effect]:
+        """A truncation removed entries at and above `end_offset`: so are their voter changes."""
+        if self.history.truncate(end_offset):
+            return self.apply_voters(self.history.latest)
+        return []
+
+    def snapshot_installed(self, voters: VotersRecord | None) -> list[Effect]:
+        """A fetched snapshot replaced our log: its voters are in force (when it names them)."""
+        if voters is None or not self.config.dynamic_voters:
+            return []  # a leader without voter records: the set we know stays in force
+        self.history.reset(voters)
+        return self.apply_voters(voters)
 
     # ----------------------------------------------------- role changes with their first acts
 
@@ -129,7 +228,10 @@ class Member:
 
     def start_prospective(self, now_ms: int, leader_lost: bool = False) -> list[Effect]:
         if not self.is_voter:
-            return []
+            # Removed from the voters (KIP-853): an observer finds the leader by asking.
+            if isinstance(self.qs.role, Unattached):
+                return []
+            return self.qs.to_unattached(self.epoch, now_ms) + self.maybe_bootstrap(now_ms)
         if not self.config.pre_vote:
             return self.start_candidate(now_ms)
         effects = self.qs.to_prospective(now_ms, leader_lost)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 
 from quorum import codec
 from quorum.raft.log import Entry, OffsetAndEpoch
+from quorum.raft.voters import VotersRecord
 
 codec.register("raft.Entry")(Entry)
 codec.register("raft.OffsetAndEpoch")(OffsetAndEpoch)
@@ -44,6 +45,10 @@ class ErrorCode(enum.IntEnum):
     SNAPSHOT_NOT_FOUND = 98
     POSITION_OUT_OF_RANGE = 99
     INCONSISTENT_CLUSTER_ID = 104
+    # KIP-853 (AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter).
+    INVALID_VOTER_KEY = 126
+    DUPLICATE_VOTER = 127
+    VOTER_NOT_FOUND = 128
 
     @property
     def retriable(self) -> bool:
@@ -170,6 +175,8 @@ class FetchResponse:
     snapshot_id: OffsetAndEpoch | None = None
     read_round: int = 0  # the leader's current read-barrier round, echoed by the next fetch
     last_fetched_epoch: int = 0  # echo: with fetch_offset, names the log prefix it was judged on
+    # With snapshot_id: the voter set at the snapshot's end (KIP-853), in force once installed.
+    snapshot_voters: VotersRecord | None = None
 
 
 # ----------------------------------------------------------------------- FetchSnapshot (KIP-630)

@@ -11,6 +11,8 @@ leader and epoch it came from.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from quorum.raft.effects import Effect, Send
 from quorum.raft.follower import Follower
 from quorum.raft.leader import LeaderState, fetch_error, snapshot_response
@@ -28,7 +30,7 @@ from quorum.raft.state import Unattached
 def on_fetch_request(m: Member, src: int, req: FetchRequest, now_ms: int) -> list[Effect]:
     leader = m.qs.leader
     if leader is not None:
-        return leader.on_fetch(src, req, now_ms)
+        return [_with_snapshot_voters(m, e) for e in leader.on_fetch(src, req, now_ms)]
     error = ErrorCode.NOT_LEADER_OR_FOLLOWER
     if req.leader_epoch < m.epoch:
         error = ErrorCode.FENCED_LEADER_EPOCH
@@ -91,6 +93,17 @@ def tick_leader(m: Member, leader: LeaderState, now_ms: int) -> list[Effect]:
         m.qs.log.warning("quorum.check_quorum_failed", epoch=leader.epoch, now_ms=now_ms)
         return m.resign(leader, now_ms, "check-quorum")
     return leader.tick(now_ms)
+
+
+def _with_snapshot_voters(m: Member, effect: Effect) -> Effect:
+    """A Fetch answer that sends the fetcher to a snapshot names the voters at its end (KIP-853
+    keeps them in the snapshot), so the replica that installs it knows the quorum."""
+    if isinstance(effect, Send) and isinstance(effect.message, FetchResponse):
+        snapshot = effect.message.snapshot_id
+        if snapshot is not None and m.config.dynamic_voters:
+            voters = m.history.at(snapshot.offset)
+            return Send(effect.to, replace(effect.message, snapshot_voters=voters))
+    return effect
 
 
 def _usable_hint(src: int, resp: FetchResponse | FetchSnapshotResponse) -> int | None:

@@ -131,6 +131,11 @@ class QuorumState:
         self.role: Role = Unattached(election.epoch, 0)
         self.log = _log.bind(node_id=node_id)
 
+    def set_voters(self, voters: tuple[int, ...]) -> None:
+        """A voter change is in force (KIP-853, Member.apply_voters): who counts from now on."""
+        self.voters = voters
+        self.is_voter = self.node_id in voters
+
     # ------------------------------------------------------------------------------ queries
 
     @property

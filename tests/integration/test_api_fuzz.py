@@ -16,7 +16,9 @@ bytes), and sends it to a random node. Properties:
   the document. (This found keys with braces unroutable: /kv/{key} now takes any [^/]+.)
 
 Not fuzzed: POST/DELETE /nemesis/links (a valid body partitions the cluster on purpose, which is
-the nemesis tests' job, not a validation property).
+the nemesis tests' job, not a validation property), and the voter changes under /quorum/voters
+(a valid request removes a voter or points it elsewhere on purpose: tests/integration/
+test_membership.py).
 """
 
 from __future__ import annotations
@@ -39,7 +41,9 @@ from tests.integration.conftest import FAST, LiveCluster, kill_recorded, kraftla
 pytestmark = pytest.mark.integration
 
 REQUESTS = 2000
-SKIPPED = {("/nemesis/links", "post"), ("/nemesis/links", "delete")}
+SKIPPED = {("/nemesis/links", "post"), ("/nemesis/links", "delete"),
+           ("/quorum/voters", "post"), ("/quorum/voters/{node_id}", "put"),
+           ("/quorum/voters/{node_id}", "delete")}
 KNOWN_TOPICS = ["fuzz-a", "fuzz-b"]
 KNOWN_KEYS = ["k1", "k2"]
 # Documented 5xx that are not crashes: a produce with acks=all below min.insync.replicas, and a

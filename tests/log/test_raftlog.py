@@ -12,11 +12,12 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from harness.drive.raftlog import RaftLogStore, snapshot_file_name
+from harness.drive.raftlog import RaftLogStore, SnapshotRecoveryError, snapshot_file_name
 from partition.log import batch as rb
 from partition.log.config import LogConfig
 from partition.log.storage import FileStorage, SimStorage
 from quorum.raft.log import Entry, OffsetAndEpoch
+from quorum.raft.snapshot import decode_snapshot, encode_snapshot
 
 CFG = LogConfig(segment_bytes=400, index_interval_bytes=64)
 DIR = "/meta"
@@ -330,3 +331,75 @@ def test_crash_at_every_step_of_a_mid_batch_truncation_keeps_the_entries_below(s
             break
         step += 1
     assert step > 5  # the truncation really went through several durable steps
+
+
+def _flip_a_bit(sim: SimStorage, path: str) -> None:
+    handle = sim.open(path, create=False)
+    try:
+        data = bytearray(handle.read(0, handle.size()))
+        data[len(data) // 2] ^= 0x01
+        handle.truncate(0)
+        handle.append(bytes(data))
+        handle.fsync()
+    finally:
+        handle.close()
+
+
+def test_a_corrupt_newest_snapshot_falls_back_to_the_older_one_when_the_log_has_the_rest() -> None:
+    """The envelope's checksum catches a flipped bit; the log still holds [4, 10), so the state
+    is rebuilt from the snapshot at 4 and the log: the corrupt file is set aside, nothing lost."""
+    sim = SimStorage()
+    store = RaftLogStore.open(sim, DIR, validate=decode_snapshot)
+    store.append([Entry(i, 1, b"e%d" % i) for i in range(12)])
+    store.flush()
+    older, newer = OffsetAndEpoch(4, 1), OffsetAndEpoch(10, 1)
+    store.write_snapshot(older, encode_snapshot(None, b"state@4"))
+    store.write_snapshot(newer, encode_snapshot(None, b"state@10"))
+    store.delete_before(4)
+    _flip_a_bit(sim, f"{store.directory}/{snapshot_file_name(newer)}")
+    sim.crash()
+    store = RaftLogStore.open(sim, DIR, validate=decode_snapshot)
+    assert store.latest_snapshot() == older
+    assert [s for s, _ in store.dropped_snapshots] == [newer]
+    assert "checksum mismatch" in store.dropped_snapshots[0][1]
+    assert (store.start_offset, store.end_offset) == (4, 12)
+    assert decode_snapshot(store.read_snapshot_bytes(older)).payload == b"state@4"
+    names = sim.list_dir(store.directory)
+    assert snapshot_file_name(newer) + ".corrupt" in names
+    assert snapshot_file_name(newer) not in names
+
+
+def test_a_corrupt_snapshot_the_log_cannot_replace_is_refused_and_left_alone() -> None:
+    sim = SimStorage()
+    store = RaftLogStore.open(sim, DIR, validate=decode_snapshot)
+    store.append([Entry(i, 1, b"e%d" % i) for i in range(12)])
+    store.flush()
+    snap = OffsetAndEpoch(10, 1)
+    store.write_snapshot(snap, encode_snapshot(None, b"state@10"))
+    store.delete_before(10)
+    path = f"{store.directory}/{snapshot_file_name(snap)}"
+    handle = sim.open(path, create=False)
+    size = handle.size()
+    handle.truncate(size - 3)  # torn: the tail is missing
+    handle.fsync()
+    handle.close()
+    sim.crash()
+    with pytest.raises(SnapshotRecoveryError, match="torn"):
+        RaftLogStore.open(sim, DIR, validate=decode_snapshot)
+    assert snapshot_file_name(snap) in sim.list_dir(f"{DIR}/__cluster_metadata-0")
+
+
+def test_a_fetched_snapshot_that_is_not_intact_is_refused_before_the_log_changes() -> None:
+    sim = SimStorage()
+    store = RaftLogStore.open(sim, DIR, validate=decode_snapshot)
+    store.append([Entry(i, 1, b"e%d" % i) for i in range(3)])
+    store.flush()
+    snap = OffsetAndEpoch(20, 2)
+    data = bytearray(encode_snapshot(None, b"leader state"))
+    data[-1] ^= 0x10  # damaged on the way
+    store.write_snapshot_chunk(snap, 0, bytes(data))
+    with pytest.raises(ValueError, match="checksum"):
+        store.complete_snapshot(snap)
+    assert store.latest_snapshot() is None
+    assert (store.start_offset, store.end_offset) == (0, 3)  # the log is untouched
+    assert not any(n.endswith(".part") for n in sim.list_dir(store.directory))

@@ -21,6 +21,7 @@ from quorum.raft.effects import (
     LeaderChanged,
     ReadBarrierCompleted,
     ReadBarrierFailed,
+    VoterChangeCompleted,
 )
 from quorum.raft.log import OffsetAndEpoch
 from tests.raft.memlog import MemLog
@@ -38,6 +39,7 @@ class Node:
     barriers: list[ReadBarrierCompleted | ReadBarrierFailed] = field(default_factory=list)
     leader_changes: list[LeaderChanged] = field(default_factory=list)
     installed: list[OffsetAndEpoch] = field(default_factory=list)
+    voter_changes: list[VoterChangeCompleted] = field(default_factory=list)
     up: bool = True
 
     # EffectEnv
@@ -70,6 +72,9 @@ class Node:
     def on_snapshot_installed(self, snapshot: OffsetAndEpoch) -> None:
         self.installed.append(snapshot)
         self.applied = snapshot.offset
+
+    def on_voter_change_completed(self, effect: VoterChangeCompleted) -> None:
+        self.voter_changes.append(effect)
 
 
 class Cluster:

@@ -10,10 +10,13 @@ from harness.sim.actors.kv_client import Operation
 from harness.sim.actors.raft_host import HostedPartition, RaftHost, RaftSettings
 from harness.sim.actors.raft_node import RaftNode
 from partition.log import PartitionLog
+from quorum.raft import membership
 from quorum.raft.core import RaftCore
 from quorum.raft.effects import Effect, ElectionState
+from quorum.raft.leader import VoterChange
 from quorum.raft.messages import RaftMessage, VoteRequest
 from quorum.raft.state import Voted
+from quorum.raft.voters import VotersRecord
 
 
 class DoubleVoteCore(RaftCore):
@@ -124,3 +127,25 @@ class NoRecoveryFlushHost(RaftHost):
 
     def recovery_flush(self, plog: PartitionLog) -> None:
         pass
+
+
+class TwoVotersAtOnceCore(RaftCore):
+    """PLANTED BUG: a removal takes two voters out in one VotersRecord (KIP-853 and the Raft
+    thesis 4.1 allow one), so the old and the new voter set can have disjoint majorities."""
+
+    def remove_voter(self, request_id: int, node_id: int, now_ms: int) -> list[Effect]:
+        m = self._member
+        m.begin(now_ms)
+        ls, _ = membership._check_leader(m, request_id)
+        if ls is None or node_id not in m.voters or len(m.voters) <= 3:
+            return super().remove_voter(request_id, node_id, now_ms)
+        second = next(v for v in m.voters if v not in (node_id, m.node_id))
+        kept = [v for v in m.voters_record.voters if v.node_id not in (node_id, second)]
+        deadline = now_ms + m.config.request_timeout_ms
+        record = VotersRecord.of(kept)
+        ls.voter_change = VoterChange(request_id, "remove", node_id, record, deadline)
+        return membership.step(m, now_ms)
+
+
+class TwoVotersAtOnceNode(RaftNode):
+    core_class = TwoVotersAtOnceCore

@@ -18,7 +18,14 @@ from typing import Any
 from quorum import codec
 from quorum.raft.config import RaftConfig
 from quorum.raft.core import Accepted
-from quorum.raft.effects import DeleteLogPrefix, Effect, InstallSnapshot, TruncateLog
+from quorum.raft.effects import (
+    DeleteLogPrefix,
+    Effect,
+    InstallSnapshot,
+    TruncateLog,
+    VoterChangeCompleted,
+    VotersChanged,
+)
 from quorum.raft.log import Entry, OffsetAndEpoch
 from quorum.raft.messages import (
     BeginQuorumEpochRequest,
@@ -35,6 +42,7 @@ from quorum.raft.messages import (
     VoteRequest,
     VoteResponse,
 )
+from quorum.raft.voters import Voter, VotersRecord
 from tests.raft.cluster import Cluster, Node
 from tests.transcripts.datadriven import Command, TranscriptError
 
@@ -50,6 +58,8 @@ def fmt_entry(e: Entry) -> str:
     """`epoch:value`; control records by name (LC = LeaderChange, noop = NoOp)."""
     if e.control:
         record: object = codec.decode(e.data)
+        if isinstance(record, VotersRecord):
+            return f"{e.epoch}:voters({','.join(map(str, record.ids))})"
         names: dict[type, str] = {LeaderChangeRecord: "LC", NoOpRecord: "noop"}
         name = names.get(type(record), "control")
         return f"{e.epoch}:{name}"
@@ -173,6 +183,11 @@ class TranscriptCluster(Cluster):
                     notes.append(f"{nid} installs snapshot {fmt_oe(snap)}")
                 case DeleteLogPrefix(before_offset=offset):
                     notes.append(f"{nid} deletes its log below offset {offset}")
+                case VotersChanged(voters=voters):
+                    notes.append(f"{nid} voters -> {','.join(map(str, voters.ids))}")
+                case VoterChangeCompleted(request_id=rid, error=error, message=why):
+                    tail = f" ({why})" if why else ""
+                    notes.append(f"{nid} answers voter change r{rid}: {error.name}{tail}")
         hw = node.core.high_watermark
         if hw != self.hws.get(nid):
             notes.append(f"{nid} hw {self.hws.get(nid)} -> {hw}")
@@ -205,6 +220,7 @@ class TranscriptCluster(Cluster):
 class RaftEnv:
     def __init__(self) -> None:
         self._c: TranscriptCluster | None = None
+        self.requests = 0
 
     @property
     def c(self) -> TranscriptCluster:
@@ -267,6 +283,8 @@ class RaftEnv:
                     if r.node_id != nid
                 )
                 extra += f" remote_leo=[{remote}]"
+            if core.voters != self.c.voters:  # only once a voter change is in force here
+                extra += f" voters={','.join(map(str, core.voters))}"
             rows.append(f"{nid} {core.role_name:<11} epoch={core.epoch} "
                         f"leader={_opt(core.leader_id)} voted={_opt(e.voted_id)} "
                         f"hw={core.high_watermark} leo={log.end_offset}{extra} log=[{entries}]")  # fmt: skip
@@ -405,6 +423,26 @@ class RaftEnv:
         if isinstance(result, Accepted):
             return f"accepted offsets {result.first_offset}..{result.last_offset} in epoch {result.epoch}"
         return f"not leader: leader={_opt(result.leader_id)} epoch={result.epoch}"
+
+    def _voter_change(self, cmd: Command, call: str) -> None:
+        cmd.check(2)
+        node, target = self.node(cmd), cmd.int_arg(1)
+        self.requests += 1
+        core = node.core
+        if call == "add":
+            effects = core.add_voter(self.requests, Voter(target), self.c.now)
+        else:
+            effects = core.remove_voter(self.requests, target, self.c.now)
+        self.c.out.append(f"r{self.requests}: {call} voter {target} at {node.node_id}")
+        self.c.run(node, effects)
+
+    def cmd_add_voter(self, cmd: Command) -> None:
+        """add-voter <leader> <id>: AddRaftVoter request r<n> (KIP-853) to <leader>."""
+        self._voter_change(cmd, "add")
+
+    def cmd_remove_voter(self, cmd: Command) -> None:
+        """remove-voter <leader> <id>: RemoveRaftVoter request r<n> (KIP-853) to <leader>."""
+        self._voter_change(cmd, "remove")
 
     def cmd_resign(self, cmd: Command) -> None:
         """resign <id>: graceful step-down (EndQuorumEpoch to the successors by LEO)."""

@@ -29,6 +29,7 @@ a Raft message nor accepted by a part is dropped (it never reaches the core).
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, assert_never
 
@@ -49,9 +50,11 @@ from quorum.raft.effects import (
     LeaderChanged,
     ReadBarrierCompleted,
     ReadBarrierFailed,
+    VoterChangeCompleted,
 )
 from quorum.raft.log import Entry, OffsetAndEpoch
 from quorum.raft.messages import RaftMessage
+from quorum.raft.snapshot import decode_snapshot, encode_snapshot
 
 LOG_DIRECTORY = "metadata-log"
 NOT_LEADER = Errors.NOT_LEADER_OR_FOLLOWER.name
@@ -113,6 +116,7 @@ class RaftNode:
         self.replies: list[tuple[Operation, str, Any, int | None, str | None]] = []
         self.timer_generation = 0
         self.armed_deadline_ms: int | None = None
+        self.voter_answers: Counter[str] = Counter()  # KIP-853 answers, by error name
         self._reset_memory()
 
     def _reset_memory(self) -> None:
@@ -212,8 +216,9 @@ class RaftNode:
         return self.pause_id
 
     def _read_snapshot(self, snapshot: OffsetAndEpoch) -> bytes:
+        """The image bytes of a snapshot file (quorum/raft/snapshot.py's envelope around them)."""
         size = self.store.snapshot_size(snapshot)
-        return bytes(self.store.read_snapshot(snapshot, 0, size))
+        return decode_snapshot(bytes(self.store.read_snapshot(snapshot, 0, size))).payload
 
     # -- inputs ------------------------------------------------------------------------------------
 
@@ -258,7 +263,8 @@ class RaftNode:
         if end <= 0 or (latest is not None and latest.offset >= end):
             return
         snapshot = OffsetAndEpoch(end, self.image.applied_epoch)
-        self.store.write_snapshot(snapshot, self.image.snapshot())
+        voters = self.core.voters_at(end)  # KIP-853: the snapshot records the voter set
+        self.store.write_snapshot(snapshot, encode_snapshot(voters, self.image.snapshot()))
         self.run_effects(self.core.snapshot_taken(snapshot, now_ms))
 
     def client_request(self, op: Operation, now_ms: int) -> None:
@@ -386,6 +392,9 @@ class RaftNode:
             value = self.image_value(op.key)
             self.checker.on_read(self.node_id, op.key, value, applied_end, op.required_end)
             self.replies.append((op, "ok", value, None, None))
+
+    def on_voter_change_completed(self, effect: VoterChangeCompleted) -> None:
+        self.voter_answers[effect.error.name] += 1
 
     def on_snapshot_installed(self, snapshot: OffsetAndEpoch) -> None:
         self.image = MetadataImage.restore(self._read_snapshot(snapshot))

@@ -75,6 +75,11 @@ class NemesisStep:
 
 
 @dataclass(frozen=True, slots=True)
+class VoterChangeStep:
+    """The operator asks the leader to add or remove one voter (KIP-853; membership runs)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Resume:
     """A paused node continues (SIGCONT): buffered deliveries run, its timer is re-armed."""
 
@@ -156,6 +161,7 @@ Event = (
     | TimerFired
     | ConnectionRefused
     | NemesisStep
+    | VoterChangeStep
     | Resume
     | ClientStep
     | ClientRequest

@@ -19,6 +19,7 @@ digest (tests/sim/test_determinism.py), and `replay_command()` reproduces a fail
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 from collections import Counter, deque
@@ -41,13 +42,16 @@ from harness.sim.kernel.events import (
     NemesisStep,
     PhaseChange,
     Snapshot,
+    VoterChangeStep,
 )
 from harness.sim.kernel.network import NetworkProfile
+from harness.sim.runs.membership import VoterChanger
 from harness.sim.runs.world import REFUSED_DELAY_MS, World
 from quorum.raft.config import RaftConfig
 from quorum.raft.errors import InvariantViolation
 
 FIRST_OBSERVER_ID = 101  # docs/api.md: broker ids start at 101
+SPARE_CONTROLLERS = 2  # membership runs: controllers that start as observers
 LIVENESS_PROBE_INTERVAL_MS = 20
 CLIENT_LINK_MAX_DELAY_MS = 5
 STORM_WINDOW_MS = 100
@@ -67,12 +71,17 @@ class SimConfig:
     clients: int | None = None  # None: 1 to 6 client processes, drawn from the seed
     max_events: int = 400_000  # a runaway guard; hitting it is reported as a liveness failure
     trace_tail: int = 60  # events kept for the failure report
+    # KIP-853: spare controllers join and voters leave during the safety phase
+    # (harness.sim.runs.membership). Off by default, so other runs draw exactly as before.
+    membership: bool = False
 
     def replay_command(self) -> str:
         cmd = f"kraftlab sim quorum --seed {self.seed} --voters {self.voters}"
         cmd += f" --duration-ms {self.duration_ms}"
         if self.observers is not None:
             cmd += f" --observers {self.observers}"
+        if self.membership:
+            cmd += " --membership"
         return cmd
 
 
@@ -150,8 +159,16 @@ class Simulation:
         observers = config.observers if config.observers is not None else rng.randint(1, 2)
         self.voter_ids = tuple(range(1, config.voters + 1))
         self.observer_ids = tuple(range(FIRST_OBSERVER_ID, FIRST_OBSERVER_ID + observers))
-        self._node_ids = self.voter_ids + self.observer_ids
+        # Membership runs: controllers that start as observers, to be added as voters.
+        spares = SPARE_CONTROLLERS if config.membership else 0
+        self.spare_ids = tuple(range(config.voters + 1, config.voters + 1 + spares))
+        self._node_ids = self.voter_ids + self.spare_ids + self.observer_ids
         self.raft_config = draw_raft_config(rng)
+        if config.membership and not self.raft_config.pre_vote:
+            # A removed voter that missed its removal campaigns forever, and without pre-vote
+            # every campaign bumps the epoch of those who answer it (Raft thesis 4.2.3, the
+            # disruptive removed server). KIP-853 relies on KIP-996 for this.
+            self.raft_config = dataclasses.replace(self.raft_config, pre_vote=True)
         network_profile = NetworkProfile.draw(rng)
         nemesis_profile = NemesisProfile.draw(rng)
         clients = config.clients if config.clients is not None else rng.randint(1, 6)
@@ -167,7 +184,11 @@ class Simulation:
         factory = node_factory or RaftNode
         for n in self._node_ids:
             node = factory(n, self.voter_ids, self.raft_config, self.checker)
-            world.add(node, "controller" if n in self.voter_ids else "broker")
+            controller = n in self.voter_ids or n in self.spare_ids
+            world.add(node, "controller" if controller else "broker")
+        self.changer: VoterChanger | None = None
+        if config.membership:
+            self.changer = VoterChanger(world, rng, self.voter_ids + self.spare_ids)
         self.nodes: dict[int, RaftNode] = world.actors
         self.plane = plane
         self.phase = "safety"
@@ -212,6 +233,8 @@ class Simulation:
             q.schedule(self.client.think_time_ms(), ClientStep(p))
         q.schedule(self.snapshot_interval_ms, Snapshot(self._node_ids[0]))
         q.schedule(self.config.duration_ms, PhaseChange("liveness"))
+        if self.changer is not None:
+            q.schedule(self.changer.next_interval_ms(), VoterChangeStep())
         violation: Violation | None = None
         try:
             while q and not self.done:
@@ -260,6 +283,10 @@ class Simulation:
                 if self.phase == "safety":
                     self.note(f"nemesis {self.nemesis.step()}")
                     self.queue.schedule(at_ms + self.nemesis.next_interval_ms(), NemesisStep())
+            case VoterChangeStep():
+                if self.phase == "safety" and self.changer is not None:
+                    self.note(self.changer.step(at_ms))
+                    self.queue.schedule(at_ms + self.changer.next_interval_ms(), VoterChangeStep())
             case ClientStep(process=p):
                 self._client_step(at_ms, p)
             case ClientRequest():
@@ -465,6 +492,7 @@ class Simulation:
             "history": self.history_verdict,
             "paths": dict(sorted(self.checker.paths.items())),
             "nemesis": dict(sorted(self.nemesis.counts.items())),
+            **({"voter_changes": self.changer.stats()} if self.changer is not None else {}),
             **(self.plane.stats() if self.plane is not None else {}),
         }
 
