@@ -15,8 +15,8 @@ bytes), and sends it to a random node. Properties:
   (jsonschema): a field the server requires, a type it checks or a oneOf it enforces must be in
   the document. (This found keys with braces unroutable: /kv/{key} now takes any [^/]+.)
 
-Not fuzzed: POST/DELETE /nemesis/links (a valid body partitions the cluster on purpose, which is
-the nemesis tests' job, not a validation property).
+Not fuzzed: POST/DELETE /nemesis/links and /nemesis/clock (a valid body partitions the cluster
+or steps a node's clock on purpose, which is the nemesis tests' job, not a validation property).
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ from tests.integration.conftest import FAST, LiveCluster, kill_recorded, kraftla
 pytestmark = pytest.mark.integration
 
 REQUESTS = 2000
-SKIPPED = {("/nemesis/links", "post"), ("/nemesis/links", "delete")}
+SKIPPED = {("/nemesis/links", "post"), ("/nemesis/links", "delete"),
+           ("/nemesis/clock", "post"), ("/nemesis/clock", "delete")}
 KNOWN_TOPICS = ["fuzz-a", "fuzz-b"]
 KNOWN_KEYS = ["k1", "k2"]
 # Documented 5xx that are not crashes: a produce with acks=all below min.insync.replicas, and a
