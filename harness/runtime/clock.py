@@ -84,7 +84,8 @@ class NodeClock:
 
     def now_ms(self) -> int:
         """The cores' clock: monotonic, skewed (held at its highest reading after a jump back)."""
-        self._last_ms = max(self._last_ms, int(self._raw_ms(self.loop.time())))
+        # + 1 us: a timer armed for D fires at the float loop time of D, which may read D - 1e-9
+        self._last_ms = max(self._last_ms, int(self._raw_ms(self.loop.time()) + 1e-3))
         return self._last_ms
 
     def skew_ms(self) -> float:
@@ -140,6 +141,7 @@ class NodeClock:
         self._changed()
 
     def _reanchor(self) -> None:
+        self.now_ms()  # the reading a jump back holds at is the clock's value at the jump
         loop_s = self.loop.time()
         self._anchor_ms = self._raw_ms(loop_s)
         self._anchor_loop_s = loop_s
