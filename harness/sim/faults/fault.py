@@ -103,6 +103,11 @@ class FaultTarget(Protocol):
 
     def resume(self, node_id: int) -> None: ...
 
+    def jump_clock(self, node_id: int, delta_ms: int) -> None:
+        """Step the process's clock by `delta_ms` (negative: back); it holds its highest
+        reading, so no process ever sees time reverse (harness.sim.actors.skewed_clock)."""
+        ...
+
     def metadata_quorum_down(self) -> list[int]:
         """Make the metadata quorum unavailable; the controllers taken down."""
         ...

@@ -6,7 +6,8 @@ metadata`, harness.sim.runs.metadata_run) is this run with a `Plane` added: cont
 brokers as parts of the nodes, an admin client, its own checks.
 
 A run has two phases (TigerBeetle's VOPR, FoundationDB): a *safety* phase of `duration_ms` with
-faults (partitions, crashes that lose unsynced data, pauses, drops, duplicates, reordering) and a
+faults (partitions, crashes that lose unsynced data, pauses, drops, duplicates, reordering, and
+with `clock_weight` clock jumps) and a
 random client; then a *liveness* phase: everything heals, every crashed node restarts, and within
 `liveness_budget_ms` the cluster must elect a leader, commit a new proposal (a marker write) and
 bring every node, voters and observers, up to it with an image equal to the committed log's.
@@ -23,7 +24,7 @@ import hashlib
 import random
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from harness.sim.actors.kv_client import KvClient
@@ -67,12 +68,15 @@ class SimConfig:
     clients: int | None = None  # None: 1 to 6 client processes, drawn from the seed
     max_events: int = 400_000  # a runaway guard; hitting it is reported as a liveness failure
     trace_tail: int = 60  # events kept for the failure report
+    clock_weight: int = 0  # clock jumps among the nemesis steps (NemesisProfile.clock_weight)
 
     def replay_command(self) -> str:
         cmd = f"kraftlab sim quorum --seed {self.seed} --voters {self.voters}"
         cmd += f" --duration-ms {self.duration_ms}"
         if self.observers is not None:
             cmd += f" --observers {self.observers}"
+        if self.clock_weight:
+            cmd += f" --clock-weight {self.clock_weight}"
         return cmd
 
 
@@ -153,7 +157,7 @@ class Simulation:
         self._node_ids = self.voter_ids + self.observer_ids
         self.raft_config = draw_raft_config(rng)
         network_profile = NetworkProfile.draw(rng)
-        nemesis_profile = NemesisProfile.draw(rng)
+        nemesis_profile = replace(NemesisProfile.draw(rng), clock_weight=config.clock_weight)
         clients = config.clients if config.clients is not None else rng.randint(1, 6)
         self.client = KvClient(rng, clients, self.voter_ids)
         self.checker = SafetyChecker()
