@@ -5,6 +5,7 @@
     kraftlab jepsen run --workload queue --nemesis NAME [--acks 0|1|all]
                         [--min-insync-replicas N] [--replication-factor R] [--partitions P]
                         [--unclean] [--no-idempotence] [--replication-mode isr|quorum|raft] ...
+    kraftlab jepsen run ... --net netns      (nodes in network namespaces; needs root)
 
 Progress goes to stderr; the last stdout line is a one-line summary. Exit 0 valid, 1 anomalies,
 2 unknown, 3 the run could not be done (bad option, cluster did not start).
@@ -24,6 +25,7 @@ from harness.jepsen.nemesis import FAULTS, GROUPS, NemesisError
 from harness.jepsen.runner import (
     DEFAULT_OVERRIDES,
     EXIT_ERROR,
+    NETS,
     PLANNED_WORKLOADS,
     WORKLOADS,
     RunError,
@@ -103,6 +105,10 @@ def register(sub: Any) -> None:
     p.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="node config override (defaults: "
                    + ", ".join(f"{k}={v}" for k, v in DEFAULT_OVERRIDES.items()) + ")")
+    p.add_argument("--net", choices=NETS, default="loopback",
+                   help="loopback (default): nodes on 127.0.0.1, partitions by the nodes' link "
+                        "filter; netns: each node in a network namespace the run creates and "
+                        "deletes, partitions dropped by the kernel (nftables; needs root)")
     p.add_argument("--json", action="store_true", help="print results.json to stdout")
     p.set_defaults(handler=cmd_run)
 
@@ -140,7 +146,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
                       time_limit_s=args.time_limit, seed=seed, data_dir=args.data_dir, kv=kv,
                       queue=queue_options, brokers=args.brokers,
                       fault_s=args.fault_s, quiet_s=args.quiet_s, lead_in_s=args.lead_in,
-                      overrides=overrides, progress=progress)
+                      overrides=overrides, progress=progress, net=args.net)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
