@@ -380,7 +380,9 @@ async def _controller_epoch(nemesis: ClusterNemesis) -> int | None:
     return max(epochs) if epochs else None
 
 
-def run(options: RunOptions) -> RunResult:
+def run(options: RunOptions, net: Netns | None = None) -> RunResult:
+    """One run. `net`: namespaces the cluster in `options.data_dir` already runs in (a soak's;
+    the caller created them and deletes them); None: `options.net` decides."""
     parse_nemesis(options.nemesis)  # bad names fail before anything starts
     workload = make_workload(options)
     out_dir = options.out_dir
@@ -395,8 +397,10 @@ def run(options: RunOptions) -> RunResult:
     owned = not already_running(data_dir)
     if not owned:
         _say(options, f"using the cluster already running in {data_dir} (left running)")
-    net = make_net(options, data_dir)
-    if net is not None:
+    own_net = net is None
+    if own_net:
+        net = make_net(options, data_dir)
+    if net is not None and own_net:
         _say(options, f"network namespaces {net.prefix}-* on {net.subnet}.0/24 "
              f"(partitions by nftables in the kernel)")
     try:
@@ -423,7 +427,7 @@ def run(options: RunOptions) -> RunResult:
             stuck = bring_down(data_dir)
             if stuck:
                 _say(options, f"WARNING: nodes {stuck} did not stop")
-        if net is not None:
+        if net is not None and own_net:
             left = net.teardown()  # after the nodes: a namespace outlives no process of ours
             if left:
                 _say(options, f"WARNING: network namespaces {left} could not be deleted")
