@@ -199,11 +199,15 @@ def write_memory(samples: list[tuple[float, int, int, int]], segments: list[Segm
         ax.axvspan(seg.started_s, seg.ended_s, color=colors.get(seg.workload, "#eee"), lw=0)
         ax.text((seg.started_s + seg.ended_s) / 2, 0.99, f"{seg.workload}\n{seg.nemesis}",
                 transform=ax.get_xaxis_transform(), ha="center", va="top", fontsize=7)
-    for node in sorted({s[1] for s in samples}):
-        points = [(s[0], s[3] / 1024) for s in samples if s[1] == node]
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, node in enumerate(sorted({s[1] for s in samples})):
         role = "controller" if node < cl.FIRST_BROKER_ID else "broker"
-        ax.plot([p[0] for p in points], [p[1] for p in points], lw=1.2,
-                label=f"{role} {node}")
+        pids = sorted({s[2] for s in samples if s[1] == node},
+                      key=lambda pid: min(s[0] for s in samples if s[2] == pid))
+        for j, pid in enumerate(pids):  # one line per process: a restart starts a new one
+            points = [(s[0], s[3] / 1024) for s in samples if s[1] == node and s[2] == pid]
+            ax.plot([p[0] for p in points], [p[1] for p in points], lw=1.2,
+                    color=palette[i % len(palette)], label=f"{role} {node}" if j == 0 else None)
     ax.axvline(report["warmup_s"], color="grey", ls="--", lw=1)
     ax.set_xlabel("seconds since the cluster started")
     ax.set_ylabel("RSS (MB)")
