@@ -17,10 +17,10 @@ Sequence (`soak`), bounded by `duration_s` plus one run's own bounds:
 
 Memory verdict (`memory_report`): per node, the RSS at the start of the measured window (after
 `warmup_s`, the median of its first samples there) and at its end (the median of the last ones);
-growth = end - start. `max_growth_mb` is the bound the soak asserts on every node; a node
-restarted by a fault inside the window starts again from a fresh process, which can only lower
-its end figure, so the bound is checked on the nodes as they are, and the window's restarts are
-reported beside it.
+growth = end - start. `max_growth_mb` is the bound the soak asserts on every node. A process
+restarted by a fault climbs to its steady RSS in its first seconds: its samples count once it is
+PROCESS_WARMUP_S old, so a restart is compared at steady state, not mid-climb; the window's
+restarts are reported beside the figures.
 Exit: 0 every segment valid and memory within the bound; 1 an anomaly or memory beyond the bound;
 2 a segment unknown (nothing invalid); 3 the soak could not be done.
 """
@@ -61,6 +61,9 @@ ROTATION: tuple[tuple[str, str], ...] = (
 RUN_OVERHEAD_S = 20.0  # a run's setup, heal, recovery, final phase and check, on a loaded machine
 MIN_SEGMENT_S = 10.0
 EDGE_SAMPLES = 5  # samples whose median is a node's RSS at either end of the window
+# A process's RSS climbs for its first seconds (imports, buffers) up to its steady level: a
+# node restarted by a fault is measured once its process is this old.
+PROCESS_WARMUP_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -159,10 +162,21 @@ class MemorySampler:
 def memory_report(samples: list[tuple[float, int, int, int]], warmup_s: float,
                   max_growth_mb: float) -> dict[str, Any]:
     """Per node: RSS (MB) at the start and end of the window after `warmup_s`, growth, peak,
-    restarts inside the window; `within_bound` iff every node grew less than max_growth_mb."""
+    restarts inside the window; `within_bound` iff every node grew less than max_growth_mb.
+    A sample counts once its process is PROCESS_WARMUP_S old (first seen by the sampler; the
+    processes of the first sampling round started before it and count at once)."""
+    born: dict[int, float] = {}
+    for t, _, pid, _ in samples:
+        born.setdefault(pid, t)
+    first_round = min(born.values(), default=0.0)
+
+    def mature(t: float, pid: int) -> bool:
+        return born[pid] == first_round or t - born[pid] >= PROCESS_WARMUP_S
+
     nodes: dict[str, Any] = {}
     for node in sorted({s[1] for s in samples}):
-        window = [s for s in samples if s[1] == node and s[0] >= warmup_s]
+        in_window = [s for s in samples if s[1] == node and s[0] >= warmup_s]
+        window = [s for s in in_window if mature(s[0], s[2])]
         if len(window) < 2 * EDGE_SAMPLES:
             nodes[str(node)] = {"samples": len(window)}
             continue
@@ -172,7 +186,7 @@ def memory_report(samples: list[tuple[float, int, int, int]], warmup_s: float,
             "samples": len(window), "start_mb": round(first, 1), "end_mb": round(last, 1),
             "growth_mb": round(last - first, 1),
             "peak_mb": round(max(s[3] for s in window) / 1024, 1),
-            "restarts": len({s[2] for s in window}) - 1,
+            "restarts": len({s[2] for s in in_window}) - 1,
         }
     growths = [n["growth_mb"] for n in nodes.values() if "growth_mb" in n]
     window_s = (max(s[0] for s in samples) - warmup_s) if samples else 0.0

@@ -37,11 +37,15 @@ def test_growth_is_the_median_of_the_last_samples_minus_the_first_after_warmup()
     assert memory_report(steady, warmup_s=10, max_growth_mb=10)["within_bound"] is True
 
 
-def test_a_restart_in_the_window_is_counted_and_a_node_without_samples_is_not_judged() -> None:
-    restarted = _samples(3, 1, 0, [60_000] * 12) + _samples(3, 2, 12, [40_000] * 12)
+def test_a_restarted_process_is_measured_once_past_its_own_climb() -> None:
+    # node 3 restarts at 12 s; its new process climbs from 10 MB for 10 s, then holds 60 MB
+    climb = [10_240 + 5_120 * i for i in range(10)] + [61_440] * 20
+    restarted = _samples(3, 1, 0, [61_440] * 12) + _samples(3, 2, 12, climb)
     report = memory_report(restarted + _samples(4, 9, 0, [1] * 3), warmup_s=5, max_growth_mb=5)
-    assert report["nodes"]["3"]["restarts"] == 1 and report["nodes"]["3"]["growth_mb"] < 0
-    assert report["nodes"]["4"] == {"samples": 0}
+    node = report["nodes"]["3"]
+    assert node["restarts"] == 1 and node["growth_mb"] == 0.0  # steady state to steady state
+    assert node["samples"] == 7 + 20  # the old process's 5-11 s, the new one's from 22 s
+    assert report["nodes"]["4"] == {"samples": 0}  # too few samples: not judged
     assert report["within_bound"] is True
 
 
