@@ -20,7 +20,9 @@ Memory verdict (`memory_report`): per node, the RSS at the start of the measured
 growth = end - start. `max_growth_mb` is the bound the soak asserts on every node. A process
 restarted by a fault climbs to its steady RSS in its first seconds: its samples count once it is
 PROCESS_WARMUP_S old, so a restart is compared at steady state, not mid-climb; the window's
-restarts are reported beside the figures.
+restarts are reported beside the figures. A node with fewer than 2 x EDGE_SAMPLES such samples
+in the window is not judged and is listed in `unjudged` (a short soak whose faults restart it
+late); the bound holds if every judged node, at least one, grew less.
 Exit: 0 every segment valid and memory within the bound; 1 an anomaly or memory beyond the bound;
 2 a segment unknown (nothing invalid); 3 the soak could not be done.
 """
@@ -193,6 +195,9 @@ def memory_report(samples: list[tuple[float, int, int, int]], warmup_s: float,
     return {"warmup_s": warmup_s, "window_s": round(max(0.0, window_s), 1),
             "max_growth_mb_bound": max_growth_mb, "nodes": nodes,
             "max_growth_mb": max(growths) if growths else None,
+            # nodes with too few samples of a process past its climb (restarted late, again
+            # and again) cannot be judged: named, not counted either way
+            "unjudged": [n for n, v in nodes.items() if "growth_mb" not in v],
             "within_bound": bool(growths) and max(growths) < max_growth_mb}
 
 
