@@ -153,3 +153,15 @@ def test_clock_weight_zero_leaves_a_seed_as_it_was() -> None:
     zero = Simulation(SimConfig(seed=5, duration_ms=1500, clock_weight=0)).run()
     assert plain.digest == zero.digest
     assert "clock" not in Simulation(SimConfig(seed=5)).nemesis.counts
+
+
+def test_a_clock_shape_on_a_process_without_its_own_clock_does_nothing() -> None:
+    """The data-plane runs' brokers and abstract controller have no clock: the shape says so."""
+    world = _world()
+
+    class NoClock:
+        node_id = 9
+
+    world.actors[9] = NoClock()
+    assert world.jump_clock(9, 500) is False
+    assert world.jump_clock(1, 500) is True and world.actors[1].clock.offset_ms == 500

@@ -202,7 +202,8 @@ def one_way(f: Fault) -> str:
 
 def _jump(f: Fault, node: int, delta_ms: int, shape: str) -> str:
     t = f.target
-    t.jump_clock(node, delta_ms)
+    if not t.jump_clock(node, delta_ms):
+        return f"{shape} {node} (no clock of its own)"
     f.until(lambda: t.jump_clock(node, -delta_ms), "clock")
     return f"{shape} {node} {delta_ms:+d}ms"
 
