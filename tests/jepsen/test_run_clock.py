@@ -5,6 +5,7 @@ the CLOCK_FAULTS of harness/jepsen/nemesis.py).
   reading of its clock (its log's `quorum.became_prospective` carries the jumped `now_ms`); with
   pre-vote (KIP-996) the others still follow the leader and refuse, so the leader and its epoch
   stay, and the node follows again; DELETE puts the clock back in step (skew 0);
+- `kraftlab nemesis clock` steps, drifts and resets one node by hand;
 - a bad clock change is refused (400) and changes nothing;
 - a kv run under every clock fault (jumps forward and back, drift) finds no anomaly with
   linearizable reads: time decides when nodes time out, never what is committed.
@@ -25,7 +26,7 @@ from harness.check.history import NEMESIS, load_history
 from harness.jepsen.nemesis import CLOCK_FAULTS
 from harness.jepsen.runner import DEFAULT_OVERRIDES, RunOptions, run
 from harness.jepsen.workload_kv import KvOptions
-from tests.integration.conftest import FAST, LiveCluster, kill_recorded, kraftlab, poll
+from tests.integration.conftest import FAST, LiveCluster, cli, kill_recorded, kraftlab, poll
 
 pytestmark = pytest.mark.integration
 
@@ -80,6 +81,19 @@ def test_a_follower_clock_jumping_forward_starts_an_election_the_leader_survives
     status, clock = client.request("DELETE", "/nemesis/clock")
     assert status == 200 and clock["skew_ms"] == pytest.approx(0, abs=5) and clock["rate"] == 1.0
     assert live.agreed_leader() == leader
+
+
+def test_kraftlab_nemesis_clock_steps_drifts_and_resets_one_node(live: LiveCluster) -> None:
+    node = live.ids()[-1]
+    out = cli(live, "nemesis", "clock", str(node), "--jump-ms", "-2500", "--rate", "2")
+    said = re.fullmatch(rf"controller {node}: clock skew ([+-]\d+) ms, rate 2.0", out.strip())
+    assert said is not None and abs(int(said[1]) + 2500) <= 5, out  # (it runs fast meanwhile)
+    clock = live.client(node).get_json("/nemesis/clock")
+    assert clock["rate"] == 2.0 and clock["skew_ms"] > int(said[1])  # gaining since the step
+    out = cli(live, "nemesis", "clock", str(node), "--reset")
+    assert re.fullmatch(rf"controller {node}: clock skew [+-]0 ms, rate 1.0", out.strip()), out
+    done = kraftlab("nemesis", "clock", str(node), "--data-dir", str(live.data_dir))
+    assert done.returncode == 2 and "--reset" in done.stderr  # nothing asked: refused
 
 
 @pytest.mark.parametrize("body", [{}, {"jump_ms": "1"}, {"rate": 0}, {"rate": -1},
