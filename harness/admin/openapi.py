@@ -392,6 +392,17 @@ def _document() -> dict[str, Any]:
                     {"$ref": "#/components/schemas/Links"})}},
             },
             **_voter_paths(),
+            "/nemesis/clock": {
+                "get": {"summary": "this process's clock: skew from the machine's, rate",
+                        "responses": {"200": _json({"$ref": "#/components/schemas/Clock"})}},
+                "post": {"summary": "step this process's clock and/or set its rate",
+                         "requestBody": {"content": {"application/json": {
+                             "schema": {"$ref": "#/components/schemas/ClockChange"}}}},
+                         "responses": {"200": _json({"$ref": "#/components/schemas/Clock"}),
+                                       **_errors(400)}},
+                "delete": {"summary": "back in step with the machine", "responses": {"200": _json(
+                    {"$ref": "#/components/schemas/Clock"})}},
+            },
             **_topic_paths(),
             **_group_paths(),
         },
@@ -404,6 +415,17 @@ def _document() -> dict[str, Any]:
             "Error": {"type": "object", "required": ["error", "message"], "properties": {
                 "error": {"type": "string", "description": "Kafka error name"},
                 "message": {"type": "string"}}},
+            "Clock": {"type": "object", "properties": {
+                "skew_ms": {"type": "number", "description": "ahead (+) or behind the machine"},
+                "rate": {"type": "number"}, "now_ms": {"type": "integer"},
+                "wall_ms": {"type": "integer"}, "changes": {"type": "integer"}}},
+            "ClockChange": {"type": "object", "additionalProperties": False, "minProperties": 1,
+                            "properties": {
+                "jump_ms": {"type": "integer", "minimum": -3600000, "maximum": 3600000,
+                            "description": "step the clock (negative: back; the cores' clock "
+                                           "then holds until it passes its old reading)"},
+                "rate": {"type": "number", "exclusiveMinimum": 0, "maximum": 100,
+                         "description": "clock speed relative to the machine's"}}},
             "Links": {"type": "object", "additionalProperties": False, "properties": {
                 "drop": {"type": "array", "items": {"type": "integer", "minimum": 0},
                          "description": "peers (node ids) whose traffic to and from this node "

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import time
 from typing import Any
 
 from aiohttp import web
@@ -93,13 +92,14 @@ def _bytes_field(record: dict[str, Any], name: str, *, required: bool) -> bytes 
     return value.encode() if isinstance(value, str) else value
 
 
-def parse_records(body: dict[str, Any]) -> list[rb.Record]:
+def parse_records(body: dict[str, Any], now_ms: int) -> list[rb.Record]:
+    """The records of a produce body, stamped `now_ms` (the node's wall clock: its CreateTime,
+    as a producer on this machine would stamp them; skewed with the node's clock)."""
     records = body.get("records")
     if not isinstance(records, list) or not records:
         raise BadRequest("'records' must be a non-empty list")
     if len(records) > MAX_RECORDS_PER_REQUEST:
         raise BadRequest(f"at most {MAX_RECORDS_PER_REQUEST} records per request")
-    now_ms = int(time.time() * 1000)
     out = []
     for item in records:
         if not isinstance(item, dict):
@@ -171,7 +171,7 @@ class RecordRoutes:
             raise BadRequest("acks must be 0, 1 or all")
         timeout_ms = _int_query(request, "timeout_ms", 30_000, 0, 300_000)
         body = await read_json_object(request)
-        records = parse_records(body)
+        records = parse_records(body, self.node.clock.wall_now_ms())
         pid, epoch, seq = _producer_fields(body)
         data = rb.encode_batch(records, producer_id=pid, producer_epoch=epoch, base_sequence=seq)
         broker = self.node.broker

@@ -1,7 +1,8 @@
 """The controller's admin HTTP API (aiohttp), as docs/api.md specifies it.
 
 Routes: /health, /metrics, /openapi.json, /quorum/status, /quorum/replication, /kv/{key}
-(GET/PUT/DELETE), /kv/{key}/cas (POST), /nemesis/links (GET/POST/DELETE); brokers and topics
+(GET/PUT/DELETE), /kv/{key}/cas (POST), /nemesis/links and /nemesis/clock (GET/POST/DELETE);
+brokers and topics
 (/cluster, /topics, /topics/{topic}, /elect-leaders, /partitions) live in harness/admin/topics.py,
 produce and consume (/topics/{topic}/partitions/{p}/records) in harness/admin/records.py,
 consumer groups (/groups, /groups/{group}) in harness/admin/groups.py.
@@ -28,6 +29,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import structlog
 from aiohttp import web
 
 from harness.admin.auth import auth_middleware
@@ -48,11 +50,13 @@ from harness.admin.records import add_routes as add_record_routes
 from harness.admin.topics import add_routes as add_topic_routes
 from harness.admin.voters import add_routes as add_voter_routes
 from harness.net.transport import LinkFilter
+from harness.runtime.clock import ClockError
 from harness.runtime.context import NotLeaderError, OutcomeUnknownError
 from harness.runtime.metrics import CONTENT_TYPE
 from quorum.metadata import Errors, KvCas, KvDelete, KvPut
 
 NODE_KEY: web.AppKey[AdminNode] = web.AppKey("node", AdminNode)
+log = structlog.get_logger()
 
 
 def check_key(request: web.Request) -> str:
@@ -244,6 +248,45 @@ class AdminApi:
         self.node.transport.set_links(LinkFilter())
         return web.json_response(LinkFilter().to_json())
 
+    # The clock nemesis (harness/runtime/clock.py): step this process's clock (`jump_ms`, may be
+    # negative) and/or set its rate; DELETE puts it back in step with the machine. Guarded like
+    # /nemesis/links (a write: the bearer token beyond 127.0.0.1), never cut by the link filter.
+    CLOCK_FIELDS = frozenset({"jump_ms", "rate"})
+    MAX_JUMP_MS = 3_600_000
+
+    async def clock_get(self, request: web.Request) -> web.Response:
+        return web.json_response(self.node.clock.to_json())
+
+    async def clock_post(self, request: web.Request) -> web.Response:
+        body = await read_json_object(request)
+        unknown = sorted(set(body) - self.CLOCK_FIELDS)
+        if unknown or not body:
+            raise BadRequest(f"give one or both of the fields {', '.join(sorted(self.CLOCK_FIELDS))}"
+                             + (f"; unknown field '{unknown[0]}'" if unknown else ""))
+        jump_ms = body.get("jump_ms", 0)
+        if (not isinstance(jump_ms, int) or isinstance(jump_ms, bool)
+                or abs(jump_ms) > self.MAX_JUMP_MS):
+            raise BadRequest(f"'jump_ms' must be an integer in [-{self.MAX_JUMP_MS}, "
+                             f"{self.MAX_JUMP_MS}]")
+        rate = body.get("rate")
+        if rate is not None:
+            if not isinstance(rate, int | float) or isinstance(rate, bool):
+                raise BadRequest("'rate' must be a number")
+            try:
+                self.node.clock.set_rate(float(rate))
+            except ClockError as exc:
+                raise BadRequest(str(exc)) from None
+        if jump_ms:
+            self.node.clock.jump(jump_ms)
+        log.warning("nemesis.clock_changed", jump_ms=jump_ms, rate=rate,
+                    skew_ms=round(self.node.clock.skew_ms()))
+        return web.json_response(self.node.clock.to_json())
+
+    async def clock_delete(self, request: web.Request) -> web.Response:
+        self.node.clock.reset()
+        log.warning("nemesis.clock_reset")
+        return web.json_response(self.node.clock.to_json())
+
 
 def build_app(node: AdminNode) -> web.Application:
     leader = LeaderForwarding(node)
@@ -280,6 +323,9 @@ def build_app(node: AdminNode) -> web.Application:
     r.add_get("/nemesis/links", api.links_get)
     r.add_post("/nemesis/links", api.links_post)
     r.add_delete("/nemesis/links", api.links_delete)
+    r.add_get("/nemesis/clock", api.clock_get)
+    r.add_post("/nemesis/clock", api.clock_post)
+    r.add_delete("/nemesis/clock", api.clock_delete)
     app.middlewares.insert(0, api.links_middleware)  # outermost: a cut-off request runs nothing
     add_topic_routes(app, node, leader)
     add_record_routes(app, node)

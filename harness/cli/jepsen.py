@@ -5,6 +5,8 @@
     kraftlab jepsen run --workload queue --nemesis NAME [--acks 0|1|all]
                         [--min-insync-replicas N] [--replication-factor R] [--partitions P]
                         [--unclean] [--no-idempotence] [--replication-mode isr|quorum|raft] ...
+    kraftlab jepsen run ... --net netns      (nodes in network namespaces; needs root)
+    kraftlab jepsen soak [--duration S] [--segment S] [--net netns] [--out DIR]
 
 Progress goes to stderr; the last stdout line is a one-line summary. Exit 0 valid, 1 anomalies,
 2 unknown, 3 the run could not be done (bad option, cluster did not start).
@@ -24,12 +26,14 @@ from harness.jepsen.nemesis import FAULTS, GROUPS, NemesisError
 from harness.jepsen.runner import (
     DEFAULT_OVERRIDES,
     EXIT_ERROR,
+    NETS,
     PLANNED_WORKLOADS,
     WORKLOADS,
     RunError,
     RunOptions,
     run,
 )
+from harness.jepsen.soak import ROTATION, SoakOptions, soak
 from harness.jepsen.workload_kv import KvOptions
 from harness.jepsen.workload_queue import ACKS, QueueOptions
 
@@ -106,8 +110,35 @@ def register(sub: Any) -> None:
     p.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="node config override (defaults: "
                    + ", ".join(f"{k}={v}" for k, v in DEFAULT_OVERRIDES.items()) + ")")
+    p.add_argument("--net", choices=NETS, default="loopback",
+                   help="loopback (default): nodes on 127.0.0.1, partitions by the nodes' link "
+                        "filter; netns: each node in a network namespace the run creates and "
+                        "deletes, partitions dropped by the kernel (nftables; needs root)")
     p.add_argument("--json", action="store_true", help="print results.json to stdout")
     p.set_defaults(handler=cmd_run)
+    s = verbs.add_parser(
+        "soak", help="one cluster, jepsen runs in a row under every nemesis, memory sampled",
+        description="Runs " + ", ".join(f"{w} under {n}" for w, n in ROTATION)
+        + " in rotation on one cluster (3 controllers, 3 brokers) with safe settings until the "
+        "duration is spent, sampling every node's RSS; writes DIR/soak.json, DIR/memory.png, "
+        "DIR/memory.csv and each run's own artefacts. Exit 0 all valid and memory within the "
+        "bound, 1 an anomaly or memory beyond it, 2 unknown, 3 could not run.")
+    s.add_argument("--duration", type=float, default=600.0, metavar="S",
+                   help="seconds of runs (default 600); the last run ends by then")
+    s.add_argument("--segment", type=float, default=50.0, metavar="S",
+                   help="fault phase of each run (default 50)")
+    s.add_argument("--warmup", type=float, default=120.0, metavar="S",
+                   help="memory growth is measured after this (default 120)")
+    s.add_argument("--max-growth-mb", type=float, default=30.0, metavar="MB",
+                   help="bound on any node's RSS growth over the measured window (default 30)")
+    s.add_argument("--sample", type=float, default=2.0, metavar="S",
+                   help="RSS sampling period (default 2)")
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--net", choices=NETS, default="loopback",
+                   help="as for `jepsen run` (netns: real partitions; needs root)")
+    s.add_argument("--out", type=Path, default=None,
+                   help="output directory (default ./kraftlab-jepsen/soak-<time>)")
+    s.set_defaults(handler=cmd_soak)
 
 
 def options_from_args(args: argparse.Namespace) -> RunOptions:
@@ -143,7 +174,28 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
                       time_limit_s=args.time_limit, seed=seed, data_dir=args.data_dir, kv=kv,
                       queue=queue_options, brokers=args.brokers,
                       fault_s=args.fault_s, quiet_s=args.quiet_s, lead_in_s=args.lead_in,
-                      overrides=overrides, progress=progress)
+                      overrides=overrides, progress=progress, net=args.net)
+
+
+def cmd_soak(args: argparse.Namespace) -> int:
+    out = args.out or Path("kraftlab-jepsen") / f"soak-{time.strftime('%Y%m%dT%H%M%S')}"
+    options = SoakOptions(out_dir=out, duration_s=args.duration, segment_s=args.segment,
+                          seed=args.seed, net=args.net, sample_s=args.sample,
+                          warmup_s=args.warmup, max_growth_mb=args.max_growth_mb,
+                          progress=progress)
+    try:
+        result = soak(options)
+    except (RunError, NemesisError, ValueError) as exc:
+        print(json.dumps({"error": "INVALID_REQUEST", "message": str(exc)}), file=sys.stderr)
+        return EXIT_ERROR
+    r = result.results
+    m = r["memory"]
+    print(f"SOAK {r['elapsed_s']:.0f} s, {len(r['segments'])} runs {r['verdicts']}, "
+          f"{r['anomalies']} anomalies, faults {sum(r['faults_applied'].values())} "
+          f"({len(r['faults_applied'])} kinds); memory max growth {m['max_growth_mb']} MB "
+          f"over {m['window_s']:.0f} s (bound {m['max_growth_mb_bound']} MB); "
+          f"report {out / 'soak.json'}")
+    return result.exit_code
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@
     kraftlab nemesis heal
     kraftlab nemesis status
     kraftlab nemesis kill|pause|resume|start ID
+    kraftlab nemesis clock ID [--jump-ms J] [--rate R] | --reset
 
 Every command acts on every node in DIR/cluster.json, controllers and brokers alike, through the
 same surface the Jepsen nemesis uses (harness/jepsen/nemesis.py): `/nemesis/links` on each node's
@@ -24,6 +25,8 @@ Semantics (docs/api.md /nemesis/links, harness/net/transport.py LinkFilter):
   (`--unlisted connected`: a bridge).
 - `heal` clears the filter of every node. A node that restarts comes back healed (filters live
   in memory). Exit code 1 if a running node did not take its filter.
+- `clock` steps one node's clock and/or sets its rate (`/nemesis/clock`, harness/runtime/clock.py);
+  `--reset` puts it back in step. A restarted node comes back in step.
 """
 
 from __future__ import annotations
@@ -217,6 +220,30 @@ def cmd_process(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_clock(args: argparse.Namespace) -> int:
+    cluster = cl.ClusterFile.load(data_dir_of(args))
+    node = cluster.node(args.id)
+    body: dict[str, Any] = {}
+    if args.jump_ms is not None:
+        body["jump_ms"] = args.jump_ms
+    if args.rate is not None:
+        body["rate"] = args.rate
+    if bool(body) == args.reset:
+        print("error: give --jump-ms and/or --rate, or --reset", file=sys.stderr)
+        return 2
+    client = AdminClient(node.host, node.admin_port, timeout_s=2.0)
+    try:
+        status, data = (client.request("DELETE", "/nemesis/clock") if args.reset
+                        else client.request("POST", "/nemesis/clock", body))
+    finally:
+        client.close()
+    if status != 200:
+        print(f"error: {node.role} {node.id}: HTTP {status} {data}", file=sys.stderr)
+        return 1
+    print(f"{node.role} {node.id}: clock skew {data['skew_ms']:+.0f} ms, rate {data['rate']}")
+    return 0
+
+
 def register(sub: Any) -> None:
     parser = sub.add_parser("nemesis", help="cut links, kill, pause nodes of a running cluster")
     verbs = parser.add_subparsers(dest="nemesis_command", metavar="VERB")
@@ -251,3 +278,9 @@ def register(sub: Any) -> None:
                             ("pause", "SIGSTOP one node"), ("resume", "SIGCONT one node"),
                             ("start", "start a stopped or killed node again")):
         verb(name, cmd_process, help_text).add_argument("id", type=int)
+    clock = verb("clock", cmd_clock, "step one node's clock (--jump-ms, negative: back), set "
+                 "its rate, or --reset it")
+    clock.add_argument("id", type=int)
+    clock.add_argument("--jump-ms", type=int, default=None, metavar="J")
+    clock.add_argument("--rate", type=float, default=None, metavar="R")
+    clock.add_argument("--reset", action="store_true", help="back in step with the machine")

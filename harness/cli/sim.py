@@ -1,6 +1,7 @@
 """`kraftlab sim quorum`: seeded deterministic simulations of the metadata quorum.
 
     kraftlab sim quorum --seeds N [--seed S] [--voters 3|5] [--duration-ms D] [--jobs J]
+                        [--clock-weight W]
 
 runs seeds S, S+1, ..., S+N-1 (S defaults to 1), shows progress, and ends with a summary (runs,
 violations, simulated seconds per wall-clock second). Every failing seed prints the violation and
@@ -51,6 +52,11 @@ def register(sub: Any) -> None:
     q.add_argument(
         "--duration-ms", type=int, default=3000, help="simulated length of the safety (fault) phase"
     )
+    q.add_argument(
+        "--clock-weight", type=int, default=0, metavar="W",
+        help="weight of clock jumps among the nemesis steps (default 0: none; crash, restart, "
+        "partition, heal and pause weigh 1-5)",
+    )
     q.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
     q.add_argument(
         "--history", metavar="FILE", help="with one seed: write its history (JSON lines)"
@@ -86,6 +92,8 @@ def _check_args(args: argparse.Namespace) -> str | None:
         return "--duration-ms must be >= 100"
     if args.jobs < 1:
         return "--jobs must be >= 1"
+    if args.clock_weight < 0:
+        return "--clock-weight must be >= 0"
     if args.history and (args.seeds or 1) != 1:
         return "--history needs exactly one seed"
     return None
@@ -107,6 +115,7 @@ def run_quorum(args: argparse.Namespace) -> int:
         SimConfig(
             seed=s, voters=args.voters, observers=args.observers, duration_ms=args.duration_ms,
             membership=args.membership,
+            clock_weight=args.clock_weight,
         )
         for s in range(first, first + count)
     ]

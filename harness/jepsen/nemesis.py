@@ -32,6 +32,18 @@ Fault names (`FAULTS`; groups in `GROUPS`):
   (KIP-101: a restarted follower truncates, then the leader is killed). Not in any group but
   `staged` and `everything`: they show settings that lose data (docs/jepsen.md "Recipes").
 
+- clocks (`CLOCK_FAULTS`; `POST /nemesis/clock` on the node, healed by `DELETE`, which puts
+  it back in step: harness/runtime/clock.py): `clock-jump-forward` (a follower controller's
+  clock jumps ahead by CLOCK_JUMP_MS: its fetch timeout is due at once, it starts an election;
+  KIP-996's pre-vote keeps it from disrupting a live leader), `clock-jump-back` (a random node's
+  clock jumps back: its clock holds, so each of its timeouts comes that much later),
+  `clock-drift` (a random node's clock runs at a rate in CLOCK_RATES). The cores' clock never
+  reads backwards; safety must not depend on any of it.
+
+With `net` (a harness.launcher.netns.Netns: the cluster runs in network namespaces, `kraftlab
+jepsen run --net netns`) partitions are not asked of the nodes: each cut node's namespace drops
+the packets in the kernel (nftables), and heals delete the rules; `/nemesis/links` is unused.
+
 A schedule (`Schedule`) is seeded and bounded: a quiet lead-in, then until the deadline: pick a
 fault, apply it, hold it for a random time in `fault_s`, heal it, stay quiet for a random time
 in `quiet_s`. One fault at a time. Each step is recorded Jepsen-style as two `info` events of
@@ -62,6 +74,7 @@ from harness.check.history import NEMESIS
 from harness.jepsen.recorder import Recorder
 from harness.jepsen.staged import STAGED, Target
 from harness.launcher import cluster as cl
+from harness.launcher.netns import Netns, NetnsError
 from harness.runtime.config import parse_properties
 
 Grudge = dict[int, frozenset[int]]
@@ -75,7 +88,8 @@ BROKER_PARTITIONS = ("isolate-partition-leader", "leader-cut-from-followers",
 BROKER_PROCESS_FAULTS = ("kill-partition-leader", "pause-partition-leader", "crash-unflushed")
 BROKER_FAULTS = BROKER_PARTITIONS + BROKER_PROCESS_FAULTS
 STAGED_FAULTS = tuple(STAGED)
-FAULTS = PARTITIONS + PROCESS_FAULTS + BROKER_FAULTS + STAGED_FAULTS
+CLOCK_FAULTS = ("clock-jump-forward", "clock-jump-back", "clock-drift")
+FAULTS = PARTITIONS + PROCESS_FAULTS + BROKER_FAULTS + STAGED_FAULTS + CLOCK_FAULTS
 GROUPS: dict[str, tuple[str, ...]] = {
     "none": (),
     "partition": PARTITIONS,
@@ -83,8 +97,13 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "all": PARTITIONS + PROCESS_FAULTS,  # the controller-side faults (kv runs need no broker)
     "broker": BROKER_FAULTS,
     "staged": STAGED_FAULTS,
+    "clock": CLOCK_FAULTS,
     "everything": FAULTS,
 }
+# Clock steps: a few of the jepsen runs' fetch timeouts (1 s, runner.DEFAULT_OVERRIDES), and
+# drift rates far beyond any real crystal's, so a short fault shows its effect.
+CLOCK_JUMP_MS = (1500, 5000)
+CLOCK_RATES = (0.5, 2.0)
 # The node setting that makes crash-unflushed lose data (harness/runtime/config.py).
 UNFLUSHED_KEY = "kraftlab.log.unflushed.in.process"
 
@@ -246,7 +265,7 @@ class Schedule:
 @dataclass(slots=True)
 class Fault:
     name: str
-    kind: str  # "partition" | "kill" | "pause" | "restart" | "staged" | "skipped"
+    kind: str  # "partition" | "kill" | "pause" | "restart" | "staged" | "clock" | "skipped"
     grudge: Grudge = field(default_factory=dict)
     nodes: tuple[int, ...] = ()
     clients_cut: frozenset[int] = frozenset()  # nodes that also drop client traffic
@@ -298,9 +317,12 @@ class ClusterNemesis:
         schedule: Schedule,
         *,
         partitions: Sequence[tuple[str, int | None]] | None = None,
+        net: Netns | None = None,
     ) -> None:
         """`partitions`: where the broker faults pick their partition, as (topic, partition)
-        pairs, None meaning any partition of that topic; None: every topic of the cluster."""
+        pairs, None meaning any partition of that topic; None: every topic of the cluster.
+        `net`: the run's network namespaces; partitions then cut in the kernel."""
+        self.net = net
         self.data_dir = data_dir
         self.cluster = cl.ClusterFile.load(data_dir)
         self.session = session
@@ -452,12 +474,30 @@ class ClusterNemesis:
         followers = tuple(r for r in p.replicas if r != p.leader)
         return Fault(name, "staged", target=Target(p.topic, p.partition, p.leader,
                                                    followers).describe())
+    async def plan_clock_fault(self, name: str) -> Fault:
+        """A CLOCK_FAULTS fault: which node, by how much (`target`, the POST body's fields)."""
+        rng = self.rng
+        if name == "clock-jump-forward":
+            leader = await self.leader()
+            followers = [n for n in self.node_ids if n != leader]
+            node = rng.choice(followers or self.node_ids)
+            return Fault(name, "clock", nodes=(node,),
+                         target={"jump_ms": rng.randint(*CLOCK_JUMP_MS)})
+        node = rng.choice(self.all_ids)
+        if name == "clock-jump-back":
+            return Fault(name, "clock", nodes=(node,),
+                         target={"jump_ms": -rng.randint(*CLOCK_JUMP_MS)})
+        if name == "clock-drift":
+            return Fault(name, "clock", nodes=(node,), target={"rate": rng.choice(CLOCK_RATES)})
+        raise NemesisError(f"unknown fault {name!r}")
 
     async def plan(self, name: str) -> Fault:
         if name in STAGED:
             return await self.plan_staged_fault(name)
         if name in BROKER_FAULTS:
             return await self.plan_broker_fault(name)
+        if name in CLOCK_FAULTS:
+            return await self.plan_clock_fault(name)
         nodes = self.node_ids
         rng = self.rng
         leader = await self.leader() if "leader" in name or name in (
@@ -498,6 +538,51 @@ class ClusterNemesis:
                 return "ok" if resp.status == 200 else f"HTTP {resp.status}"
         except (aiohttp.ClientError, TimeoutError) as exc:
             return type(exc).__name__ or "error"
+
+    async def _clock(self, node_id: int, body: dict[str, Any] | None) -> str:
+        """POST this /nemesis/clock body to the node, or DELETE (back in step) for None."""
+        method = "DELETE" if body is None else "POST"
+        try:
+            async with self.session.request(
+                method, self._url(node_id, "/nemesis/clock"), json=body, headers=self._auth,
+                timeout=aiohttp.ClientTimeout(total=2.0),
+            ) as resp:
+                if resp.status != 200:
+                    return f"HTTP {resp.status}"
+                clock = await resp.json(content_type=None)
+                return f"skew {round(clock.get('skew_ms', 0)):+d} ms, rate {clock.get('rate')}"
+        except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
+            return type(exc).__name__ or "error"
+
+    async def _cut(self, fault: Fault | None) -> dict[str, Any]:
+        """Apply `fault`'s grudge, or heal every node (None): over the admin API, or with
+        `net` in each node's namespace (the kernel drops the packets)."""
+        ids = self.all_ids
+        if self.net is None:
+            bodies = {i: (fault.links(i) if fault is not None else None) for i in ids}
+            if fault is not None:
+                bodies = {i: b for i, b in bodies.items() if b is not None}
+            results = await asyncio.gather(*(self._links(i, b) for i, b in bodies.items()))
+            return dict(zip(map(str, bodies), results, strict=True))
+        net = self.net
+
+        def act(node_id: int) -> str:
+            try:
+                if fault is None:
+                    net.heal(node_id)
+                    return "healed"
+                drop = fault.grudge.get(node_id, frozenset())
+                clients = node_id in fault.clients_cut
+                if not drop and not clients:
+                    return "untouched"
+                net.cut(node_id, drop, clients=clients)
+                return "nft drop " + ",".join(map(str, sorted(drop))) + (
+                    " +clients" if clients else "")
+            except NetnsError as exc:
+                return f"error: {exc}"
+
+        results = await asyncio.gather(*(asyncio.to_thread(act, i) for i in ids))
+        return dict(zip(map(str, ids), results, strict=True))
 
     async def settle(self) -> None:
         """Wait for every process action under way (each bounded by the launcher's own
@@ -583,9 +668,9 @@ class ClusterNemesis:
             hold_s = self.schedule.fault_s[0]
             return await STAGED[fault.name].apply(self, self._staged_target(fault), hold_s)
         if fault.kind == "partition":
-            bodies = {i: body for i in self.all_ids if (body := fault.links(i)) is not None}
-            results = await asyncio.gather(*(self._links(i, b) for i, b in bodies.items()))
-            return dict(zip(map(str, bodies), results, strict=True))
+            return await self._cut(fault)
+        if fault.kind == "clock":
+            return {str(i): await self._clock(i, dict(fault.target)) for i in fault.nodes}
         action = {"kill": "kill", "pause": "pause", "restart": "stop"}[fault.kind]
         if action == "kill" and len(fault.nodes) > 1:  # at once: a correlated crash
             killed = await asyncio.gather(*(self._process("kill", i) for i in fault.nodes))
@@ -599,9 +684,9 @@ class ClusterNemesis:
         if fault.kind == "staged":
             return await STAGED[fault.name].heal(self, self._staged_target(fault))
         if fault.kind == "partition":
-            ids = self.all_ids
-            results = await asyncio.gather(*(self._links(i, None) for i in ids))
-            return dict(zip(map(str, ids), results, strict=True))
+            return await self._cut(None)
+        if fault.kind == "clock":
+            return {str(i): await self._clock(i, None) for i in fault.nodes}
         action = {"kill": "start", "pause": "resume", "restart": None, "skipped": None}[fault.kind]
         if action is None:
             return {}
@@ -640,8 +725,9 @@ class ClusterNemesis:
                 cl.signal_node(node, signal.SIGCONT)
             else:
                 result[f"{node_id}-start"] = await self._process("start", node_id)
-        links = await asyncio.gather(*(self._links(i, None) for i in self.all_ids))
-        result.update({str(i): r for i, r in zip(self.all_ids, links, strict=True)})
+        result.update(await self._cut(None))
+        clocks = await asyncio.gather(*(self._clock(i, None) for i in self.all_ids))
+        result.update({f"{i}-clock": r for i, r in zip(self.all_ids, clocks, strict=True)})
         self.recorder.record(NEMESIS, "info", "stop-all", result)
         return result
 

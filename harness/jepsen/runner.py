@@ -16,6 +16,10 @@ Sequence (`run`), every step bounded in time:
    summary_row.py);
 5. bring the cluster down (only the PIDs in its own cluster.json) unless it was already
    running before the run, and copy the node logs into DIR/logs.
+With `net="netns"` (`--net netns`) the cluster runs in network namespaces the run creates and
+deletes (harness/launcher/netns.py): nodes bind private addresses, the run's clients and nemesis
+talk from the clients' namespace, and partitions are nftables drops in the kernel. Needs root;
+without it the run fails at once with the reason (exit 3), tests skip with it.
 Exit codes: 0 valid, 1 anomalies (invalid), 2 unknown (checker gave up, or the cluster never
 recovered and the history is still valid), 3 the run could not be done.
 """
@@ -23,6 +27,7 @@ recovered and the history is still valid), 3 the run could not be done.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import shutil
@@ -44,6 +49,8 @@ from harness.jepsen.summary_row import build_row, write_row
 from harness.jepsen.workload_kv import KvOptions, KvWorkload
 from harness.jepsen.workload_queue import QueueOptions, QueueSetupError, QueueWorkload
 from harness.launcher import cluster as cl
+from harness.launcher import netns
+from harness.launcher.netns import Netns
 from harness.net.http_session import disable_idempotent_retry
 
 EXIT_VALID, EXIT_INVALID, EXIT_UNKNOWN, EXIT_ERROR = 0, 1, 2, 3
@@ -74,6 +81,7 @@ SUBSCRIBE_OVERRIDES = {
 STOP_POLL_S = 0.1  # how often `RunOptions.stop_when` is asked
 
 WORKLOADS = ("kv", "queue")
+NETS = ("loopback", "netns")
 PLANNED_WORKLOADS: dict[str, str] = {}
 
 
@@ -106,6 +114,9 @@ class RunOptions:
     # only after the fault has had its effect (e.g. a new partition leader elected), instead
     # of guessing how long that takes on a loaded machine.
     stop_when: Callable[[ClusterNemesis], Awaitable[bool]] | None = None
+    # "loopback": every node on 127.0.0.1, partitions by the nodes' link filter; "netns":
+    # each node in its own network namespace, partitions by the kernel (module docstring).
+    net: str = "loopback"
 
 
 @dataclass(frozen=True)
@@ -159,13 +170,14 @@ def already_running(data_dir: Path) -> bool:
     return bool(cl.running_nodes(cl.ClusterFile.load(data_dir)))
 
 
-def bring_up(options: RunOptions, data_dir: Path) -> None:
+def bring_up(options: RunOptions, data_dir: Path, net: Netns | None = None) -> None:
     """Lay out (or reuse a stopped) cluster in data_dir, start every node, wait for a leader."""
     if cl.ClusterFile.path_in(data_dir).exists():
         cluster = cl.ClusterFile.load(data_dir)
     else:
-        cluster = cl.create_cluster(data_dir, options.controllers, cluster_overrides(options),
-                                    broker_count(options))
+        cluster = cl.create_cluster(
+            data_dir, options.controllers, cluster_overrides(options), broker_count(options),
+            hosts=net.hosts() if net else None, netns=net.namespaces() if net else None)
     for node in cluster.nodes:
         cl.start_node(cluster, data_dir, node)
     leader = cl.wait_for_leader(cluster, [n.id for n in cluster.controllers],
@@ -243,8 +255,27 @@ def client_session(data_dir: Path) -> aiohttp.ClientSession:
     return session
 
 
+def make_net(options: RunOptions, data_dir: Path) -> Netns | None:
+    """The run's namespaces for `net="netns"` (created), None on loopback; RunError if this
+    machine cannot have them (the reason: root, ip, nft, kernel) or the cluster is not new."""
+    if options.net == "loopback":
+        return None
+    if options.net != "netns":
+        raise RunError(f"unknown net {options.net!r}; use one of {', '.join(NETS)}")
+    reason = netns.missing()
+    if reason is not None:
+        raise RunError(f"--net netns: {reason}")
+    if cl.ClusterFile.path_in(data_dir).exists():
+        raise RunError("--net netns lays out a new cluster: give an empty --data-dir")
+    ids = tuple(i for i, _ in cl.layout_of(options.controllers, broker_count(options)))
+    try:
+        return Netns(ids).create()
+    except netns.NetnsError as exc:
+        raise RunError(f"--net netns: {exc}") from exc
+
+
 async def _run_async(options: RunOptions, data_dir: Path, workload: Workload,
-                     rec: Recorder) -> dict[str, Any]:
+                     rec: Recorder, net: Netns | None = None) -> dict[str, Any]:
     faults = parse_nemesis(options.nemesis)
     cluster = cl.ClusterFile.load(data_dir)
     urls = {n.id: n.admin_url for n in cluster.controllers}
@@ -261,7 +292,7 @@ async def _run_async(options: RunOptions, data_dir: Path, workload: Workload,
         topic = getattr(workload, "options", None)
         targets = [(topic.topic, None)] if isinstance(topic, QueueOptions) else None
         nemesis = ClusterNemesis(data_dir, nemesis_session, rec, random.Random(rng.random()),
-                                 schedule, partitions=targets)
+                                 schedule, partitions=targets, net=net)
         epoch_start = await _controller_epoch(nemesis)
         await workload.setup(ctx)
         rec.restart_clock()
@@ -350,7 +381,9 @@ async def _controller_epoch(nemesis: ClusterNemesis) -> int | None:
     return max(epochs) if epochs else None
 
 
-def run(options: RunOptions) -> RunResult:
+def run(options: RunOptions, net: Netns | None = None) -> RunResult:
+    """One run. `net`: namespaces the cluster in `options.data_dir` already runs in (a soak's;
+    the caller created them and deletes them); None: `options.net` decides."""
     parse_nemesis(options.nemesis)  # bad names fail before anything starts
     workload = make_workload(options)
     out_dir = options.out_dir
@@ -365,25 +398,40 @@ def run(options: RunOptions) -> RunResult:
     owned = not already_running(data_dir)
     if not owned:
         _say(options, f"using the cluster already running in {data_dir} (left running)")
+    own_net = net is None
+    if own_net:
+        net = make_net(options, data_dir)
+    if net is not None and own_net:
+        _say(options, f"network namespaces {net.prefix}-* on {net.subnet}.0/24 "
+             f"(partitions by nftables in the kernel)")
     try:
-        if owned:
-            bring_up(options, data_dir)
-        elif broker_count(options):
-            # a cluster left by an earlier run may still be fencing or restarting a broker
-            cluster = cl.ClusterFile.load(data_dir)
-            cl.wait_for_brokers(cluster, [n.id for n in cluster.brokers],
-                                options.startup_timeout_s, lambda m: _say(options, m))
-        info = asyncio.run(_run_async(options, data_dir, workload, rec))
+        # In the clients' namespace (netns): the nodes are reachable only from there.
+        with net.entered() if net is not None else contextlib.nullcontext():
+            if owned:
+                bring_up(options, data_dir, net)
+            elif broker_count(options):
+                # a cluster left by an earlier run may still be fencing or restarting a broker
+                cluster = cl.ClusterFile.load(data_dir)
+                cl.wait_for_brokers(cluster, [n.id for n in cluster.brokers],
+                                    options.startup_timeout_s, lambda m: _say(options, m))
+            info = asyncio.run(_run_async(options, data_dir, workload, rec, net))
         cluster = cl.ClusterFile.load(data_dir)
         info["cluster"] = {"controllers": len(cluster.controllers),
                            "brokers": len(cluster.brokers)}
-    except (cl.ClusterError, OSError, QueueSetupError) as exc:
+        if net is not None:
+            info["net"] = {"netns_prefix": net.prefix, "subnet": f"{net.subnet}.0/24",
+                           "hosts": {str(k): v for k, v in net.hosts().items()}}
+    except (cl.ClusterError, OSError, QueueSetupError, netns.NetnsError) as exc:
         raise RunError(f"run failed: {exc}") from exc
     finally:
         if owned and cl.ClusterFile.path_in(data_dir).exists():
             stuck = bring_down(data_dir)
             if stuck:
                 _say(options, f"WARNING: nodes {stuck} did not stop")
+        if net is not None and own_net:
+            left = net.teardown()  # after the nodes: a namespace outlives no process of ours
+            if left:
+                _say(options, f"WARNING: network namespaces {left} could not be deleted")
         if cl.ClusterFile.path_in(data_dir).exists():
             copy_logs(data_dir, out_dir)
         rec.write(out_dir / "history.jsonl")

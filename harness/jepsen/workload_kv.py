@@ -51,6 +51,9 @@ _answered_by: contextvars.ContextVar[int | None] = contextvars.ContextVar("answe
 @dataclass(frozen=True, slots=True)
 class KvOptions:
     keys: int = 3
+    # Keys are PREFIX0.. (a soak's runs share one cluster: each run its own keys, which start
+    # absent as the checker's model assumes).
+    key_prefix: str = "k"
     concurrency: int = 5
     rate: float = 40.0  # operations per second, all workers together
     op_timeout_s: float = 2.5
@@ -79,7 +82,7 @@ class KvWorkload:
         self.options = options
         self.concurrency = options.concurrency
         self.op_timeout_s = options.op_timeout_s
-        self.keys = [f"k{i}" for i in range(options.keys)]
+        self.keys = [f"{options.key_prefix}{i}" for i in range(options.keys)]
         self._values = itertools.count(1)
         self.pids = ProcessIds(options.concurrency)
         self._known: dict[tuple[int, str], Any] = {}  # (worker, key) -> last value seen

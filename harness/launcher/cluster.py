@@ -95,6 +95,8 @@ class NodeEntry:
     # voter set), or one added later by `kraftlab quorum add-controller` (KIP-853): that one
     # starts as an observer with its own listener, and joins the voters through the log.
     bootstrap_voter: bool = True
+    # The network namespace the node runs in (harness/launcher/netns.py); None: the machine's.
+    netns: str | None = None
 
     @property
     def admin_url(self) -> str:
@@ -197,8 +199,10 @@ def spawn_node(node: NodeEntry) -> int:
     """Start one node process detached from this one; returns its PID."""
     log = open(node.log_file, "ab")  # noqa: SIM115 - handed to the child
     try:
+        # `ip netns exec` execs the node in place: the PID and command line stay the node's.
+        prefix = ["ip", "netns", "exec", node.netns] if node.netns else []
         proc = subprocess.Popen(
-            [sys.executable, "-m", "harness.node", "--config", node.config_file],
+            [*prefix, sys.executable, "-m", "harness.node", "--config", node.config_file],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
@@ -278,10 +282,14 @@ def layout_of(controllers: int, brokers: int) -> list[tuple[int, str]]:
 def create_cluster(
     data_dir: Path, controllers: int, overrides: dict[str, str], brokers: int = 0,
     *, node_overrides: dict[int, dict[str, str]] | None = None,
+    hosts: dict[int, str] | None = None, netns: dict[int, str] | None = None,
 ) -> ClusterFile:
     """Lay out a new cluster (ids, ports, dirs, configs, admin token) without starting anything.
     `overrides` are cluster-wide (node keys and launcher keys); `node_overrides` node id ->
-    properties for that node only (validated by harness/cli/config.py `plan_overrides`)."""
+    properties for that node only (validated by harness/cli/config.py `plan_overrides`).
+    `hosts` and `netns`: per node, the address it binds and the network namespace it runs in
+    (harness/launcher/netns.py lays them out); ports are then drawn on loopback, only to be
+    distinct, as every node has its own network stack."""
     if controllers < 1:
         raise ClusterError("--controllers must be at least 1")
     if not 0 <= brokers <= 99:
@@ -294,7 +302,7 @@ def create_cluster(
     host = overrides.get(BIND_HOST_KEY, HOST)
     data_dir = data_dir.resolve()
     data_dir.mkdir(parents=True, exist_ok=True)
-    ports = free_ports(3 * (controllers + brokers), host)
+    ports = free_ports(3 * (controllers + brokers), HOST if hosts else host)
     cluster = ClusterFile(random_cluster_id(), overrides=dict(overrides))
     token_file = write_token(data_dir)
     for i, (node_id, role) in enumerate(layout):
@@ -304,7 +312,7 @@ def create_cluster(
             NodeEntry(
                 id=node_id,
                 role=role,
-                host=host,
+                host=(hosts or {}).get(node_id, host),
                 rpc_port=ports[3 * i],
                 admin_port=ports[3 * i + 1],
                 kafka_port=ports[3 * i + 2] if role == "broker" else None,
@@ -313,6 +321,7 @@ def create_cluster(
                 log_file=str(node_dir / "node.log"),
                 config_file=str(node_dir / f"{role}.properties"),
                 overrides=dict((node_overrides or {}).get(node_id, {})),
+                netns=(netns or {}).get(node_id),
             )
         )
     for node in cluster.nodes:

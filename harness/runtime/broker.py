@@ -28,6 +28,7 @@ import structlog
 
 from harness.drive.broker_session import BrokerSession, BrokerTiming, Transition
 from harness.runtime.clean_shutdown import take_previous_broker_epoch, write_clean_shutdown
+from harness.runtime.clock import ClockTimer
 from harness.runtime.context import NodeContext
 from harness.runtime.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
 from harness.runtime.group_host import GroupHost
@@ -75,7 +76,7 @@ class BrokerLifecycle:
             rack=config.rack,
             previous_broker_epoch=previous_epoch,
         )
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: ClockTimer | None = None
         self._shut_down = asyncio.Event()
         self._stopped = False
         # AlterPartition calls (not part of the session): request id -> future.
@@ -151,7 +152,7 @@ class BrokerLifecycle:
         deadline = self.session.next_deadline_ms()
         if deadline is None or self._stopped:
             return
-        self._timer = self.loop.call_at(max(deadline, self.node.now_ms() + 1) / 1000, self._on_timer)
+        self._timer = self.node.clock.call_at(max(deadline, self.node.now_ms() + 1), self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None

@@ -11,7 +11,8 @@ metrics.py, `AdminNode` in harness/admin/context.py), so what each one reaches i
 
 Rules:
 - This module imports no helper, not even under TYPE_CHECKING: every helper may import it, and
-  no helper imports node.py (the node imports them, never the other way).
+  no helper imports node.py (the node imports them, never the other way). The one runtime module
+  it names, clock.py, is a leaf: it imports nothing of the runtime.
 - Only public members: `crash` is the one way a helper stops the process (a broken
   invariant is a crash in a real node).
 - The node's errors live here, so helpers and listeners catch them without importing the node.
@@ -25,6 +26,7 @@ from typing import Any, NoReturn, Protocol
 
 from harness.drive.broker_session import BrokerSession
 from harness.net.transport import Transport
+from harness.runtime.clock import NodeClock
 from harness.runtime.config import NodeConfig
 from quorum.metadata.image import ApplyResult, MetadataImage
 from quorum.raft import QuorumStatus
@@ -86,6 +88,12 @@ class NodeContext(Protocol):
 
     @property
     def is_leader(self) -> bool: ...
+
+    @property
+    def clock(self) -> NodeClock:
+        """The process's clock (clock.py): `now_ms` and `wall_ms` read it; core timers are
+        armed on it (`clock.call_at(deadline_ms, ...)`) so a skewed clock moves them too."""
+        ...
 
     def now_ms(self) -> int: ...
 

@@ -36,7 +36,6 @@ gets exactly one answer (the core's contract, and `close` answers nothing more).
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import uuid
 from collections import deque
@@ -60,6 +59,7 @@ from coordinator import (
     decode_key,
     decode_value,
 )
+from harness.runtime.clock import ClockTimer
 from harness.runtime.context import BrokerLink, NodeContext
 from partition.log import batch as rb
 from partition.replica import ACKS_ALL
@@ -121,7 +121,7 @@ class GroupHost:
         self._waiters: dict[int, Respond] = {}
         self._busy = False
         self._queued: deque[Callable[[], list[Effect]]] = deque()
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: ClockTimer | None = None
         self._deadline_ms: int | None = None
         self._creating = False
         self._closed = False
@@ -334,8 +334,8 @@ class GroupHost:
         if self._timer is not None:
             self._timer.cancel()
         self._deadline_ms = deadline
-        self._timer = None if deadline is None else self.loop.call_at(
-            max(deadline, self.node.now_ms() + 1) / 1000, self._on_timer)  # fmt: skip
+        self._timer = None if deadline is None else self.node.clock.call_at(
+            max(deadline, self.node.now_ms() + 1), self._on_timer)  # fmt: skip
 
     def _on_timer(self) -> None:
         self._timer = None

@@ -37,7 +37,6 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-import time
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, NoReturn, assert_never
@@ -49,6 +48,7 @@ from harness.drive.raftlog import RaftLogStore
 from harness.net.transport import FrameError, Transport
 from harness.runtime.broker import BrokerLifecycle
 from harness.runtime.client_requests import answer_client_request
+from harness.runtime.clock import ClockTimer, NodeClock
 from harness.runtime.config import NodeConfig
 from harness.runtime.context import NotLeaderError, OutcomeUnknownError, VoterChangeError
 from harness.runtime.controller_rpc import (
@@ -123,6 +123,7 @@ class ControllerNode:
         # Read first: a node that must protect its admin API but has no token does not start.
         self.admin_token = config.read_admin_token()
         self.loop = asyncio.get_running_loop()
+        self.clock = NodeClock(self.loop)  # skewed only by the clock nemesis (clock.py)
         config.quorum_state_path.parent.mkdir(parents=True, exist_ok=True)
         self.quorum_state = QuorumStateFile(config.quorum_state_path, config.cluster_id)
         self.log = RaftLogStore.open(
@@ -147,7 +148,7 @@ class ControllerNode:
         self._reads: dict[int, asyncio.Future[int]] = {}
         self._reads_waiting_apply: deque[tuple[int, asyncio.Future[int]]] = deque()
         self._next_read_id = 1
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer: ClockTimer | None = None
         self._timer_deadline_ms: int | None = None
         self._records_since_snapshot = 0
         self._bytes_since_snapshot = 0
@@ -197,11 +198,11 @@ class ControllerNode:
     # --- clock ------------------------------------------------------------------------------
 
     def now_ms(self) -> int:
-        return int(self.loop.time() * 1000)
+        return self.clock.now_ms()
 
     def wall_ms(self, mono_ms: int) -> int:
         """A core timestamp (loop clock) as Unix epoch ms, for the API (KIP-836 timestamps)."""
-        return int(time.time() * 1000) - (self.now_ms() - mono_ms)
+        return self.clock.wall_ms(mono_ms)
 
     # --- lifecycle ----------------------------------------------------------------------------
 
@@ -316,7 +317,7 @@ class ControllerNode:
         if self._timer is not None:
             self._timer.cancel()
         self._timer_deadline_ms = deadline
-        self._timer = None if deadline is None else self.loop.call_at(deadline / 1000, self._on_timer)
+        self._timer = None if deadline is None else self.clock.call_at(deadline, self._on_timer)
 
     # --- proposals and reads (called by the admin API) ----------------------------------------
 

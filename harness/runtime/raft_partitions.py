@@ -478,7 +478,7 @@ class RaftPartitions:
         if self._timer is not None:
             self._timer.cancel()
         self._timer_at = at
-        self._timer = None if at is None else self.loop.call_at(at / 1000, self._on_timer)
+        self._timer = None if at is None else self.node.clock.call_at(at, self._on_timer)
 
     # --- views ----------------------------------------------------------------------------------
 

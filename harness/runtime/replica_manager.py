@@ -58,6 +58,7 @@ from typing import Any
 import structlog
 
 from harness.drive.replica_effects import execute_replica_effects
+from harness.runtime.clock import ClockTimer
 from harness.runtime.context import BrokerLink, NodeContext
 from harness.runtime.log_configs import TopicLogConfigs
 from harness.runtime.raft_leadership import RaftLeadership
@@ -150,7 +151,7 @@ class HostedReplica:
     last_eligible: tuple[BrokerState, ...] = ()
     config_overrides: dict[str, str] = field(default_factory=dict)  # the topic's, last applied
     fenced_epoch: int = -1  # quorum mode: the stored fenced epoch (SendReplicaPosition)
-    timer: asyncio.TimerHandle | None = None
+    timer: ClockTimer | None = None
     deadline_ms: int | None = None
     busy: bool = False
     queued: deque[ReplicaInput | None] = field(default_factory=deque)
@@ -184,7 +185,7 @@ class ReplicaManager:
         self._known_peers: dict[int, tuple[str, int]] = {}
         self._housekeeping: asyncio.TimerHandle | None = None
         self._retention_timer: asyncio.TimerHandle | None = None
-        self._delete_timer: asyncio.TimerHandle | None = None
+        self._delete_timer: ClockTimer | None = None
         self._closed = False
         self._published = False  # the image reached our registration (`_caught_up`)
         self._strays_checked = False  # `_delete_strays` ran (once, on the first caught-up image)
@@ -434,7 +435,7 @@ class ReplicaManager:
         if r.timer is not None:
             r.timer.cancel()
         r.deadline_ms = deadline
-        r.timer = None if deadline is None else self.loop.call_at(deadline / 1000, self._on_timer, r)
+        r.timer = None if deadline is None else self.node.clock.call_at(deadline, self._on_timer, r)
 
     def _on_timer(self, r: HostedReplica) -> None:
         r.timer = None
@@ -734,8 +735,8 @@ class ReplicaManager:
         due_ms = self.log_manager.next_delete_due_ms()
         if self._delete_timer is not None:
             self._delete_timer.cancel()
-        self._delete_timer = None if due_ms is None or self._closed else self.loop.call_at(
-            (due_ms + 1) / 1000, self._on_deletions)
+        self._delete_timer = None if due_ms is None or self._closed else self.node.clock.call_at(
+            due_ms + 1, self._on_deletions)
 
     def _on_deletions(self) -> None:
         self._delete_timer = None

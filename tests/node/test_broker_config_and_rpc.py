@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from harness.runtime.clock import NodeClock
 from harness.runtime.config import (
     ConfigError,
     Endpoint,
@@ -68,6 +69,7 @@ class _FakeNode:
         self.is_leader = is_leader
         self.sent: list[tuple[int, Any]] = []
         self.loop = asyncio.new_event_loop()
+        self.clock = NodeClock(self.loop)
         self.config = NodeConfig(node_id=2, cluster_id="c1", voters={}, admin_listeners={},
                                  metadata_log_dir=Path("/tmp/x"))
 

@@ -15,6 +15,7 @@ from typing import Any
 import coordinator as c
 from coordinator.records import offset_commit_record
 from harness.admin.groups import decode_assignment
+from harness.runtime.clock import NodeClock
 from harness.runtime.config import NodeConfig
 from harness.runtime.group_host import OFFSETS_TOPIC, GroupHost
 from partition.log import batch as rb
@@ -90,6 +91,7 @@ class FakeImage:
 class FakeNode:
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.loop = loop
+        self.clock = NodeClock(loop)
         self.image = FakeImage()
         self.config = NodeConfig(node_id=101, cluster_id="c", voters={}, admin_listeners={},
                                  metadata_log_dir=Path("/nonexistent"),

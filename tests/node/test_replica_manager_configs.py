@@ -14,6 +14,7 @@ from typing import Any, NoReturn
 
 import pytest
 
+from harness.runtime.clock import NodeClock
 from harness.runtime.config import NodeConfig
 from harness.runtime.replica_manager import ReplicaManager
 from partition.log import batch as rb
@@ -52,6 +53,7 @@ class _FakeNode:
                                  log_segment_delete_delay_ms=DELAY_MS)  # fmt: skip
         self.transport = _FakeTransport()
         self.clock_ms = 1_000_000
+        self.clock = NodeClock(self.loop)  # arms the cores' timers (the readings are clock_ms)
 
     def now_ms(self) -> int:
         return self.clock_ms

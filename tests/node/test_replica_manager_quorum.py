@@ -15,6 +15,7 @@ import asyncio
 from pathlib import Path
 from typing import Any, NoReturn
 
+from harness.runtime.clock import NodeClock
 from harness.runtime.config import NodeConfig
 from harness.runtime.replica_manager import POSITION_REPORT_REFRESH_MS, ReplicaManager
 from quorum.controller.messages import ReportReplicaPositionRequest, ReportReplicaPositionResponse
@@ -58,6 +59,7 @@ class _Node:
     def __init__(self, data_dir: Path) -> None:
         self.node_id = ME
         self.loop = asyncio.new_event_loop()
+        self.clock = NodeClock(self.loop)
         self.config = NodeConfig(node_id=ME, cluster_id="c", voters={}, admin_listeners={},
                                  metadata_log_dir=data_dir, process_roles="broker")  # fmt: skip
         self.transport = _Transport()

@@ -19,6 +19,8 @@ rebuild the image from the newest snapshot; the HW restarts at the snapshot and 
 up as the core learns the HW again), `crash` (SimStorage.crash: unsynced bytes are lost, possibly
 a torn last write; in-memory state is gone; pending client requests never get an answer), `stop`
 (SIGKILL: memory gone, the page cache kept), `pause` (the world stops delivering and ticking).
+Time: every input arrives in kernel time and is read on the node's `clock` (SkewedClock, the
+clock nemesis steps it); `next_deadline_ms` answers in kernel time.
 
 Invariants: every log write goes through the ObservedLog; the image applies entries strictly in
 offset order and only below the HW; a client write is acknowledged only once it is applied at
@@ -37,6 +39,7 @@ from harness.drive.effects import execute_effects
 from harness.drive.raftlog import RaftLogStore
 from harness.sim.actors.kv_client import Operation
 from harness.sim.actors.raft_disk import ObservedLog, SimQuorumStateStore
+from harness.sim.actors.skewed_clock import SkewedClock
 from harness.sim.checks.invariants import SafetyChecker, read_range
 from partition.log import LogConfig
 from partition.log.storage import SimStorage
@@ -117,6 +120,9 @@ class RaftNode:
         self.timer_generation = 0
         self.armed_deadline_ms: int | None = None
         self.voter_answers: Counter[str] = Counter()  # KIP-853 answers, by error name
+        # Inputs come in kernel time and are read on this clock; deadlines go back out in
+        # kernel time (next_deadline_ms). The machine's clock: it survives restarts.
+        self.clock = SkewedClock()
         self._reset_memory()
 
     def _reset_memory(self) -> None:
@@ -183,7 +189,7 @@ class RaftNode:
             self.store,
             self.load_election_state(),
             seed,
-            now_ms,
+            self.clock.local(now_ms),
         )
 
     def crash(self, rng: random.Random | None) -> None:
@@ -207,7 +213,7 @@ class RaftNode:
     def shutdown(self, now_ms: int) -> None:
         """Resign if leading (KIP-595 EndQuorumEpoch) and flush the log; the caller then stops
         the process (crash with nothing unsynced left to lose)."""
-        self.run_effects(self.core.resign(now_ms))
+        self.run_effects(self.core.resign(self.clock.local(now_ms)))
         self.store.close()
 
     def pause(self) -> int:
@@ -223,6 +229,7 @@ class RaftNode:
     # -- inputs ------------------------------------------------------------------------------------
 
     def handle(self, src: int, message: Any, now_ms: int) -> None:
+        now_ms = self.clock.local(now_ms)
         for part in self.parts:
             if part.accepts(message):
                 part.handle(src, message, now_ms)
@@ -230,18 +237,25 @@ class RaftNode:
         else:
             if isinstance(message, RaftMessage):
                 self.run_effects(self.core.handle(src, message, now_ms))
-        self.step(now_ms)
+        self._step(now_ms)
 
     def tick(self, now_ms: int) -> None:
+        now_ms = self.clock.local(now_ms)
         self.run_effects(self.core.tick(now_ms))
-        self.step(now_ms)
+        self._step(now_ms)
 
     def peer_unreachable(self, peer: int, now_ms: int) -> None:
+        now_ms = self.clock.local(now_ms)
         self.run_effects(self.core.peer_unreachable(peer, now_ms))
-        self.step(now_ms)
+        self._step(now_ms)
 
     def step(self, now_ms: int) -> None:
-        """Every part's step, after an input (only while the core runs)."""
+        """Every part's step at kernel time `now_ms` (a part's own input, e.g. an admin
+        request, read on this process's clock)."""
+        self._step(self.clock.local(now_ms))
+
+    def _step(self, now_ms: int) -> None:
+        """Every part's step, after an input (only while the core runs); `now_ms` local."""
         if self.core is None:
             return
         for part in self.parts:
@@ -254,7 +268,7 @@ class RaftNode:
             part_deadline = part.next_deadline_ms()
             if part_deadline is not None:
                 deadlines.append(part_deadline)
-        return min(deadlines) if deadlines else None
+        return self.clock.kernel(min(deadlines)) if deadlines else None  # kernel time
 
     def take_snapshot(self, now_ms: int) -> None:
         """Snapshot the image at its applied offset (KIP-630), if newer than the latest one."""
@@ -265,9 +279,10 @@ class RaftNode:
         snapshot = OffsetAndEpoch(end, self.image.applied_epoch)
         voters = self.core.voters_at(end)  # KIP-853: the snapshot records the voter set
         self.store.write_snapshot(snapshot, encode_snapshot(voters, self.image.snapshot()))
-        self.run_effects(self.core.snapshot_taken(snapshot, now_ms))
+        self.run_effects(self.core.snapshot_taken(snapshot, self.clock.local(now_ms)))
 
     def client_request(self, op: Operation, now_ms: int) -> None:
+        now_ms = self.clock.local(now_ms)
         if op.f == "read":
             self._next_request_id += 1
             request_id = self._next_request_id
@@ -285,7 +300,7 @@ class RaftNode:
     def propose_marker(self, value: str, now_ms: int) -> bytes | None:
         """The liveness phase's proposal; returns its bytes, or None if not accepted."""
         data = encode_record(KvPut("__liveness__", value))
-        offset, effects = self._propose(data, now_ms)
+        offset, effects = self._propose(data, self.clock.local(now_ms))
         if offset is None:
             return None
         self.run_effects(effects)

@@ -103,6 +103,12 @@ class FaultTarget(Protocol):
 
     def resume(self, node_id: int) -> None: ...
 
+    def jump_clock(self, node_id: int, delta_ms: int) -> bool:
+        """Step the process's clock by `delta_ms` (negative: back); it holds its highest
+        reading, so no process ever sees time reverse (harness.sim.actors.skewed_clock).
+        False if the process has no clock of its own (nothing done)."""
+        ...
+
     def metadata_quorum_down(self) -> list[int]:
         """Make the metadata quorum unavailable; the controllers taken down."""
         ...

@@ -44,6 +44,9 @@ class NemesisProfile:
     shutdown_weight: int = 1
     max_pause_ms: int = 600
     torn_writes: bool = True
+    # Not drawn (a seed's draws stay what they were): a run that wants clock steps sets it
+    # (SimConfig.clock_weight, `kraftlab sim quorum --clock-weight`).
+    clock_weight: int = 0
 
     @classmethod
     def draw(cls, rng: random.Random) -> NemesisProfile:

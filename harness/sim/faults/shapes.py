@@ -13,7 +13,16 @@ Instant shapes (the quorum runs' random steps, Jepsen's vocabulary; no end, a la
   pause: SIGSTOP for a drawn time; shutdown: graceful stop (the leader resigns, KIP-595);
 - halves, isolate, isolate-leader, majority (a voter majority against the minority, brokers on
   either side), bridge (one node sees both halves), one-way (a node can only send, or only
-  receive).
+  receive);
+- clock: a drawn node's clock steps forward or back by CLOCK_JUMP_MS (drawn); the skew stays
+  (the quorum runs' `clock` step kind, weight 0 unless a run asks for it).
+
+Clock shapes (instant, or spans healed by the opposite step; harness.sim.actors.skewed_clock):
+- clock-jump-forward: a follower voter's clock jumps ahead: its fetch timeout is due at once, it
+  starts an election (pre-vote first, KIP-996) sooner than any peer;
+- clock-jump-back: a drawn node's clock jumps back: its clock holds, every timeout of it comes
+  that much later (a follower times out late; a leader's check-quorum resigns late).
+A clock never changes what a message says or when it arrives: safety must not depend on it.
 
 Span shapes (the data-plane runs: applied at the fault's start, healed at its end):
 - isolate-partition-leader: the partition leader cut from its followers for the first 60% of
@@ -63,6 +72,7 @@ LAST_REPLICA_RESTART_MS = 500
 # dead leader and, if allowed, elects a follower uncleanly before the old leader comes back.
 KILLED_LEADER_RESTART_MS = 2000
 FLAP_MS = 300
+CLOCK_JUMP_MS = (50, 1000)  # a few election timeouts of the quorum runs' drawn configs
 LEADER_CRASH_PROBABILITY = 0.33  # the quorum runs crash the leader a third of the time
 
 
@@ -185,6 +195,38 @@ def one_way(f: Fault) -> str:
         return f"partition one-way {one} cannot send"
     t.network.cut_one_way(others, [one])
     return f"partition one-way {one} cannot receive"
+
+
+# -- clock shapes --------------------------------------------------------------------------------
+
+
+def _jump(f: Fault, node: int, delta_ms: int, shape: str) -> str:
+    t = f.target
+    if not t.jump_clock(node, delta_ms):
+        return f"{shape} {node} (no clock of its own)"
+    f.until(lambda: t.jump_clock(node, -delta_ms), "clock")
+    return f"{shape} {node} {delta_ms:+d}ms"
+
+
+def clock(f: Fault) -> str:
+    t = f.target
+    node = f.rng.choice(list(t.node_ids))
+    delta_ms = f.rng.randint(*CLOCK_JUMP_MS) * f.rng.choice((1, -1))
+    return _jump(f, node, delta_ms, "clock")
+
+
+def clock_jump_forward(f: Fault) -> str:
+    t = f.target
+    leader = t.active_controller()
+    followers = [n for n in t.controller_ids if n != leader and t.is_up(n)]
+    if not followers:
+        return "clock-jump-forward (no follower)"
+    return _jump(f, f.rng.choice(followers), f.rng.randint(*CLOCK_JUMP_MS), "clock-jump-forward")
+
+
+def clock_jump_back(f: Fault) -> str:
+    node = f.rng.choice(list(f.target.node_ids))
+    return _jump(f, node, -f.rng.randint(*CLOCK_JUMP_MS), "clock-jump-back")
 
 
 # -- span shapes: the data-plane runs ---------------------------------------------------------------
@@ -410,6 +452,9 @@ SHAPES: dict[str, Shape] = {
     "majority": Shape("partition", majority),
     "bridge": Shape("partition", bridge),
     "one-way": Shape("partition", one_way),
+    "clock": Shape("clock", clock),
+    "clock-jump-forward": Shape("clock", clock_jump_forward),
+    "clock-jump-back": Shape("clock", clock_jump_back),
     # spans (the data-plane runs)
     "isolate-partition-leader": Shape("partition", isolate_partition_leader),
     "leader-cut-from-followers": Shape("partition", leader_cut_from_followers),
@@ -443,7 +488,8 @@ SHAPES: dict[str, Shape] = {
 }
 
 # The quorum runs' random step: a kind by weight (NemesisProfile), a partition shape uniformly.
-STEP_KINDS = ("crash", "restart", "partition", "heal", "pause")
+# `clock` last, weight 0 by default: a zero weight at the end leaves every seed's draws as they were.
+STEP_KINDS = ("crash", "restart", "partition", "heal", "pause", "clock")
 QUORUM_PARTITIONS = ("halves", "isolate", "isolate-leader", "majority", "bridge", "one-way")
 
 # The scenario matrix's nemeses (harness/results/schema.py lists them too): one shape per run.

@@ -41,6 +41,7 @@ class VoterChanger:
             self.asked["no leader"] += 1
             return "voter change: no leader"
         node = self.world.actors[leader_id]
+        at_ms = node.clock.local(at_ms)  # the node's own clock (skewed under clock faults)
         voters = node.core.voters
         spares = [c for c in self.controller_ids if c not in voters]
         self.requests += 1

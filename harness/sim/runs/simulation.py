@@ -6,7 +6,8 @@ metadata`, harness.sim.runs.metadata_run) is this run with a `Plane` added: cont
 brokers as parts of the nodes, an admin client, its own checks.
 
 A run has two phases (TigerBeetle's VOPR, FoundationDB): a *safety* phase of `duration_ms` with
-faults (partitions, crashes that lose unsynced data, pauses, drops, duplicates, reordering) and a
+faults (partitions, crashes that lose unsynced data, pauses, drops, duplicates, reordering, and
+with `clock_weight` clock jumps) and a
 random client; then a *liveness* phase: everything heals, every crashed node restarts, and within
 `liveness_budget_ms` the cluster must elect a leader, commit a new proposal (a marker write) and
 bring every node, voters and observers, up to it with an image equal to the committed log's.
@@ -24,7 +25,7 @@ import hashlib
 import random
 from collections import Counter, deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from harness.sim.actors.kv_client import KvClient
@@ -74,6 +75,7 @@ class SimConfig:
     # KIP-853: spare controllers join and voters leave during the safety phase
     # (harness.sim.runs.membership). Off by default, so other runs draw exactly as before.
     membership: bool = False
+    clock_weight: int = 0  # clock jumps among the nemesis steps (NemesisProfile.clock_weight)
 
     def replay_command(self) -> str:
         cmd = f"kraftlab sim quorum --seed {self.seed} --voters {self.voters}"
@@ -82,6 +84,8 @@ class SimConfig:
             cmd += f" --observers {self.observers}"
         if self.membership:
             cmd += " --membership"
+        if self.clock_weight:
+            cmd += f" --clock-weight {self.clock_weight}"
         return cmd
 
 
@@ -170,7 +174,7 @@ class Simulation:
             # disruptive removed server). KIP-853 relies on KIP-996 for this.
             self.raft_config = dataclasses.replace(self.raft_config, pre_vote=True)
         network_profile = NetworkProfile.draw(rng)
-        nemesis_profile = NemesisProfile.draw(rng)
+        nemesis_profile = replace(NemesisProfile.draw(rng), clock_weight=config.clock_weight)
         clients = config.clients if config.clients is not None else rng.randint(1, 6)
         self.client = KvClient(rng, clients, self.voter_ids)
         self.checker = SafetyChecker()

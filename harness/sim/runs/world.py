@@ -240,6 +240,19 @@ class World:
         actor = self.actors[node_id]
         self._resume(actor, actor.pause_id)
 
+    def jump_clock(self, node_id: int, delta_ms: int) -> bool:
+        """Step the node's clock (harness.sim.actors.skewed_clock); its timer is re-armed at
+        once, so a jump forward fires what became due now. False: this actor has no clock of
+        its own (only the quorum processes, RaftNode, have one)."""
+        actor = self.actors[node_id]
+        clock = getattr(actor, "clock", None)
+        if clock is None:
+            return False
+        clock.jump(delta_ms, self.queue.now_ms)
+        if actor.up and not actor.paused:
+            self.after(actor)
+        return True
+
     def metadata_quorum_down(self) -> list[int]:
         """A majority of the controllers crash, the active one first."""
         active = self.active_controller()
