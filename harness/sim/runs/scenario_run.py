@@ -34,7 +34,6 @@ from dataclasses import dataclass, field, replace
 from harness.check.history import pair_operations
 from harness.check.queue import QueueResult, check_queue
 from harness.sim.actors.clients import CLIENT_BASE, Client, Consumer, History, Producer
-from harness.sim.actors.disk import median_fsync_ms
 from harness.sim.actors.kafka_producer import KafkaProducer
 from harness.sim.checks.invariants import SafetyViolation
 from harness.sim.faults.fault import Span
@@ -175,9 +174,10 @@ def build_cluster(config: ScenarioConfig) -> Cluster:
     voters = METADATA_VOTERS if config.metadata == "raft" else 0
     settings = raft_settings_for(config.seed) if raft else None
     if settings is not None and config.flush_policy is not None:
-        # The measured disk (harness.sim.actors.disk) instead of the drawn fsync time: its
-        # median, for every grouped fsync of the Raft host.
-        settings = replace(settings, fsync_ms=median_fsync_ms())
+        # The measured disk (harness.sim.actors.disk) instead of the seed's fixed fsync time:
+        # each grouped fsync of the Raft host draws from the broker's disk, as ISR and quorum
+        # brokers draw each of theirs.
+        settings = replace(settings, fsync_ms=0, measured_disk=True)
     return Cluster(config.seed, config.brokers, replica_config, controller_config, config.timing,
                    voters=voters, raft=settings, flush_policy=config.flush_policy)
 
