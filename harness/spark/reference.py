@@ -6,7 +6,10 @@ Each rule selects the groups of its scenario's fault and settings, and says `sho
 `not shown` by a comparison of the numbers that could come out either way (its `claim` and
 `why`), `no data` when the input lacks the cells, or `outside the matrix` with the test that
 checks it when the matrix cannot show it (a message race, a unit-level rule). Rules reuse
-harness/spark/conclude.py for the claims it already decides (2.1-2.2, 2.5, 2.6, 2.7).
+harness/spark/conclude.py for the claims it already decides (2.1-2.2, 2.6, 2.7). Availability
+is measured in time, from the open-loop probe's 10 ms slots (`probe_ok_during` of
+`probe_slots_during`): a retrying producer's attempts hide an outage shorter than its delivery
+timeout, so 2.5 does not reuse conclude's attempt-based claim (d).
 tests/spark/test_reference.py runs every rule both ways on hand-made groups.
 """
 
@@ -92,8 +95,48 @@ def zombie(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
 
 
 def unclean(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
-    return _from_conclude("2.5", "unclean election loses what the new leader lacked",
-                          cc.rule_unclean(g, ev))
+    """2.5: unclean election on against off (ISR, acks=all, min.insync.replicas=1), pooled over
+    the fault cells run with both: shown when it lost more acknowledged writes per million AND
+    served more of the probe's slots during the fault (the trade), not shown otherwise."""
+    title = "unclean election loses what the new leader lacked"
+    base = dict(replication_mode="isr", acks="all", min_insync_replicas=1,
+                eligible_leader_replicas=False, leader_epoch_enable=True)
+    fg = cc.faulted(cc.default_durability(g))
+    on_rows, off_rows = cc.matched(cc.select(fg, unclean_leader_election=True, **base),
+                                   cc.select(fg, unclean_leader_election=False, **base),
+                                   ("unclean_leader_election",))
+    on, off = cc.pool_frame(on_rows), cc.pool_frame(off_rows)
+    on_t, off_t = _time_availability(on_rows), _time_availability(off_rows)
+    if on is None or off is None or on_t is None or off_t is None:
+        return Finding("2.5", title, NO_DATA, "No probed fault cells of ISR (acks=all, "
+                                              "min.insync.replicas=1) run with unclean election "
+                                              "both on and off.")
+    short = cc.insufficient(*(cc.shortfall(p, name, ev, acked=True)
+                              for p, name in ((on, "unclean on"), (off, "unclean off"))),
+                            *(f"{name} has {slots} probe slots during the fault (needs "
+                              f"{ev.min_attempted})"
+                              for rows, name in ((on_rows, "unclean on"), (off_rows, "unclean off"))
+                              if (slots := _probe_slots(rows)) < ev.min_attempted))
+    said = (f"Over the {cc.count(on.nemeses, 'fault')} run with both settings, ISR (acks=all, "
+            f"min.insync.replicas=1) with unclean election {cc.lost(on)} and served "
+            f"{cc.fmt_pct(on_t)} of the probe's 10 ms slots during the fault; without it "
+            f"{cc.lost(off)} and served {cc.fmt_pct(off_t)}")
+    if short:
+        return Finding("2.5", title, NOT_SHOWN, f"{said} ({short}).")
+    assert on.lost_per_million is not None and off.lost_per_million is not None
+    more_loss = on.lost_per_million > off.lost_per_million
+    more_time = on_t > off_t
+    if more_loss and more_time:
+        return Finding("2.5", title, SHOWN, f"{said}: more time served, paid for with the "
+                                            f"acknowledged writes the new leader lacked.")
+    why = ("it lost more without serving more of the time" if more_loss else
+           "it served more of the time without losing more" if more_time else
+           "neither more loss nor more time served")
+    return Finding("2.5", title, NOT_SHOWN, f"{said}: {why}.")
+
+
+def _probe_slots(rows: pd.DataFrame) -> int:
+    return int(rows["probe_slots_during"].fillna(0).sum()) if "probe_slots_during" in rows else 0
 
 
 def min_isr_one(g: pd.DataFrame, ev: cc.Evidence) -> Finding:

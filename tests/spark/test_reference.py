@@ -69,6 +69,40 @@ def test_staggered_drop_separates_elr_from_unclean_both_ways():
         == rf.NOT_SHOWN
 
 
+def test_unclean_election_trade_is_judged_in_probe_time_both_ways():
+    """2.5 compares the probe's time served, not attempts: the attempt counts below say the
+    opposite of the probe in every case, and never decide."""
+    def cell(nem: str, unclean: bool, **kw: Any) -> dict[str, Any]:
+        return group(nem, min_isr=1, unclean_leader_election=unclean, **kw)
+
+    on = dict(lost=30, probe_ok_during=3600, ok=100)  # more time, fewer attempts served
+    off = dict(lost=0, probe_ok_during=2000, ok=450)
+    rows = [cell(n, u, **(on if u else off)) for n in ("kill-leader", "bridge")
+            for u in (True, False)]
+    shown = one(rf.unclean, *rows)
+    assert shown.status == rf.SHOWN
+    assert ("Over the 2 faults run with both settings, ISR (acks=all, min.insync.replicas=1) "
+            "with unclean election lost 30000.0 acknowledged writes per million (60 of 2000, "
+            "16 runs) and served 90.0% of the probe's 10 ms slots during the fault; without it "
+            "lost 0.0") in shown.sentence
+    # The same loss with less time served: not the trade.
+    less = [cell(n, u, **(dict(on, probe_ok_during=1000) if u else off))
+            for n in ("kill-leader", "bridge") for u in (True, False)]
+    assert one(rf.unclean, *less).sentence.endswith(
+        "it lost more without serving more of the time.")
+    assert one(rf.unclean, *less).status == rf.NOT_SHOWN
+    free = [cell("kill-leader", True, probe_ok_during=3600), cell("kill-leader", False)]
+    assert one(rf.unclean, *free).status == rf.NOT_SHOWN
+    # Only cells run with both settings are compared; a fault of one side alone is no data.
+    assert one(rf.unclean, cell("kill-leader", True, **on),
+               cell("bridge", False, **off)).status == rf.NO_DATA
+    short = one(rf.unclean,
+                cell("kill-leader", True, lost=30, probe_slots_during=50, probe_ok_during=40),
+                cell("kill-leader", False, probe_slots_during=50, probe_ok_during=10))
+    assert short.status == rf.NOT_SHOWN and "50 probe slots during the fault (needs 100)" \
+        in short.sentence
+
+
 def test_control_plane_dependency_both_ways():
     nem = "metadata-quorum-down-kill-follower"
     isr_stalls = group(nem, probe_ok_during=0)
