@@ -112,6 +112,45 @@ def test_phases_split_at_the_fault_start_and_the_heal(invoked, phase):
     assert measures.phase_of(invoked, None, None) == "before"
 
 
+def test_visibility_lag_is_ack_to_the_hw_passing_the_offset_during_the_fault():
+    from harness.check.history import Event
+
+    def op(i: int, t_ms: int, kind: str, process: int, offset: int | None = None) -> Event:
+        value = None if offset is None else ["t-0", [offset, i]]
+        return Event(i, t_ms * 1_000_000, process, kind, "send", value)  # type: ignore[arg-type]
+
+    events = [op(0, 2900, "invoke", 1), op(1, 2910, "ok", 1, 0),   # before the fault
+              op(2, 3100, "invoke", 2), op(3, 3105, "ok", 2, 1),   # HW passes 1 at 3500
+              op(4, 3200, "invoke", 3), op(5, 3210, "ok", 3, 2),   # HW passes 2 at 6200
+              op(6, 3300, "invoke", 4), op(7, 3300, "ok", 4, 9)]   # never passed: no lag
+    marks = [(2915, 1), (3500, 2), (6200, 3)]
+    assert measures.visibility_columns(events, marks, 3000, 6000) == {
+        "visibility_lag_p99_ms": 2990.0, "visibility_lag_max_ms": 2990.0}
+    assert measures.visibility_columns(events, marks[:2], 3000, 6000) == {
+        "visibility_lag_p99_ms": 395.0, "visibility_lag_max_ms": 395.0}
+    assert measures.visibility_columns(events, marks, None, None) == {
+        "visibility_lag_p99_ms": None, "visibility_lag_max_ms": None}
+
+
+@pytest.mark.parametrize(("acks", "frozen"), [("1", True), ("all", False)])
+def test_strict_min_isr_holds_acks_1_records_invisible_until_the_isr_recovers(acks, frozen):
+    """ISR, min.insync.replicas=2, the leader cut from its followers for 5 s: acks=1 records
+    are acknowledged by the leader alone and stay invisible (the HW frozen, KAFKA-15583) until
+    the followers are back in the ISR after the heal; acks=all ones are acknowledged only once
+    the HW passed them."""
+    config = dataclasses.replace(STUDY, seed=1, replication_mode="isr", acks=acks,
+                                 min_insync_replicas=2, flush_policy="page-cache",
+                                 nemesis="leader-cut-from-followers-only",
+                                 fault_duration_ms=5000, timing=DataTiming())
+    row = run_one(config).row
+    assert row.lost_writes == 0
+    if frozen:
+        assert row.visibility_lag_p99_ms >= 1000
+        assert row.visibility_lag_max_ms > row.heal_ms - row.fault_start_ms
+    else:
+        assert row.visibility_lag_max_ms == 0
+
+
 def test_nearest_rank_percentiles():
     values = list(range(1, 1001))
     assert [measures.nearest_rank(values, q) for _, q in measures.QUANTILES] == [

@@ -101,6 +101,9 @@ class ReplicaChecker:
         # Set by an unclean election or a lost disk tail: from then on the committed prefix may
         # be rewritten legitimately, so divergence-below-hw is counted, not a violation.
         self.prefix_may_change = False
+        # When the partition's HW first passed each new height (time ms, HW): what consumers
+        # could read from then on (harness.sim.runs.measures.visibility_columns).
+        self.hw_marks: list[tuple[int, int]] = []
 
     def violation(self, name: str, detail: str) -> None:
         c = self.counters
@@ -187,6 +190,8 @@ class ReplicaChecker:
         the ~18% that decoding every record below every new HW cost."""
         if after <= before or broker.log is None:
             return
+        if not self.hw_marks or after > self.hw_marks[-1][1]:
+            self.hw_marks.append((self.clock.now_ms, after))
         self._check_leader_hw(broker, after)
         log = broker.log
         start = max(before, log.log_start_offset)

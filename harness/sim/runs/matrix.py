@@ -28,7 +28,7 @@ from typing import Any
 from harness.results.row import NemesisEvent, RunSummary, SecondCounts, Window
 from harness.sim.faults.shapes import SCENARIO_NEMESES as NEMESES
 from harness.sim.runs.cluster import DataTiming
-from harness.sim.runs.measures import latency_columns, probe_columns
+from harness.sim.runs.measures import latency_columns, probe_columns, visibility_columns
 from harness.sim.runs.replay import replay_command
 from harness.sim.runs.scenario_run import (
     WORKLOAD_START_MS,
@@ -264,6 +264,8 @@ def summarize(result: ScenarioResult) -> RunSummary:
         **latency_columns(result.history.events, result.fault_start_ms, result.heal_ms),
         **probe_columns(result.history.events, c.probe_interval_ms, result.fault_start_ms,
                         result.heal_ms, result.workload_end_ms),
+        **visibility_columns(result.history.events, result.hw_marks, result.fault_start_ms,
+                             result.heal_ms),
         replay_command=replay_command(c),
     )
 

@@ -138,6 +138,8 @@ class ScenarioResult:
     wall_ms: int
     drained: bool
     divergent_offsets: int = 0  # replica_divergence at the end of the run
+    # (time ms, HW) each time the partition's HW first passed a new height (ReplicaChecker)
+    hw_marks: tuple[tuple[int, int], ...] = ()
 
     @property
     def lost_writes(self) -> int:
@@ -295,7 +297,7 @@ class ScenarioRun:
             if has_fault else None,
             workload_end_ms=workload_end, sim_ms=queue.now_ms, events=queue.events,
             wall_ms=int((time.monotonic() - started) * 1000), drained=drained,
-            divergent_offsets=divergent,
+            divergent_offsets=divergent, hw_marks=tuple(self.cluster.replicas.hw_marks),
         )
 
 
