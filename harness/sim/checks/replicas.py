@@ -104,6 +104,10 @@ class ReplicaChecker:
         # When the partition's HW first passed each new height (time ms, HW): what consumers
         # could read from then on (harness.sim.runs.measures.visibility_columns).
         self.hw_marks: list[tuple[int, int]] = []
+        # When the committed image first named the partition's leader, so that clients could
+        # find one (the controller's choice at creation; a raft partition's first election once
+        # its leader reported it): writes invoked before it measure topic creation.
+        self.first_leader_ms: int | None = None
 
     def violation(self, name: str, detail: str) -> None:
         c = self.counters
@@ -125,6 +129,8 @@ class ReplicaChecker:
     def count_change(self, old: Partition | None, new: Partition) -> None:
         """A committed change of the partition: elections (unclean ones), ISR shrinks/expands."""
         c = self.counters
+        if new.leader != -1 and self.first_leader_ms is None:
+            self.first_leader_ms = self.clock.now_ms
         if old is None:
             return
         if self.raft_mode:

@@ -140,6 +140,7 @@ class ScenarioResult:
     divergent_offsets: int = 0  # replica_divergence at the end of the run
     # (time ms, HW) each time the partition's HW first passed a new height (ReplicaChecker)
     hw_marks: tuple[tuple[int, int], ...] = ()
+    first_leader_ms: int | None = None  # the partition's first leader (ReplicaChecker)
 
     @property
     def lost_writes(self) -> int:
@@ -298,6 +299,7 @@ class ScenarioRun:
             workload_end_ms=workload_end, sim_ms=queue.now_ms, events=queue.events,
             wall_ms=int((time.monotonic() - started) * 1000), drained=drained,
             divergent_offsets=divergent, hw_marks=tuple(self.cluster.replicas.hw_marks),
+            first_leader_ms=self.cluster.replicas.first_leader_ms,
         )
 
 
