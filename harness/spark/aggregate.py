@@ -47,7 +47,7 @@ from harness.results.schema import (
 CONFIG_KEYS = ("source", "replication_mode", "acks", "min_insync_replicas",
                "unclean_leader_election", "eligible_leader_replicas", "replication_factor",
                "leader_epoch_enable", "flush_policy", "producer", "replica_lag_time_max_ms",
-               "broker_session_timeout_ms")
+               "broker_session_timeout_ms", "election_timeout_ms")
 FAULT_KEYS = ("nemesis", "fault_duration_ms")
 GROUP_KEYS = CONFIG_KEYS + FAULT_KEYS
 # Quorum and ISR rows are paired when all of these are equal (same RF and durability setting).

@@ -255,8 +255,9 @@ def curves_section() -> str:
     return ("<h2>Trade-off curves</h2><p>Top: the share of the probe's 10 ms slots acknowledged "
             "during the fault; bottom: the runs that lost an acknowledged write, with the 95% "
             "Wilson interval. Each point is one setting of one arm (the equal-safety arms; for "
-            "the replication factor, ISR with min.insync.replicas 2 and 3), the other settings "
-            "at the study's defaults.</p>" + imgs)
+            "the replication factor, ISR with min.insync.replicas 2 and 3; for the election "
+            "timeout, Raft partitions only, the other arms electing through the controller), "
+            "the other settings at the study's defaults.</p>" + imgs)
 
 
 def sim_vs_real_section(frame: pd.DataFrame | None) -> str:

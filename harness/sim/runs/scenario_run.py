@@ -96,6 +96,9 @@ class ScenarioConfig:
     producer: str = "simple"
     probe_interval_ms: int = 0
     timing: DataTiming = field(default_factory=DataTiming)
+    # Raft partitions' election timeout (a trade-off curve's setting); None: drawn per seed
+    # (harness.sim.runs.cluster.draw_raft_settings). Only raft-mode runs may set it.
+    raft_election_timeout_ms: int | None = None
 
     @property
     def brokers(self) -> int:
@@ -111,6 +114,8 @@ class ScenarioConfig:
                 + (f"-{self.flush_policy}" if self.flush_policy else "")
                 + (f"-{self.producer}" if self.producer != "simple" else "")
                 + (f"-probe{self.probe_interval_ms}" if self.probe_interval_ms else "")
+                + (f"-et{self.raft_election_timeout_ms}" if self.raft_election_timeout_ms
+                   else "")
                 + ("" if self.timing == DataTiming() else
                    f"-lag{self.timing.replica_lag_time_max_ms}"
                    f"-sess{self.timing.session_timeout_ms}")
@@ -175,7 +180,9 @@ def build_cluster(config: ScenarioConfig) -> Cluster:
     if config.metadata not in METADATA_KINDS:
         raise ValueError(f"metadata={config.metadata!r}, expected one of {METADATA_KINDS}")
     voters = METADATA_VOTERS if config.metadata == "raft" else 0
-    settings = raft_settings_for(config.seed) if raft else None
+    if config.raft_election_timeout_ms is not None and not raft:
+        raise ValueError("raft_election_timeout_ms applies to replication.mode=raft runs only")
+    settings = raft_settings_for(config.seed, config.raft_election_timeout_ms) if raft else None
     if settings is not None and config.flush_policy is not None:
         # The measured disk (harness.sim.actors.disk) instead of the seed's fixed fsync time:
         # each grouped fsync of the Raft host draws from the broker's disk, as ISR and quorum
