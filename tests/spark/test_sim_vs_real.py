@@ -46,6 +46,7 @@ def test_agreement_on_each_metric_both_ways():
     assert all(agree == "no" for agree, _ in said.values())
     assert said["loss"][1] == svr.UNEXPLAINED
     assert said["availability"][1] == svr.EXPLAINED[("crash-unflushed", "availability")]
+    assert said["recovery"][1] == svr._RESTART  # every replica killed: the restart's start-up
     shown = {r["metric"]: (r["sim"], r["real"]) for r in table if (r["fault"], r["mode"]) == crash}
     assert shown == {"loss": ("12 lost in 3 of 3 runs", "0 lost in 0 of 3 runs"),
                      "availability": ("50.0%", "100.0%"), "available time": ("100.0%", "100.0%"),
