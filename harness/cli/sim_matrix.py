@@ -8,7 +8,8 @@
                         [--nemeses a,b,...] [--durations 1,5,30] [--histories]
                         [--metadata raft|abstract] [--jitter-ms MS]
                         [--flush-policy P,...] [--producer simple|kafka] [--probe-ms MS]
-                        [--lag-ms MS,...] [--session-ms MS,...] [--timeline]
+                        [--lag-ms MS,...] [--session-ms MS,...] [--election-ms MS,...]
+                        [--timeline]
 
 --study default|large runs the study's matrix instead (harness/sim/runs/study_matrix.py: the
 arms, every nemesis, the trade-off curves; what `kraftlab compare` runs, or its larger preset).
@@ -25,7 +26,7 @@ The study's dimensions (docs/compare.md): --flush-policy (the brokers' disk, eac
 policies it may run with: isr page-cache|flush-every-message, quorum/raft
 fsync-before-ack|no-fsync), --producer kafka (open-loop, idempotent, retries) and --probe-ms
 (an open-loop probe: availability in time), --lag-ms / --session-ms (replica.lag.time.max.ms,
-broker.session.timeout.ms sweeps). --timeline writes DIR/timelines/<run_id>.md and .json: the
+broker.session.timeout.ms sweeps), --election-ms (raft partitions' election timeout sweep). --timeline writes DIR/timelines/<run_id>.md and .json: the
 replicas' leader, epoch, ISR, LEO and HW around a loss (each row's replay_command ends with it).
 
 The `sim` group (harness/cli/sim.py) adds this module's `matrix` kind, as it adds `cluster`.
@@ -83,6 +84,8 @@ def add_kind(kinds: Any) -> None:
     m.add_argument("--probe-ms", type=int, default=None, help="open-loop probe interval")
     m.add_argument("--lag-ms", default=None, help="replica.lag.time.max.ms values")
     m.add_argument("--session-ms", default=None, help="broker.session.timeout.ms values")
+    m.add_argument("--election-ms", default=None,
+                   help="raft partitions' election timeout values (raft mode; default: drawn)")
     m.add_argument("--timeline", action="store_true",
                    help=f"also write each run's replica timeline (at most {MAX_TIMELINES} runs)")
     m.set_defaults(handler=run_matrix)
@@ -141,7 +144,8 @@ def build_spec(args: argparse.Namespace) -> Any:
         if args.probe_ms < 0:
             raise OptionError("--probe-ms must be >= 0")
         changes["probe_interval_ms"] = args.probe_ms
-    for option, field in (("lag_ms", "lag_ms"), ("session_ms", "session_ms")):
+    for option, field in (("lag_ms", "lag_ms"), ("session_ms", "session_ms"),
+                          ("election_ms", "election_ms")):
         if getattr(args, option, None) is not None:
             values = _split(getattr(args, option), int, None, option.replace("_", "-"))
             if min(values) <= 0:

@@ -65,7 +65,10 @@ JEPSEN_TO_MATRIX = {
     "zombie-leader": "zombie-leader",
     "kill-partition-leader": "kill-leader",
     "pause-partition-leader": "pause-leader",
-    "crash-unflushed": "unclean-crash-losing-unflushed-tail",
+    # Every replica killed at once, each losing what it had not flushed: a correlated power
+    # loss of all the partition's brokers (not the matrix's unclean-crash-losing-unflushed-tail,
+    # which cuts the leader off first and powers off only the leader).
+    "crash-unflushed": "power-loss-all-brokers",
     # queue runs: the controller-side faults hit the controller leader, not the data's leader
     "kill-leader": "kill-controller-leader",
     "pause-leader": "pause-controller-leader",

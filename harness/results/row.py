@@ -161,6 +161,10 @@ class RunSummary:
     probe_ok_during: int | None = None
     probe_slots_after: int | None = None
     probe_ok_after: int | None = None
+    # How long records acknowledged during the fault stayed invisible to consumers (ack -> the
+    # partition's HW passed them), p99 and max in ms (harness/sim/runs/measures.py).
+    visibility_lag_p99_ms: float | None = None
+    visibility_lag_max_ms: float | None = None
     # The one command that replays this run (the simulator's, with its seed and settings).
     replay_command: str | None = None
     schema_version: int = field(default=SCHEMA_VERSION)
@@ -187,6 +191,7 @@ STUDY_COLUMNS = (
                                       *[f"latency_{q}_ms_{phase}" for q, _ in LATENCY_QUANTILES])],
     "probe_interval_ms",
     *[c for phase in PHASES for c in (f"probe_slots_{phase}", f"probe_ok_{phase}")],
+    "visibility_lag_p99_ms", "visibility_lag_max_ms",
     "replay_command",
 )
 # Columns added after schema version 1 was first written: a file without them reads as null.

@@ -72,6 +72,8 @@ STUDY_FIELDS = (
     _i64("probe_interval_ms", True),
     *[f for phase in PHASES for f in (_i64(f"probe_slots_{phase}", True),
                                       _i64(f"probe_ok_{phase}", True))],
+    pa.field("visibility_lag_p99_ms", pa.float64(), nullable=True),
+    pa.field("visibility_lag_max_ms", pa.float64(), nullable=True),
     pa.field("replay_command", pa.string(), nullable=True),
 )
 

@@ -17,6 +17,8 @@ Definitions (docs/compare.md, "How to read the report"):
   acknowledged-write latency in that phase (before / during / after the fault).
 - **Time availability** during the fault: acknowledged open-loop probe slots / probe slots,
   pooled (the probe offers one write per slot whatever is in flight).
+- **Visibility lag** during the fault: the median over runs of each run's p99 time from a
+  write's acknowledgement to the HW passing it, and the longest such time of any run.
 - A run is **anomalous** if it lost a write or has a duplicate, divergent offset, stale or
   non-monotonic read, or a non-linearizable metadata history. The fraction over runs gets a
   95% Wilson score interval (seeds are the independent trials).
@@ -45,7 +47,7 @@ from harness.results.schema import (
 CONFIG_KEYS = ("source", "replication_mode", "acks", "min_insync_replicas",
                "unclean_leader_election", "eligible_leader_replicas", "replication_factor",
                "leader_epoch_enable", "flush_policy", "producer", "replica_lag_time_max_ms",
-               "broker_session_timeout_ms")
+               "broker_session_timeout_ms", "election_timeout_ms")
 FAULT_KEYS = ("nemesis", "fault_duration_ms")
 GROUP_KEYS = CONFIG_KEYS + FAULT_KEYS
 # Quorum and ISR rows are paired when all of these are equal (same RF and durability setting).
@@ -222,6 +224,10 @@ def summarize(runs: DataFrame, keys: tuple[str, ...]) -> DataFrame:
           for phase in PHASES for q, _ in LATENCY_QUANTILES],
         F.sum(F.coalesce(F.col("probe_slots_during"), F.lit(0))).alias("probe_slots_during"),
         F.sum(F.coalesce(F.col("probe_ok_during"), F.lit(0))).alias("probe_ok_during"),
+        # How long records acknowledged during the fault stayed invisible (ack -> HW): the
+        # median over runs of each run's p99, and the longest of any run.
+        F.expr("percentile(visibility_lag_p99_ms, 0.5)").alias("visibility_lag_p99_ms"),
+        F.max("visibility_lag_max_ms").alias("visibility_lag_max_ms"),
     )
     for phase in _PHASES:
         for short, op in _OPS.items():

@@ -156,7 +156,10 @@ def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
     path = report.write_markdown(out, tables, sentences, meta,
                                  verdicts=vd.verdict_lines(verdicts),
                                  findings=[f"{f.ref} {f.title}: **{f.status}**. {f.sentence}"
-                                           for f in findings])
+                                           for f in findings],
+                                 finding_tables=[(f"{f.ref} ({f.title})", f.evidence)
+                                                 for f in findings if f.evidence is not None
+                                                 and not f.evidence.empty])
     progress.stage("write report.html")
     reproductions = [r for v in verdicts for r in v.reproductions]
     timelines = repro.replay_timelines(reproductions, replays) if replays else {}

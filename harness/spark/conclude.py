@@ -72,7 +72,7 @@ DEFAULT_EVIDENCE = Evidence()
 CELL_KEYS = ("replication_mode", "acks", "min_insync_replicas", "unclean_leader_election",
              "eligible_leader_replicas", "replication_factor", "leader_epoch_enable", "nemesis",
              "fault_duration_ms", "flush_policy", "producer", "replica_lag_time_max_ms",
-             "broker_session_timeout_ms")
+             "broker_session_timeout_ms", "election_timeout_ms")
 
 
 def select(groups: pd.DataFrame, **match: Any) -> pd.DataFrame:

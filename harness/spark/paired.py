@@ -68,7 +68,10 @@ def paired_runs(runs: DataFrame, comparisons: Sequence[Comparison] = COMPARISONS
                 arms: dict[str, Arm] | None = None) -> DataFrame:
     """One row per comparison, cell and seed where both arms ran (see the module docstring)."""
     arms = arms or ARMS
-    metrics = run_metrics(runs).filter(F.col("nemesis") != "none").cache()
+    # A run with a set raft election timeout belongs to that trade-off curve only: the raft
+    # arm's own runs draw theirs per seed, and no other arm has the setting to pair it with.
+    metrics = run_metrics(runs).filter((F.col("nemesis") != "none")
+                                       & F.col("election_timeout_ms").isNull()).cache()
     frames = []
     for c in comparisons:
         a, b = _side(metrics, arms[c.a], "a"), _side(metrics, arms[c.b], "b")

@@ -6,14 +6,17 @@ Each rule selects the groups of its scenario's fault and settings, and says `sho
 `not shown` by a comparison of the numbers that could come out either way (its `claim` and
 `why`), `no data` when the input lacks the cells, or `outside the matrix` with the test that
 checks it when the matrix cannot show it (a message race, a unit-level rule). Rules reuse
-harness/spark/conclude.py for the claims it already decides (2.1-2.2, 2.5, 2.6, 2.7).
+harness/spark/conclude.py for the claims it already decides (2.1-2.2, 2.6, 2.7). Availability
+is measured in time, from the open-loop probe's 10 ms slots (`probe_ok_during` of
+`probe_slots_during`): a retrying producer's attempts hide an outage shorter than its delivery
+timeout, so 2.5 does not reuse conclude's attempt-based claim (d).
 tests/spark/test_reference.py runs every rule both ways on hand-made groups.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -28,6 +31,9 @@ class Finding:
     title: str
     status: str
     sentence: str
+    # The numbers the verdict was decided on, one row per setting compared (None: the
+    # sentence says them all).
+    evidence: pd.DataFrame | None = field(default=None, compare=False)
 
 
 def _from_conclude(ref: str, title: str, said: list[str]) -> Finding:
@@ -92,8 +98,48 @@ def zombie(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
 
 
 def unclean(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
-    return _from_conclude("2.5", "unclean election loses what the new leader lacked",
-                          cc.rule_unclean(g, ev))
+    """2.5: unclean election on against off (ISR, acks=all, min.insync.replicas=1), pooled over
+    the fault cells run with both: shown when it lost more acknowledged writes per million AND
+    served more of the probe's slots during the fault (the trade), not shown otherwise."""
+    title = "unclean election loses what the new leader lacked"
+    base = dict(replication_mode="isr", acks="all", min_insync_replicas=1,
+                eligible_leader_replicas=False, leader_epoch_enable=True)
+    fg = cc.faulted(cc.default_durability(g))
+    on_rows, off_rows = cc.matched(cc.select(fg, unclean_leader_election=True, **base),
+                                   cc.select(fg, unclean_leader_election=False, **base),
+                                   ("unclean_leader_election",))
+    on, off = cc.pool_frame(on_rows), cc.pool_frame(off_rows)
+    on_t, off_t = _time_availability(on_rows), _time_availability(off_rows)
+    if on is None or off is None or on_t is None or off_t is None:
+        return Finding("2.5", title, NO_DATA, "No probed fault cells of ISR (acks=all, "
+                                              "min.insync.replicas=1) run with unclean election "
+                                              "both on and off.")
+    short = cc.insufficient(*(cc.shortfall(p, name, ev, acked=True)
+                              for p, name in ((on, "unclean on"), (off, "unclean off"))),
+                            *(f"{name} has {slots} probe slots during the fault (needs "
+                              f"{ev.min_attempted})"
+                              for rows, name in ((on_rows, "unclean on"), (off_rows, "unclean off"))
+                              if (slots := _probe_slots(rows)) < ev.min_attempted))
+    said = (f"Over the {cc.count(on.nemeses, 'fault')} run with both settings, ISR (acks=all, "
+            f"min.insync.replicas=1) with unclean election {cc.lost(on)} and served "
+            f"{cc.fmt_pct(on_t)} of the probe's 10 ms slots during the fault; without it "
+            f"{cc.lost(off)} and served {cc.fmt_pct(off_t)}")
+    if short:
+        return Finding("2.5", title, NOT_SHOWN, f"{said} ({short}).")
+    assert on.lost_per_million is not None and off.lost_per_million is not None
+    more_loss = on.lost_per_million > off.lost_per_million
+    more_time = on_t > off_t
+    if more_loss and more_time:
+        return Finding("2.5", title, SHOWN, f"{said}: more time served, paid for with the "
+                                            f"acknowledged writes the new leader lacked.")
+    why = ("it lost more without serving more of the time" if more_loss else
+           "it served more of the time without losing more" if more_time else
+           "neither more loss nor more time served")
+    return Finding("2.5", title, NOT_SHOWN, f"{said}: {why}.")
+
+
+def _probe_slots(rows: pd.DataFrame) -> int:
+    return int(rows["probe_slots_during"].fillna(0).sum()) if "probe_slots_during" in rows else 0
 
 
 def min_isr_one(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
@@ -175,19 +221,61 @@ def control_plane(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
                    f"{cc.fmt_pct(b)}.")
 
 
+# A record acknowledged under acks=1 that stays invisible this long was held back by a frozen
+# HW, not by replication: a healthy fetch round takes a few fsyncs and the fetch wait (200 ms),
+# and the ISR's lag time (2 s) only starts the shrink. Strict min ISR freezes the HW for the
+# rest of the fault.
+FROZEN_HW_MS = 1000.0
+STRICT_EVIDENCE = ("acks", "runs", "acked_writes", "lost_writes", "write_availability_fault",
+                   "time_availability_fault", "visibility_lag_p99_ms", "visibility_lag_max_ms")
+
+
+def _strict_evidence(rows: pd.DataFrame) -> pd.DataFrame:
+    """Per acks setting: runs, acknowledged and lost writes, availability (attempts and probe
+    time), the visibility lag (the median of the groups' p99, the longest of any run)."""
+    out = []
+    for acks, g in rows.groupby("acks", sort=True):
+        p = cc.pool_frame(g)
+        assert p is not None
+        lag = g["visibility_lag_p99_ms"].dropna() if "visibility_lag_p99_ms" in g else g.iloc[0:0]
+        worst = g["visibility_lag_max_ms"].dropna() if "visibility_lag_max_ms" in g else lag
+        out.append({"acks": acks, "runs": p.runs, "acked_writes": p.acked,
+                    "lost_writes": p.lost, "write_availability_fault": p.write_availability_fault,
+                    "time_availability_fault": _time_availability(g),
+                    "visibility_lag_p99_ms": float(lag.median()) if len(lag) else None,
+                    "visibility_lag_max_ms": float(worst.max()) if len(worst) else None})
+    return pd.DataFrame(out, columns=list(STRICT_EVIDENCE))
+
+
 def strict_min_isr(g: pd.DataFrame, ev: cc.Evidence) -> Finding:
+    """2.12: with the ISR below min.insync.replicas=2, acks=1 writes are accepted (more than
+    90% served), none lost, and invisible to consumers while the HW is frozen (the visibility
+    lag's p99 at least FROZEN_HW_MS). Evidence: acks=1 beside acks=all."""
     title = "strict min ISR: acks=1 writes accepted below min.insync.replicas, none lost"
-    p = _pool(cc.default_durability(g), nemesis="leader-cut-from-followers-only",
-              replication_mode="isr", acks="1", min_insync_replicas=2)
+    rows = cc.select(cc.default_durability(g), nemesis="leader-cut-from-followers-only",
+                     replication_mode="isr", min_insync_replicas=2)
+    p = cc.pool_frame(cc.select(rows, acks="1"))
     if not _enough(p, ev) or p is None or p.write_availability_fault is None:
         return Finding("2.12", title, NO_DATA, "No ISR runs with acks=1, "
                                                "min.insync.replicas=2 under "
                                                "leader-cut-from-followers-only.")
-    ok = p.lost == 0 and p.write_availability_fault > 0.9
+    evidence = _strict_evidence(rows)
+    lag = evidence.set_index("acks").at["1", "visibility_lag_p99_ms"]
+    if lag is None or pd.isna(lag):
+        return Finding("2.12", title, NO_DATA, f"With the ISR below min.insync.replicas=2, "
+                       f"acks=1 {cc.served(p)} and {cc.lost(p)}; the runs do not measure how "
+                       f"long the records stayed invisible (no visibility lag).", evidence)
+    frozen = lag >= FROZEN_HW_MS
+    ok = p.lost == 0 and p.write_availability_fault > 0.9 and frozen
+    why = ("" if frozen else f"; the HW did not freeze: the p99 visibility lag "
+           f"{lag:.0f} ms is below {FROZEN_HW_MS:.0f} ms")
     return Finding("2.12", title, SHOWN if ok else NOT_SHOWN,
                    f"With the ISR below min.insync.replicas=2, acks=1 {cc.served(p)} and "
-                   f"{cc.lost(p)} (the HW froze until the ISR recovered, KIP-966; how long "
-                   f"consumers waited to see them is not measured yet).")
+                   f"{cc.lost(p)}; consumers saw those records only once the ISR recovered "
+                   f"and the HW moved (KIP-966 strict min ISR): their p99 visibility lag was "
+                   f"{lag:.0f} ms (median over groups), the longest "
+                   f"{evidence.set_index('acks').at['1', 'visibility_lag_max_ms']:.0f} ms"
+                   f"{why}.", evidence)
 
 
 RULES: tuple[Callable[[pd.DataFrame, cc.Evidence], Finding], ...] = (

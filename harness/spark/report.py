@@ -208,7 +208,8 @@ def _bounded(title: str, frame: pd.DataFrame, columns: Sequence[str], csv: str) 
 
 def write_markdown(out: Path, tables: dict[str, pd.DataFrame],
                    sentences: dict[str, list[str]], meta: dict[str, Any],
-                   verdicts: Sequence[str] = (), findings: Sequence[str] = ()) -> Path:
+                   verdicts: Sequence[str] = (), findings: Sequence[str] = (),
+                   finding_tables: Sequence[tuple[str, pd.DataFrame]] = ()) -> Path:
     groups, pairs = tables["groups"], tables["pairs"]
     lines = ["# kraftlab: quorum vs ISR under faults", "",
              f"Input {meta['input']}: {meta['runs']} runs ({meta['sources']}), "
@@ -220,6 +221,8 @@ def write_markdown(out: Path, tables: dict[str, pd.DataFrame],
                   "rules and margins)", "", *verdicts, ""]
     if findings:
         lines += ["## The twelve reference scenarios", "", *[f"- {f}" for f in findings], ""]
+    for title, frame in finding_tables:
+        lines += [f"Evidence of {title}:", "", *markdown_table(frame, list(frame.columns)), ""]
     lines += ["## Conclusion", "",
              "Each sentence below is generated from the aggregates by a rule "
              "(harness/spark/conclude.py); \"no data\" means the input has no such runs.", ""]

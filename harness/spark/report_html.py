@@ -217,10 +217,14 @@ def findings_section(findings: Sequence[Finding]) -> str:
         f"<tr><td>{esc(f.ref)}</td><td>{esc(f.title)}</td><td class=\""
         f"{STATUS_CLASS.get(f.status, '')}\">{esc(f.status)}</td><td style=\"text-align:left\">"
         f"{esc(f.sentence)}</td></tr>" for f in findings)
+    evidence = "".join(
+        f"<details><summary>Evidence of {esc(f.ref)} ({esc(f.title)})</summary>"
+        + table(f.evidence, list(f.evidence.columns), list(f.evidence.columns)) + "</details>"
+        for f in findings if f.evidence is not None and not f.evidence.empty)
     return ("<h2>The twelve reference scenarios</h2><p>Each row is a rule over the runs that "
             "could come out either way; <i>outside the matrix</i> names the test that checks "
             "what the matrix cannot show.</p><table><tr><th>ref</th><th>scenario</th>"
-            f"<th>verdict</th><th>what the runs show</th></tr>{rows}</table>")
+            f"<th>verdict</th><th>what the runs show</th></tr>{rows}</table>{evidence}")
 
 
 def cost_section(configs: pd.DataFrame) -> str:
@@ -251,8 +255,9 @@ def curves_section() -> str:
     return ("<h2>Trade-off curves</h2><p>Top: the share of the probe's 10 ms slots acknowledged "
             "during the fault; bottom: the runs that lost an acknowledged write, with the 95% "
             "Wilson interval. Each point is one setting of one arm (the equal-safety arms; for "
-            "the replication factor, ISR with min.insync.replicas 2 and 3), the other settings "
-            "at the study's defaults.</p>" + imgs)
+            "the replication factor, ISR with min.insync.replicas 2 and 3; for the election "
+            "timeout, Raft partitions only, the other arms electing through the controller), "
+            "the other settings at the study's defaults.</p>" + imgs)
 
 
 def sim_vs_real_section(frame: pd.DataFrame | None) -> str:

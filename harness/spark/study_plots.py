@@ -24,8 +24,11 @@ ARM_COLOURS = {"isr-min2": "#d95f02", "isr-min2-elr": "#e6ab02", "isr-min2-flush
                "quorum": "#1b9e77", "quorum-nofsync": "#66a61e", "raft": "#7570b3",
                "isr-min1": "#e7298a", "isr-min1-unclean": "#e31a1c", "isr-acks1": "#999999",
                "isr min ISR 2": "#d95f02", "isr min ISR 3": "#a6761d"}
-DEFAULTS = {"replica_lag_time_max_ms": 2000, "broker_session_timeout_ms": 1000,
-            "fault_duration_ms": 5000, "replication_factor": 3}
+# A curve keeps the other settings at these (None: not set, e.g. the election timeout drawn
+# per seed).
+DEFAULTS: dict[str, int | None] = {"replica_lag_time_max_ms": 2000,
+                                   "broker_session_timeout_ms": 1000, "fault_duration_ms": 5000,
+                                   "replication_factor": 3, "election_timeout_ms": None}
 # (file, title, the swept column, its label, the nemeses drawn)
 CURVES = (
     ("curve_lag.png", "replica.lag.time.max.ms", "replica_lag_time_max_ms", "ms",
@@ -36,6 +39,8 @@ CURVES = (
      ("isolate-partition-leader", "kill-leader")),
     ("curve_rf.png", "replication factor / min.insync.replicas", "rf_min_isr", "",
      ("kill-leader", "kill-2-of-3", "isolate-partition-leader")),
+    ("curve_election.png", "raft election timeout", "election_timeout_ms", "ms",
+     ("kill-leader", "flapping", "pause-leader")),
 )
 LATENCY_PLOT = "latency_by_arm.png"
 
@@ -99,6 +104,8 @@ def _curve_rows(groups: pd.DataFrame, column: str, nemeses: Sequence[str]) -> pd
         if other != column and other in g.columns and not (
                 column == "rf_min_isr" and other == "replication_factor"):
             g = g[g[other].isna() | (g[other] == default)]
+    if column in g.columns:
+        g = g[g[column].notna()]  # the election timeout: only the runs that set it
     if column == "rf_min_isr":
         g = g[g["acks"].eq("all") & g["flush_policy"].isin(["page-cache", "fsync-before-ack"])
               & ~g["unclean_leader_election"].astype(bool)

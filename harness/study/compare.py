@@ -528,7 +528,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default="./kraftlab-report", help="report directory")
     parser.add_argument("--preset", choices=("default", "tiny", "large", "matrix", "cross"),
                         default="default",
-                        help="the scenario matrix: default (the study, 1,308 runs), tiny (72 "
+                        help="the scenario matrix: default (the study, 1,368 runs), tiny (72 "
                              "runs), large (the study's larger preset, for a cluster), matrix "
                              "and cross (the matrices before the study); docs/compare.md")
     parser.add_argument("--seeds", type=int, default=None,
@@ -557,7 +557,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="the matrix's metadata side: 3 simulated Raft voters (default) or "
                              "the abstract single controller (docs/compare.md)")
     parser.add_argument("--sim-vs-real-runs", type=int, default=0, metavar="N",
-                        help="also run six faults x isr and quorum N times on real processes "
+                        help="also run six faults x isr, quorum and raft N times on real processes "
                              "and on the simulator at the same settings, and table where they "
                              "agree (OUT/sim-vs-real/; about 14 s per real run; default 0)")
 

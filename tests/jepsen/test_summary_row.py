@@ -153,7 +153,7 @@ def test_kv_row_is_the_metadata_quorum() -> None:
     (("kill-partition-leader",), "queue", "kill-leader"),
     (("kill-leader",), "kv", "kill-leader"),
     (("kill-leader",), "queue", "kill-controller-leader"),
-    (("crash-unflushed",), "queue", "unclean-crash-losing-unflushed-tail"),
+    (("crash-unflushed",), "queue", "power-loss-all-brokers"),
     (("zombie-leader",), "queue", "zombie-leader"),
     (("halves", "kill"), "kv", "mixed"),
 ])

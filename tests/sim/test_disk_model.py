@@ -134,3 +134,46 @@ def test_power_loss_drops_exactly_what_was_not_fsynced(policy, five_ms):
         assert (durable, appended > 0) == (0, True)  # nothing written back within the run
     else:
         assert appended - durable <= 1  # at most the batch whose fsync was in flight
+
+
+def test_raft_partitions_draw_each_grouped_fsync_from_the_broker_s_disk(monkeypatch):
+    """A raft partition's grouped fsyncs are drawn one by one from its broker's seeded disk, as
+    ISR and quorum brokers draw theirs, not one fixed time: with a disk that takes about 1 ms
+    nine times in ten and up to 20 ms otherwise, both kinds occur, every grouped fsync is one
+    draw, and the same seed draws the same times."""
+    skewed = fs.FsyncProfile({}, (fs.FsyncCase.from_samples(512, False,
+                                                             [1000.0] * 90 + [20000.0] * 10),))
+    monkeypatch.setattr(dm, "_DEFAULT_PROFILE", skewed)
+    drawn: list[int] = []
+    draw = dm.Disk.fsync_ms
+
+    def recorded(self: dm.Disk, batch_bytes: int) -> int:
+        drawn.append(draw(self, batch_bytes))
+        return drawn[-1]
+
+    monkeypatch.setattr(dm.Disk, "fsync_ms", recorded)
+
+    def run() -> tuple[list[int], int]:
+        drawn.clear()
+        r = ScenarioRun(ScenarioConfig(seed=4, replication_mode="raft",
+                                       flush_policy="fsync-before-ack", metadata="raft"))
+        r.run()
+        hosts = [broker.raft for broker in r.cluster.brokers.values()]
+        assert all(h is not None and h.draw_fsync_ms is not None for h in hosts)
+        return list(drawn), sum(h.fsync_rounds for h in hosts if h is not None)
+
+    times, rounds = run()
+    # One draw per grouped fsync (a restart's recovery flush takes none), a mix of times.
+    assert len(times) == rounds > 100
+    assert 0.8 < sum(t == 1 for t in times) / len(times) < 0.97
+    assert max(times) >= 10
+    assert run() == (times, rounds)
+
+
+def test_raft_settings_on_a_measured_disk_refuse_a_host_without_the_draw():
+    from harness.sim.actors.raft_host import RaftSettings
+    from harness.sim.runs.cluster import raft_settings_for
+
+    settings = RaftSettings(raft_settings_for(1).config, measured_disk=True)
+    with pytest.raises(ValueError, match="measured disk"):
+        settings.host(None, None)  # type: ignore[arg-type]

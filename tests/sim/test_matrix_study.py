@@ -112,6 +112,71 @@ def test_phases_split_at_the_fault_start_and_the_heal(invoked, phase):
     assert measures.phase_of(invoked, None, None) == "before"
 
 
+def test_visibility_lag_is_ack_to_the_hw_passing_the_offset_during_the_fault():
+    from harness.check.history import Event
+
+    def op(i: int, t_ms: int, kind: str, process: int, offset: int | None = None) -> Event:
+        value = None if offset is None else ["t-0", [offset, i]]
+        return Event(i, t_ms * 1_000_000, process, kind, "send", value)  # type: ignore[arg-type]
+
+    events = [op(0, 2900, "invoke", 1), op(1, 2910, "ok", 1, 0),   # before the fault
+              op(2, 3100, "invoke", 2), op(3, 3105, "ok", 2, 1),   # HW passes 1 at 3500
+              op(4, 3200, "invoke", 3), op(5, 3210, "ok", 3, 2),   # HW passes 2 at 6200
+              op(6, 3300, "invoke", 4), op(7, 3300, "ok", 4, 9)]   # never passed: no lag
+    marks = [(2915, 1), (3500, 2), (6200, 3)]
+    assert measures.visibility_columns(events, marks, 3000, 6000) == {
+        "visibility_lag_p99_ms": 2990.0, "visibility_lag_max_ms": 2990.0}
+    assert measures.visibility_columns(events, marks[:2], 3000, 6000) == {
+        "visibility_lag_p99_ms": 395.0, "visibility_lag_max_ms": 395.0}
+    assert measures.visibility_columns(events, marks, None, None) == {
+        "visibility_lag_p99_ms": None, "visibility_lag_max_ms": None}
+
+
+@pytest.mark.parametrize(("acks", "frozen"), [("1", True), ("all", False)])
+def test_strict_min_isr_holds_acks_1_records_invisible_until_the_isr_recovers(acks, frozen):
+    """ISR, min.insync.replicas=2, the leader cut from its followers for 5 s: acks=1 records
+    are acknowledged by the leader alone and stay invisible (the HW frozen, KAFKA-15583) until
+    the followers are back in the ISR after the heal; acks=all ones are acknowledged only once
+    the HW passed them."""
+    config = dataclasses.replace(STUDY, seed=1, replication_mode="isr", acks=acks,
+                                 min_insync_replicas=2, flush_policy="page-cache",
+                                 nemesis="leader-cut-from-followers-only",
+                                 fault_duration_ms=5000, timing=DataTiming())
+    row = run_one(config).row
+    assert row.lost_writes == 0
+    if frozen:
+        assert row.visibility_lag_p99_ms >= 1000
+        assert row.visibility_lag_max_ms > row.heal_ms - row.fault_start_ms
+    else:
+        assert row.visibility_lag_max_ms == 0
+
+
+def test_latency_leaves_out_writes_invoked_before_the_partition_had_a_leader():
+    """A raft partition's group elects its first leader an election timeout after creation,
+    after the workload started: writes invoked before clients could find a leader measure
+    topic creation (~100-220 ms each), not the arm. An ISR partition has its leader from the
+    controller at creation, before the workload: nothing is left out."""
+    from harness.sim.runs.scenario_run import WORKLOAD_START_MS, run_scenario
+
+    raft = run_scenario(dataclasses.replace(STUDY, seed=5, replication_mode="raft",
+                                            nemesis="none"))
+    assert raft.first_leader_ms is not None and raft.first_leader_ms > WORKLOAD_START_MS
+    events = raft.history.events
+    every = measures.latency_columns(events, None, None)
+    ready = measures.latency_columns(events, None, None, raft.first_leader_ms)
+    assert every["latency_p99_ms_before"] >= 100 and every["latency_p999_ms_before"] >= 200
+    assert ready["latency_p99_ms_before"] < 60
+    assert 0 < every["acked_before"] - ready["acked_before"] < 10
+    assert run_one(dataclasses.replace(STUDY, seed=5, replication_mode="raft",
+                                       nemesis="none")).row.latency_p99_ms_before \
+        == ready["latency_p99_ms_before"]
+    isr = run_scenario(dataclasses.replace(STUDY, seed=5, replication_mode="isr",
+                                           flush_policy="page-cache", nemesis="none"))
+    assert isr.first_leader_ms is not None and isr.first_leader_ms < WORKLOAD_START_MS
+    assert measures.latency_columns(isr.history.events, None, None, isr.first_leader_ms) \
+        == measures.latency_columns(isr.history.events, None, None)
+
+
 def test_nearest_rank_percentiles():
     values = list(range(1, 1001))
     assert [measures.nearest_rank(values, q) for _, q in measures.QUANTILES] == [

@@ -60,3 +60,33 @@ def test_the_large_preset_holds_the_default_study():
     large = {c.key() for c in sm.large_study_configs(seeds=2)}
     assert small <= large
     assert {c.replication_factor for c in sm.large_study_configs(seeds=1)} == {3, 5}
+
+
+def test_the_election_timeout_curve_runs_raft_only_and_replays():
+    from dataclasses import replace
+
+    import pytest
+
+    from harness.sim.runs.cluster import raft_settings_for
+    from harness.sim.runs.replay import config_from_replay, replay_command
+    from harness.sim.runs.scenario_run import ScenarioConfig, build_cluster
+
+    configs = sm.study_configs(seeds=1, curve_seeds=2)
+    swept = [c for c in configs if c.raft_election_timeout_ms is not None]
+    assert {c.replication_mode for c in swept} == {"raft"}
+    assert {(c.raft_election_timeout_ms, c.nemesis, c.seed) for c in swept} == {
+        (ms, n, s) for ms in sm.RAFT_ELECTION_MS for n in ("kill-leader", "flapping",
+                                                           "pause-leader") for s in (1, 2)}
+    c = swept[0]
+    assert config_from_replay(replay_command(c)) == c and f"-et{c.raft_election_timeout_ms}" \
+        in c.key()
+    # The setting replaces the drawn timeout and the timeouts scaled from it; the other
+    # draws of the seed stay.
+    drawn, set_ = raft_settings_for(3).config.raft, raft_settings_for(3, 1000).config.raft
+    assert (set_.election_timeout_ms, set_.request_timeout_ms) == (1000, 1000)
+    assert set_.fetch_timeout_ms // 1000 == drawn.fetch_timeout_ms // drawn.election_timeout_ms
+    assert set_.fetch_max_wait_ms == drawn.fetch_max_wait_ms
+    settings = build_cluster(replace(c, seed=3, raft_election_timeout_ms=1000)).raft
+    assert settings is not None and settings.config.raft.election_timeout_ms == 1000
+    with pytest.raises(ValueError, match="replication.mode=raft runs only"):
+        build_cluster(ScenarioConfig(replication_mode="isr", raft_election_timeout_ms=100))

@@ -88,3 +88,17 @@ def test_report_html_states_the_rules_before_any_number(tmp_path):
     assert "<td>1/0 (leads), [1,2,3], 9/8</td>" in page
     assert "Cost without a fault: acknowledged-write latency p50/p99 9/14 ms" in page
     assert '<td class="shown">shown</td>' in page
+
+
+def test_the_election_timeout_curve_draws_raft_runs_that_set_it():
+    rows = [group("raft", "flapping", election_timeout_ms=ms, probe_ok_during=ok)
+            for ms, ok in ((50, 100), (250, 1500), (1000, 900))]
+    rows += [group("raft", "flapping", election_timeout_ms=None),  # the arm's own (drawn)
+             group("quorum", "flapping", election_timeout_ms=None)]
+    g = pd.DataFrame(rows)
+    curve = sp._curve_rows(g, "election_timeout_ms", ("flapping",))
+    assert list(zip(curve["arm"], curve["election_timeout_ms"], strict=True)) == [
+        ("raft", 50), ("raft", 250), ("raft", 1000)]
+    # The other curves leave runs with a set election timeout out.
+    lag = sp._curve_rows(g, "replica_lag_time_max_ms", ("flapping",))
+    assert sorted(lag["arm"]) == ["quorum", "raft"] and lag["election_timeout_ms"].isna().all()

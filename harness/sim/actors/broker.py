@@ -420,7 +420,7 @@ class Broker:
             return
         if self.raft is None:
             assert self.raft_settings is not None, "a raft partition on a broker without settings"
-            self.raft = self.raft_settings.host(self, self.checker)
+            self.raft = self.raft_settings.host(self, self.checker, self.disk.fsync_ms)
             self.next_report_ms = now_ms
         key = (part.topic_id, part.partition)
         if key not in self.raft.replicas:

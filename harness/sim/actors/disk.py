@@ -44,12 +44,6 @@ def default_profile() -> FsyncProfile:
     return _DEFAULT_PROFILE
 
 
-def median_fsync_ms(batch_bytes: int = 512) -> int:
-    """The measured distribution's median fsync, in whole ms (at least 1): the Raft partition
-    host's fsync time (it takes one time per grouped fsync, not a draw)."""
-    return max(1, round(default_profile().case(batch_bytes).percentile_us(0.5) / 1000))
-
-
 class Disk:
     """One broker's disk under `policy` (None: the cost-free model, see the module docstring)."""
 

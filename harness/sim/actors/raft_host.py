@@ -14,8 +14,11 @@ A *round* is one input of the broker actor (a message, its timer, a refused conn
    stage; otherwise PersistElectionState runs among the stage's effects, durable at once.
 3. End of round: phase merging after a timer round (AnswerLongPolls); then the grouped fsync:
    every log a stage left dirty is fsynced once for the round (`make_durable`), and it takes
-   `fsync_ms` of simulated time: the next stages run when it completes, and what arrives
-   meanwhile waits (1). With fsync_ms = 0 it completes within the round, as in the router. Last,
+   simulated time: on a measured disk (`RaftSettings.measured_disk`) a time drawn for each
+   grouped fsync from the broker's seeded disk (harness.sim.actors.disk.Disk.fsync_ms, as the
+   ISR and quorum brokers draw theirs), otherwise the fixed `fsync_ms`. The next stages run
+   when it completes, and what arrives meanwhile waits (1). With a fixed fsync_ms = 0 it
+   completes within the round, as in the router. Last,
    every Raft message of the round leaves in ONE envelope per peer (rule 2: a Send depends only
    on the flushes of earlier stages).
 A power loss while an fsync is in flight loses what it was flushing (SimStorage.crash), and
@@ -41,6 +44,7 @@ every random draw (the cores' seeds) comes from the broker's start seed.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -72,6 +76,11 @@ from quorum.metadata.records import NO_LEADER, Partition
 from quorum.raft.effects import ElectionState, LeaderChanged
 from quorum.raft.log import OffsetAndEpoch
 
+# The bytes one grouped fsync is drawn for: the distribution's smallest case (512 B), the one
+# nearest to a round's appends of a few small batches, as for the ISR and quorum brokers' draws.
+GROUPED_FSYNC_BYTES = 512
+FsyncDraw = Callable[[int], int]  # batch bytes -> simulated ms (harness.sim.actors.disk.Disk)
+
 # Voter roles (partition.raft.status) that count as in sync: fetched within the fetch timeout.
 LIVE_ROLES = frozenset({"leader", "follower"})
 
@@ -82,11 +91,20 @@ class RaftSettings:
     its disk takes to fsync, and the host class (tests plant bugs by replacing it)."""
 
     config: RaftPartitionConfig
-    fsync_ms: int = 0
+    fsync_ms: int = 0  # every grouped fsync's time, unless measured_disk
     host_class: type[RaftHost] | None = None  # None: RaftHost
+    # Each grouped fsync takes a time drawn from the broker's disk model (its seeded generator
+    # and the measured distribution) instead of fsync_ms.
+    measured_disk: bool = False
 
-    def host(self, env: RaftHostEnv, checker: ReplicaChecker) -> RaftHost:
-        return (self.host_class or RaftHost)(env, self.config, checker, self.fsync_ms)
+    def host(self, env: RaftHostEnv, checker: ReplicaChecker,
+             draw_fsync_ms: FsyncDraw | None = None) -> RaftHost:
+        """The host of `env`'s raft partitions; `draw_fsync_ms` is the broker disk's draw, used
+        when `measured_disk` (it must be given then)."""
+        if self.measured_disk and draw_fsync_ms is None:
+            raise ValueError("raft settings on a measured disk need the broker disk's draw")
+        draw = draw_fsync_ms if self.measured_disk else None
+        return (self.host_class or RaftHost)(env, self.config, checker, self.fsync_ms, draw)
 
 
 class RaftHostEnv(Protocol):
@@ -165,12 +183,13 @@ class RaftHost:
     """Every raft partition replica of one broker process (see the module docstring)."""
 
     def __init__(self, env: RaftHostEnv, config: RaftPartitionConfig, checker: ReplicaChecker,
-                 fsync_ms: int = 0) -> None:
+                 fsync_ms: int = 0, draw_fsync_ms: FsyncDraw | None = None) -> None:
         self.env = env
         self.node_id = env.node_id
         self.config = config
         self.checker = checker
         self.fsync_ms = fsync_ms
+        self.draw_fsync_ms = draw_fsync_ms  # None: every grouped fsync takes fsync_ms
         self.mux = RaftMux(env.node_id)
         self.grid: TickGrid[PartitionKey] = TickGrid(1)
         self.replicas: dict[PartitionKey, HostedPartition] = {}
@@ -340,9 +359,10 @@ class RaftHost:
             dirty = [r for r in self._touched.values() if r.needs_flush]
             if not dirty:
                 break
-            if self.fsync_ms > 0 and not self._synchronous:
+            took_ms = 0 if self._synchronous else self._grouped_fsync_ms()
+            if took_ms > 0:
                 self._flushing = dirty
-                self.fsync_done_ms = now_ms + self.fsync_ms
+                self.fsync_done_ms = now_ms + took_ms
                 break
             self.make_durable(dirty)
             for r in dirty:
@@ -356,6 +376,12 @@ class RaftHost:
                 busy = r.has_stages or r.queued
                 self.grid.set(key, None if busy else r.core.next_deadline_ms(), now_ms)
                 self._check_round(r)
+
+    def _grouped_fsync_ms(self) -> int:
+        """How long this round's grouped fsync takes: a draw per fsync on a measured disk."""
+        if self.draw_fsync_ms is not None:
+            return self.draw_fsync_ms(GROUPED_FSYNC_BYTES)
+        return self.fsync_ms
 
     def _merge_phases(self, now_ms: int) -> None:
         """After a timer round whose envelope to F answers a long poll: answer F's other parked

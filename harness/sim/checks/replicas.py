@@ -101,6 +101,13 @@ class ReplicaChecker:
         # Set by an unclean election or a lost disk tail: from then on the committed prefix may
         # be rewritten legitimately, so divergence-below-hw is counted, not a violation.
         self.prefix_may_change = False
+        # When the partition's HW first passed each new height (time ms, HW): what consumers
+        # could read from then on (harness.sim.runs.measures.visibility_columns).
+        self.hw_marks: list[tuple[int, int]] = []
+        # When the committed image first named the partition's leader, so that clients could
+        # find one (the controller's choice at creation; a raft partition's first election once
+        # its leader reported it): writes invoked before it measure topic creation.
+        self.first_leader_ms: int | None = None
 
     def violation(self, name: str, detail: str) -> None:
         c = self.counters
@@ -122,6 +129,8 @@ class ReplicaChecker:
     def count_change(self, old: Partition | None, new: Partition) -> None:
         """A committed change of the partition: elections (unclean ones), ISR shrinks/expands."""
         c = self.counters
+        if new.leader != -1 and self.first_leader_ms is None:
+            self.first_leader_ms = self.clock.now_ms
         if old is None:
             return
         if self.raft_mode:
@@ -187,6 +196,8 @@ class ReplicaChecker:
         the ~18% that decoding every record below every new HW cost."""
         if after <= before or broker.log is None:
             return
+        if not self.hw_marks or after > self.hw_marks[-1][1]:
+            self.hw_marks.append((self.clock.now_ms, after))
         self._check_leader_hw(broker, after)
         log = broker.log
         start = max(before, log.log_start_offset)

@@ -124,10 +124,14 @@ class WorldClock:
 FSYNC_MS = (0, 1, 2, 5)
 
 
-def draw_raft_settings(rng: random.Random) -> RaftSettings:
+def draw_raft_settings(rng: random.Random,
+                       election_timeout_ms: int | None = None) -> RaftSettings:
     """Raft timing of the data partitions scaled like the controllers' (draw_quorum_raft_config)
-    with the data-partition defaults (no idle no-op, no linger), and the disk's fsync time."""
-    election_timeout_ms = rng.choice((100, 150, 250))
+    with the data-partition defaults (no idle no-op, no linger), and the disk's fsync time.
+    `election_timeout_ms` (a trade-off curve's setting) replaces the drawn election timeout and
+    the timeouts scaled from it; the other draws are the same."""
+    drawn_ms = rng.choice((100, 150, 250))
+    election_timeout_ms = election_timeout_ms or drawn_ms
     config = data_partition_raft_config(
         election_timeout_ms=election_timeout_ms,
         election_backoff_max_ms=election_timeout_ms,
@@ -139,10 +143,10 @@ def draw_raft_settings(rng: random.Random) -> RaftSettings:
     return RaftSettings(RaftPartitionConfig(config), fsync_ms=rng.choice(FSYNC_MS))
 
 
-def raft_settings_for(seed: int) -> RaftSettings:
+def raft_settings_for(seed: int, election_timeout_ms: int | None = None) -> RaftSettings:
     """The drawn raft-partition settings of `seed` (their own generator: the other draws of the
-    run are those of the other modes)."""
-    return draw_raft_settings(random.Random(seed * 7001 + 5))
+    run are those of the other modes), with `election_timeout_ms` if given."""
+    return draw_raft_settings(random.Random(seed * 7001 + 5), election_timeout_ms)
 
 
 class Cluster:

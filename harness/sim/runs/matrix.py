@@ -28,7 +28,7 @@ from typing import Any
 from harness.results.row import NemesisEvent, RunSummary, SecondCounts, Window
 from harness.sim.faults.shapes import SCENARIO_NEMESES as NEMESES
 from harness.sim.runs.cluster import DataTiming
-from harness.sim.runs.measures import latency_columns, probe_columns
+from harness.sim.runs.measures import latency_columns, probe_columns, visibility_columns
 from harness.sim.runs.replay import replay_command
 from harness.sim.runs.scenario_run import (
     WORKLOAD_START_MS,
@@ -93,6 +93,8 @@ class MatrixSpec:
     probe_interval_ms: int = 0
     lag_ms: tuple[int, ...] = ()
     session_ms: tuple[int, ...] = ()
+    # Raft partitions' election timeouts (raft-mode settings only; empty: drawn per seed).
+    election_ms: tuple[int, ...] = ()
 
     def timings(self) -> list[DataTiming]:
         base = DataTiming()
@@ -114,11 +116,13 @@ class MatrixSpec:
         return out
 
     def configs(self) -> list[ScenarioConfig]:
-        """Every run, in a fixed order (settings, rf, timing, nemesis, duration, seed)."""
+        """Every run, in a fixed order (settings, rf, timing, election timeout, nemesis, duration,
+        seed)."""
         out: list[ScenarioConfig] = []
-        for (mode, acks, min_isr, unclean, elr, epochs, policy), rf, timing in itertools.product(
-                self._settings(), self.rf, self.timings()):
-            if min_isr > rf:
+        elections: tuple[int | None, ...] = self.election_ms or (None,)
+        for (mode, acks, min_isr, unclean, elr, epochs, policy), rf, timing, election in \
+                itertools.product(self._settings(), self.rf, self.timings(), elections):
+            if min_isr > rf or (election is not None and mode != "raft"):
                 continue
             if mode == "raft" and (unclean, elr, epochs) != tuple(RAFT_FIXED.values()):
                 continue
@@ -134,7 +138,8 @@ class MatrixSpec:
                         fault_duration_ms=0 if nemesis == "none" else duration,
                         start_jitter_ms=self.start_jitter_ms, metadata=self.metadata,
                         flush_policy=policy, producer=self.producer,
-                        probe_interval_ms=self.probe_interval_ms, timing=timing))
+                        probe_interval_ms=self.probe_interval_ms, timing=timing,
+                        raft_election_timeout_ms=election))
         return out
 
 
@@ -261,9 +266,13 @@ def summarize(result: ScenarioResult) -> RunSummary:
         flush_policy=c.flush_policy, producer=c.producer,
         replica_lag_time_max_ms=c.timing.replica_lag_time_max_ms,
         broker_session_timeout_ms=c.timing.session_timeout_ms,
-        **latency_columns(result.history.events, result.fault_start_ms, result.heal_ms),
+        election_timeout_ms=c.raft_election_timeout_ms,
+        **latency_columns(result.history.events, result.fault_start_ms, result.heal_ms,
+                          result.first_leader_ms),
         **probe_columns(result.history.events, c.probe_interval_ms, result.fault_start_ms,
                         result.heal_ms, result.workload_end_ms),
+        **visibility_columns(result.history.events, result.hw_marks, result.fault_start_ms,
+                             result.heal_ms),
         replay_command=replay_command(c),
     )
 

@@ -2,12 +2,23 @@
 (harness.sim.runs.matrix.summarize; the columns are documented in harness/results/schema.py):
 
 - acknowledged-write latency per phase: invoke -> ok of every write that was acknowledged
-  (retries included), bucketed by its invoke time into `before` [workload start, fault start),
+  (retries included), bucketed by its invoke time into `before` [the partition's first leader,
+  fault start),
   `during` [fault start, heal) and `after` [heal, workload end); count, p50, p99 and p99.9 (the
-  nearest-rank percentile: a value some write actually took);
+  nearest-rank percentile: a value some write actually took). Writes invoked before the
+  partition first had a leader are left out: they measure topic creation, not the arm (an ISR
+  or quorum partition gets its leader from the controller at creation; a raft partition's
+  group elects its first one an election timeout later, 100-250 ms, and its first writes
+  waiting for it made the raft arm's p99 without a fault ~110-220 ms);
 - availability in time from the open-loop probe (`probe` operations, one every
   probe_interval_ms): per phase, the probe's slots and those whose write was acknowledged
-  within PROBE_OK_MS; unavailable time = (slots - ok) x interval.
+  within PROBE_OK_MS; unavailable time = (slots - ok) x interval;
+- visibility lag of the writes invoked during the fault: from a write's acknowledgement to the
+  moment the partition's HW first passed its offset (the ReplicaChecker's HW marks), i.e. how
+  long an acknowledged record was invisible to consumers. Under acks=all it is ~0 (the ack
+  waits for the HW); under acks=1 with the ISR below min.insync.replicas the HW freezes
+  (strict min ISR, KAFKA-15583) and the lag is the time until the ISR recovers. A write the
+  HW never passed (lost, or the run ended) has no lag: loss is counted elsewhere.
 
 Invariants: only `send` operations of the run's workload count (the final drain and polls do
 not); the probe's operations count here and in loss, never in the attempt-based columns.
@@ -16,7 +27,8 @@ not); the probe's operations count here and in loss, never in the attempt-based 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from bisect import bisect_right
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from harness.check.history import Event
@@ -61,11 +73,13 @@ def writes(events: Iterable[Event]) -> list[tuple[int, str, int | None, bool]]:
 
 
 def latency_columns(events: Iterable[Event], fault_start_ms: int | None,
-                    heal_ms: int | None) -> dict[str, Any]:
-    """acked_<phase> and latency_<q>_ms_<phase> (None without an acknowledged write)."""
+                    heal_ms: int | None, first_leader_ms: int | None = None) -> dict[str, Any]:
+    """acked_<phase> and latency_<q>_ms_<phase> (None without an acknowledged write), over
+    the writes invoked once the partition had a leader (`first_leader_ms`; None: all)."""
     by_phase: dict[str, list[int]] = {p: [] for p in PHASES}
+    ready_ms = first_leader_ms if first_leader_ms is not None else -1
     for invoked, kind, latency, probe in writes(events):
-        if kind == "ok" and not probe and latency is not None:
+        if kind == "ok" and not probe and latency is not None and invoked >= ready_ms:
             by_phase[phase_of(invoked, fault_start_ms, heal_ms)].append(latency)
     out: dict[str, Any] = {}
     for phase, values in by_phase.items():
@@ -95,3 +109,44 @@ def probe_columns(events: Iterable[Event], interval_ms: int, fault_start_ms: int
     for p in PHASES:
         out[f"probe_slots_{p}"], out[f"probe_ok_{p}"] = slots[p], ok[p]
     return out
+
+
+def _acked_offsets(events: Iterable[Event]) -> list[tuple[int, int, int]]:
+    """(invoke ms, ack ms, offset) of every acknowledged workload write whose ok names its
+    offset ([topic-partition, [offset, value]])."""
+    opened: dict[Any, int] = {}
+    out: list[tuple[int, int, int]] = []
+    for e in events:
+        if e.f != "send" or e.extra.get("final"):
+            continue
+        if e.type == "invoke":
+            opened[e.process] = e.time // 1_000_000
+            continue
+        invoked = opened.pop(e.process, None)
+        value = e.value
+        if (e.type == "ok" and invoked is not None and isinstance(value, list | tuple)
+                and len(value) == 2 and isinstance(value[1], list | tuple) and value[1]):
+            out.append((invoked, e.time // 1_000_000, int(value[1][0])))
+    return out
+
+
+def visibility_columns(events: Iterable[Event], hw_marks: Sequence[tuple[int, int]],
+                       fault_start_ms: int | None, heal_ms: int | None) -> dict[str, Any]:
+    """visibility_lag_p99_ms and visibility_lag_max_ms over the writes invoked during the fault
+    (None without a fault or without such a write the HW passed)."""
+    none: dict[str, Any] = {"visibility_lag_p99_ms": None, "visibility_lag_max_ms": None}
+    if fault_start_ms is None or heal_ms is None:
+        return none
+    heights = [hw for _, hw in hw_marks]
+    lags: list[int] = []
+    for invoked, acked, offset in _acked_offsets(events):
+        if phase_of(invoked, fault_start_ms, heal_ms) != "during":
+            continue
+        i = bisect_right(heights, offset)  # the first mark whose HW is past the offset
+        if i < len(hw_marks):
+            lags.append(max(0, hw_marks[i][0] - acked))
+    if not lags:
+        return none
+    lags.sort()
+    return {"visibility_lag_p99_ms": nearest_rank(lags, 0.99),
+            "visibility_lag_max_ms": float(lags[-1])}

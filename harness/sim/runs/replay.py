@@ -43,6 +43,8 @@ def replay_command(config: ScenarioConfig) -> str:
         parts.append(f"--producer {c.producer}")
     if c.probe_interval_ms:
         parts.append(f"--probe-ms {c.probe_interval_ms}")
+    if c.raft_election_timeout_ms:
+        parts.append(f"--election-ms {c.raft_election_timeout_ms}")
     parts += [f"--lag-ms {c.timing.replica_lag_time_max_ms}",
               f"--session-ms {c.timing.session_timeout_ms}", "--histories --timeline"]
     return " ".join(parts)
@@ -57,6 +59,7 @@ _FIELDS: dict[str, tuple[str, Any]] = {
     "--first-seed": ("seed", int), "--jitter-ms": ("start_jitter_ms", int),
     "--metadata": ("metadata", str), "--flush-policy": ("flush_policy", str),
     "--producer": ("producer", str), "--probe-ms": ("probe_interval_ms", int),
+    "--election-ms": ("raft_election_timeout_ms", int),
 }
 _TIMING = {"--lag-ms": "replica_lag_time_max_ms", "--session-ms": "session_timeout_ms"}
 _IGNORED = {"--out": 1, "--seeds": 1, "--histories": 0, "--timeline": 0}

@@ -34,7 +34,6 @@ from dataclasses import dataclass, field, replace
 from harness.check.history import pair_operations
 from harness.check.queue import QueueResult, check_queue
 from harness.sim.actors.clients import CLIENT_BASE, Client, Consumer, History, Producer
-from harness.sim.actors.disk import median_fsync_ms
 from harness.sim.actors.kafka_producer import KafkaProducer
 from harness.sim.checks.invariants import SafetyViolation
 from harness.sim.faults.fault import Span
@@ -97,6 +96,9 @@ class ScenarioConfig:
     producer: str = "simple"
     probe_interval_ms: int = 0
     timing: DataTiming = field(default_factory=DataTiming)
+    # Raft partitions' election timeout (a trade-off curve's setting); None: drawn per seed
+    # (harness.sim.runs.cluster.draw_raft_settings). Only raft-mode runs may set it.
+    raft_election_timeout_ms: int | None = None
 
     @property
     def brokers(self) -> int:
@@ -112,6 +114,8 @@ class ScenarioConfig:
                 + (f"-{self.flush_policy}" if self.flush_policy else "")
                 + (f"-{self.producer}" if self.producer != "simple" else "")
                 + (f"-probe{self.probe_interval_ms}" if self.probe_interval_ms else "")
+                + (f"-et{self.raft_election_timeout_ms}" if self.raft_election_timeout_ms
+                   else "")
                 + ("" if self.timing == DataTiming() else
                    f"-lag{self.timing.replica_lag_time_max_ms}"
                    f"-sess{self.timing.session_timeout_ms}")
@@ -139,6 +143,9 @@ class ScenarioResult:
     wall_ms: int
     drained: bool
     divergent_offsets: int = 0  # replica_divergence at the end of the run
+    # (time ms, HW) each time the partition's HW first passed a new height (ReplicaChecker)
+    hw_marks: tuple[tuple[int, int], ...] = ()
+    first_leader_ms: int | None = None  # the partition's first leader (ReplicaChecker)
 
     @property
     def lost_writes(self) -> int:
@@ -173,11 +180,14 @@ def build_cluster(config: ScenarioConfig) -> Cluster:
     if config.metadata not in METADATA_KINDS:
         raise ValueError(f"metadata={config.metadata!r}, expected one of {METADATA_KINDS}")
     voters = METADATA_VOTERS if config.metadata == "raft" else 0
-    settings = raft_settings_for(config.seed) if raft else None
+    if config.raft_election_timeout_ms is not None and not raft:
+        raise ValueError("raft_election_timeout_ms applies to replication.mode=raft runs only")
+    settings = raft_settings_for(config.seed, config.raft_election_timeout_ms) if raft else None
     if settings is not None and config.flush_policy is not None:
-        # The measured disk (harness.sim.actors.disk) instead of the drawn fsync time: its
-        # median, for every grouped fsync of the Raft host.
-        settings = replace(settings, fsync_ms=median_fsync_ms())
+        # The measured disk (harness.sim.actors.disk) instead of the seed's fixed fsync time:
+        # each grouped fsync of the Raft host draws from the broker's disk, as ISR and quorum
+        # brokers draw each of theirs.
+        settings = replace(settings, fsync_ms=0, measured_disk=True)
     return Cluster(config.seed, config.brokers, replica_config, controller_config, config.timing,
                    voters=voters, raft=settings, flush_policy=config.flush_policy)
 
@@ -295,7 +305,8 @@ class ScenarioRun:
             if has_fault else None,
             workload_end_ms=workload_end, sim_ms=queue.now_ms, events=queue.events,
             wall_ms=int((time.monotonic() - started) * 1000), drained=drained,
-            divergent_offsets=divergent,
+            divergent_offsets=divergent, hw_marks=tuple(self.cluster.replicas.hw_marks),
+            first_leader_ms=self.cluster.replicas.first_leader_ms,
         )
 
 

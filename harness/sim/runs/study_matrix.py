@@ -9,7 +9,8 @@ Two parts, concatenated and deduplicated by run key:
   open-loop probe (harness.sim.actors.kafka_producer);
 - the trade-off curves (CURVES): the equal-safety arms under a few faults while one setting
   moves: replica.lag.time.max.ms, broker.session.timeout.ms, the fault's duration (0.5 to 30 s),
-  the replication factor with min.insync.replicas (RF 3 vs 5, min ISR 2 vs 3), with
+  the replication factor with min.insync.replicas (RF 3 vs 5, min ISR 2 vs 3), and the raft
+  partitions' election timeout (raft only: the other arms elect through the controller), with
   `curve_seeds` seeds.
 
 Arms of a replication mode the simulator does not run (matrix.MODES) are left out, so adding a
@@ -32,6 +33,7 @@ from harness.sim.runs.scenario_run import ScenarioConfig
 PROBE_MS = 10
 STUDY_SEEDS = 8
 CURVE_SEEDS = 4
+RAFT_ELECTION_MS = (50, 100, 250, 500, 1000)  # the drawn default is one of 100, 150, 250
 ALL = SCENARIO_NEMESES
 # (mode, acks, min.insync.replicas, unclean, ELR, leader.epoch.enable, flush policy).
 ISR_MIN2 = ("isr", "all", 2, False, False, True, "page-cache")
@@ -95,6 +97,10 @@ CURVES: tuple[Curve, ...] = (
               ("isr", "all", 2, False, False, True, "page-cache"),
               ("isr", "all", 3, False, False, True, "page-cache"),
               *(s for s in EQUAL_SAFETY_SETTINGS if s[0] != "isr"))}),
+    # Raft partitions elect among their replicas: a short timeout replaces a dead leader
+    # sooner and re-elects on every short cut (flapping); a long one rides short cuts out.
+    Curve("raft election timeout", ("kill-leader", "flapping", "pause-leader"),
+          {"election_ms": RAFT_ELECTION_MS, "settings": (RAFT,)}),
 )
 
 
