@@ -58,7 +58,7 @@ from quorum.metadata.configs import (
 # Read only by the active controller (quorum/controller); the rest of `controller.*` and the
 # kraftlab.raft/log/snapshot keys drive the Raft client, which brokers run too (as observers).
 CONTROLLER_ONLY = frozenset({"leader.imbalance.check.interval.ms", "auto.leader.rebalance.enable",
-                             "metadata.max.idle.interval.ms"})
+                             "metadata.max.idle.interval.ms", "kraftlab.quorum.hw.linger.ms"})
 # Read only by brokers: the replica fetchers, controlled shutdown, and the data logs (`log.*`,
 # message.max.bytes: the broker defaults of the topic log configs, harness/runtime/log_configs.py;
 # controllers host no data logs; their metadata log is `kraftlab.log.*` / `kraftlab.snapshot.*`).
