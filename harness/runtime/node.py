@@ -42,6 +42,7 @@ import structlog
 
 from harness.drive.effects import execute_effects
 from harness.drive.raftlog import RaftLogStore
+from harness.net.liveness import LivenessProbe
 from harness.net.transport import FrameError, Transport
 from harness.runtime.broker import BrokerLifecycle
 from harness.runtime.client_requests import answer_client_request
@@ -162,6 +163,18 @@ class ControllerNode:
         self.active: ActiveController | None = None
         self.rpc_server: ControllerRpcServer | None = None
         self.broker: BrokerLifecycle | None = None
+        self.liveness: LivenessProbe | None = None
+        if not config.is_broker and config.liveness_timeout_ms > 0 and len(config.voters) > 1:
+            self.liveness = LivenessProbe(
+                node_id=config.node_id,
+                host=config.rpc_endpoint.host,
+                port=config.rpc_endpoint.port,
+                interval_ms=config.liveness_interval_ms,
+                timeout_ms=config.liveness_timeout_ms,
+                loop=self.loop,
+                on_unresponsive=self._on_leader_unresponsive,
+                is_dropped=lambda peer: peer in self.transport.links.drop,
+            )
         if config.is_broker:
             self.broker = BrokerLifecycle(self)
         else:
@@ -195,7 +208,10 @@ class ControllerNode:
 
     async def start(self) -> None:
         await self.transport.start()
+        if self.liveness is not None:
+            self.liveness.start()
         self._step(self.core.tick)
+        self._watch_leader(self.core.leader_id, self.core.is_leader)  # a restart may follow at once
         if self.broker is not None:
             self.broker.start()
         log.info("node.started", voters=sorted(self.config.voters), epoch=self.epoch,
@@ -215,6 +231,8 @@ class ControllerNode:
         self._fail_waiters("node shutting down")
         if self._timer is not None:
             self._timer.cancel()
+        if self.liveness is not None:
+            self.liveness.stop()
         await self.transport.close()
         self.log.close()
 
@@ -254,6 +272,16 @@ class ControllerNode:
         self._step(self.core.peer_unreachable, peer)
         if self.broker is not None:
             self.broker.replicas.raft.peer_unreachable(peer)
+
+    def _on_leader_unresponsive(self, peer: int) -> None:
+        """The liveness probe's report (harness/net/liveness.py): the leader's process left a
+        ping unanswered for the timeout, i.e. it is hung, not slow. Handled as a refused
+        connection: a voter following it starts a pre-vote now (its header has why that is safe)."""
+        if self.core.leader_id != peer or self.core.is_leader:
+            return
+        log.warning("node.leader_unresponsive", leader_id=peer,
+                    timeout_ms=self.config.liveness_timeout_ms)
+        self._step(self.core.peer_unreachable, peer)
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -416,7 +444,18 @@ class ControllerNode:
         ):
             self.active.stop(f"leadership moved to {leader_id} in epoch {epoch}")
         self._was_leader = is_self
+        self._watch_leader(leader_id, is_self)
         log.info("node.leader_changed", leader_id=leader_id, is_self=is_self)
+
+    def _watch_leader(self, leader_id: int | None, is_self: bool) -> None:
+        """Point the liveness probe at the leader we follow (nobody while we lead or know none)."""
+        if self.liveness is None:
+            return
+        endpoint = None if is_self or leader_id is None else self.config.voters.get(leader_id)
+        if endpoint is None:
+            self.liveness.watch(None)
+        else:
+            self.liveness.watch(leader_id, (endpoint.host, endpoint.port))
 
     def on_read_barrier(self, effect: ReadBarrierCompleted | ReadBarrierFailed) -> None:
         match effect:

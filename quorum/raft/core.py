@@ -328,8 +328,10 @@ class RaftCore:
         return ls.answer_parked(src, due_by_ms)
 
     def peer_unreachable(self, peer: int, now_ms: int) -> list[Effect]:
-        """The driver could not connect to `peer` (refused). A voter whose leader is gone starts a
-        pre-vote at once (ours, not Kafka's: pre-vote keeps it from disturbing a live leader).
+        """The driver could not connect to `peer` (refused), or its liveness probe found the
+        process hung (harness/net/liveness.py). A voter whose leader is gone starts a pre-vote at
+        once (ours, not Kafka's: pre-vote keeps it from disturbing a live leader, since the other
+        voters refuse it while they still fetch from that leader).
 
         An observer asks the next voter only after controller.quorum.retry.backoff.ms (Kafka's
         RequestManager backs a failed node off for retry.backoff.ms): asking at once spins at
