@@ -347,6 +347,17 @@ class RaftCore:
                 return m.qs.to_unattached(m.epoch, now_ms)
             if m.config.fast_pre_vote_on_unreachable and m.config.pre_vote:
                 return m.start_prospective(now_ms, leader_lost=True)
+        elif (
+            isinstance(role, Prospective)
+            and role.leader_id == peer
+            and role.rejected
+            and m.config.fast_pre_vote_on_unreachable
+        ):
+            # A voter refused our pre-vote, maybe because it still heard that leader then; the
+            # leader is still unreachable now: ask again rather than wait out the election
+            # timeout (two followers that notice a few ms apart would refuse each other, one
+            # for its live leader, the other for a shorter log). A pre-vote changes no state.
+            return m.start_prospective(now_ms, leader_lost=True)
         elif isinstance(role, Unattached) and not m.is_voter:
             # Sooner than the unanswered-fetch retry, never at once: at most one bootstrap Fetch
             # per retry.backoff.ms, however many refusals (or duplicates of them) arrive.
