@@ -318,7 +318,12 @@ class ControllerNode:
 
     def _arm_timer(self) -> None:
         deadline = self.core.next_deadline_ms()
-        if deadline == self._timer_deadline_ms:
+        armed = self._timer_deadline_ms
+        if armed is not None and deadline is not None and armed <= deadline:
+            # Keep the earlier timer: it fires early at worst, and a tick before a deadline does
+            # nothing but re-arm. Deadlines move later on nearly every input (each fetch parks a
+            # long poll, each answer restarts the fetch timeout): re-arming each time cost a
+            # cancel and a call_at per message.
             return
         if self._timer is not None:
             self._timer.cancel()
