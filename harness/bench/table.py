@@ -293,6 +293,37 @@ def _at(entries: list[dict[str, Any]], key: str, inflight: int) -> str:
     return f"{found[0]['writes_per_s']:,.0f}" if found else "-"
 
 
+def peer_cells(results: dict[str, Any]) -> dict[str, str]:
+    """The peers' figures by row key, from the JSON files of their runner (by file stem)."""
+    etcd, zk = results.get("etcd", {}), results.get("zookeeper", {})
+    pso = results.get("pysyncobj_nobatch", {})
+    cells = {
+        "seq": "; ".join(filter(None, [
+            etcd and f"etcd {_lat(etcd['seq_put_ms']['grpc_to_leader'])}",
+            zk and f"ZooKeeper {_lat(zk['seq_ms']['to_leader']['set'])}",
+            pso and f"pysyncobj (no fsync) {_lat(pso['seq_ms']['on_leader'])}"])),
+        "tput": "; ".join(filter(None, [
+            etcd and f"etcd {_at(etcd.get('tput_grpc_aio_to_leader', []), 'clients', 64)}",
+            zk and f"ZooKeeper {_at(zk.get('tput_kazoo_async', []), 'outstanding', 64)}",
+            pso and f"pysyncobj {_at(pso.get('tput_on_leader', []), 'inflight', 64)}"])),
+        "failover": "; ".join(
+            f"{name} (kill) {median:.0f} ms"
+            for name, r in (("etcd", etcd), ("ZooKeeper", zk), ("pysyncobj", pso))
+            if (median := (r.get("failover") or {}).get("median_first_ok_after_kill_ms")) is not None),
+    }
+    for name in ("baseline_1_start", "baseline_2_end"):
+        base = results.get(name)
+        if base:
+            fs, rtt = base["fsync_100B_ms"], base["loopback_rtt_100B_ms"]
+            tag = "start" if name.endswith("start") else "end"
+            cells["floor_fsync"] = cells.get("floor_fsync", "") + f" {tag} {_lat(fs['append_fsync'])}"
+            cells["floor_fdatasync"] = (cells.get("floor_fdatasync", "")
+                                        + f" {tag} {_lat(fs['prealloc_fdatasync'])}")  # fmt: skip
+            cells["floor_rtt"] = (cells.get("floor_rtt", "")
+                                  + f" {tag} {_lat(rtt['asyncio_client_asyncio_server'])}")  # fmt: skip
+    return {key: value.strip() for key, value in cells.items()}
+
+
 def peers(run: Run) -> None:
     """Run DIR/run_all.sh (their own venv and tools) and put its figures beside ours."""
     directory = Path(run.args.peers)
@@ -309,31 +340,7 @@ def peers(run: Run) -> None:
     if not results:
         run.say(f"[peers] no results (exit {done.returncode}): {done.stderr[-500:]}")
         return
-    etcd, zk = results.get("etcd", {}), results.get("zookeeper", {})
-    pso = results.get("pysyncobj_nobatch", {})
-    cells = {
-        "seq": "; ".join(filter(None, [
-            etcd and f"etcd {_lat(etcd['seq_put_ms']['grpc_to_leader'])}",
-            zk and f"ZooKeeper {_lat(zk['seq_ms']['to_leader']['set'])}",
-            pso and f"pysyncobj (no fsync) {_lat(pso['seq_ms']['on_leader'])}"])),
-        "tput": "; ".join(filter(None, [
-            etcd and f"etcd {_at(etcd.get('tput_grpc_aio_to_leader', []), 'clients', 64)}",
-            zk and f"ZooKeeper {_at(zk.get('tput_kazoo_async', []), 'outstanding', 64)}",
-            pso and f"pysyncobj {_at(pso.get('tput_on_leader', []), 'inflight', 64)}"])),
-        "failover": "; ".join(
-            f"{name} (kill) {(r.get('failover') or {}).get('median_first_ok_after_kill_ms', 0):.0f} ms"
-            for name, r in (("etcd", etcd), ("ZooKeeper", zk), ("pysyncobj", pso)) if r),
-    }
-    for name in ("baseline_1_start", "baseline_2_end"):
-        base = results.get(name)
-        if base:
-            fs, rtt = base["fsync_100B_ms"], base["loopback_rtt_100B_ms"]
-            tag = "start" if name.endswith("start") else "end"
-            cells["floor_fsync"] = cells.get("floor_fsync", "") + f" {tag} {_lat(fs['append_fsync'])}"
-            cells["floor_fdatasync"] = (cells.get("floor_fdatasync", "")
-                                        + f" {tag} {_lat(fs['prealloc_fdatasync'])}")  # fmt: skip
-            cells["floor_rtt"] = (cells.get("floor_rtt", "")
-                                  + f" {tag} {_lat(rtt['asyncio_client_asyncio_server'])}")  # fmt: skip
+    cells = peer_cells(results)
     run.figures = [Figure(f.key, f.label, f.ours, f.aim, cells.get(f.key, "").strip())
                    for f in run.figures]  # fmt: skip
 
