@@ -7,7 +7,8 @@ is silent on its event loop too, and must not be replaced. This probe tells the 
 controller answers pings from a thread of its own, which keeps running while the event loop is
 blocked (fsync and socket calls release the GIL; CPU-bound Python yields it every
 `sys.getswitchinterval()`), but not while the process is stopped. A follower pings its leader
-every `interval_ms`; when a ping has gone unanswered for `timeout_ms` it reports the leader as
+every `interval_ms`; when a ping has gone unanswered for `timeout_ms` (or four times the slowest
+recent answer, on a machine that answers slowly: `PingWindow.timeout`) it reports the leader as
 unresponsive, and the node feeds that to the core as `RaftCore.peer_unreachable` (as a refused
 connection): the follower starts a pre-vote at once.
 
@@ -42,7 +43,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 
@@ -53,32 +54,52 @@ PING = b"KLPI"
 PONG = b"KLPO"
 
 
+RTT_WINDOW = 256  # answers whose round trips set the adaptive part of the timeout
+RTT_FACTOR = 4
+MAX_TIMEOUT_MS = 2_000
+
+
 @dataclass(slots=True)
 class PingWindow:
     """When a watched peer counts as unresponsive (pure: times in ms are passed in).
 
     `first_unanswered_ms` is when the oldest ping not followed by any answer was sent; the peer
-    is suspect once that is `timeout_ms` old. Any answer to a ping of the current watch clears
-    it (an answer to an old ping still proves the process ran after the ping was sent)."""
+    is suspect once that is `timeout()` old. Any answer to a ping of the current watch clears
+    it (an answer to an old ping still proves the process ran after the ping was sent).
+
+    The timeout adapts to the machine: it is the configured one, or RTT_FACTOR times the slowest
+    of the last RTT_WINDOW answers if that is longer (at most MAX_TIMEOUT_MS). A loaded machine
+    that answers in 60 ms now and then is given 240 ms before anyone is blamed; an idle one keeps
+    the configured timeout. (A stopped process answers nothing, whatever the timeout.)"""
 
     timeout_ms: int
     first_unanswered_ms: int | None = None
+    rtts_ms: list[int] = field(default_factory=list)
 
     def sent(self, now_ms: int) -> None:
         if self.first_unanswered_ms is None:
             self.first_unanswered_ms = now_ms
 
-    def answered(self) -> None:
+    def answered(self, rtt_ms: int | None = None) -> None:
         self.first_unanswered_ms = None
+        if rtt_ms is not None:
+            self.rtts_ms.append(rtt_ms)
+            if len(self.rtts_ms) > 2 * RTT_WINDOW:
+                del self.rtts_ms[:-RTT_WINDOW]
 
     def resume(self) -> None:
         """We ourselves were not running (stopped, starved): what we did not hear meanwhile
         says nothing about the peer. Start over."""
         self.first_unanswered_ms = None
 
+    def timeout(self) -> int:
+        recent = self.rtts_ms[-RTT_WINDOW:]
+        slowest = max(recent) if recent else 0
+        return min(max(self.timeout_ms, RTT_FACTOR * slowest), MAX_TIMEOUT_MS)
+
     def is_suspect(self, now_ms: int) -> bool:
         first = self.first_unanswered_ms
-        return first is not None and now_ms - first >= self.timeout_ms
+        return first is not None and now_ms - first >= self.timeout()
 
 
 class LivenessProbe:
@@ -115,6 +136,7 @@ class LivenessProbe:
         self._target: tuple[int, tuple[str, int]] | None = None
         self._watch_seq = 0  # pings of an earlier watch carry smaller sequence numbers
         self._seq = 0
+        self._sent_at: dict[int, float] = {}  # seq -> monotonic send time, this watch's pings
         self._lock = threading.Lock()
         self._stopped = threading.Event()
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
@@ -142,6 +164,7 @@ class LivenessProbe:
                 return
             self._target = None if peer is None or address is None else (peer, address)
             self._watch_seq = self._seq + 1
+            self._sent_at.clear()
             self.window.answered()
 
     # --- the thread ---------------------------------------------------------------------------
@@ -154,7 +177,7 @@ class LivenessProbe:
         while not self._stopped.is_set():
             now = time.monotonic()
             with self._lock:
-                if now - last_turn > 2 * self.interval_s + self.window.timeout_ms / 2000:
+                if now - last_turn > 2 * self.interval_s + self.window.timeout() / 2000:
                     self.window.resume()  # we were not running, not them
                     next_report_ms = 0
                 last_turn = now
@@ -164,11 +187,14 @@ class LivenessProbe:
                     self.window.sent(int(now * 1000))
                     next_ping = now + self.interval_s
                     if not self.is_dropped(target[0]):
+                        self._sent_at[self._seq] = now
+                        if len(self._sent_at) > 64:  # unanswered ones: keep only the newest
+                            del self._sent_at[min(self._sent_at)]
                         self._send(PING, self._seq, target[1])
                         self.pings_sent += 1
                 now_ms = int(now * 1000)
                 if target is not None and self.window.is_suspect(now_ms) and now_ms >= next_report_ms:
-                    next_report_ms = now_ms + self.window.timeout_ms
+                    next_report_ms = now_ms + self.window.timeout()
                     self.reports += 1
                     self.loop.call_soon_threadsafe(self.on_unresponsive, target[0])
             sock.settimeout(max(0.001, next_ping - time.monotonic()) if target else self.interval_s)
@@ -196,7 +222,9 @@ class LivenessProbe:
                 target = self._target
                 if target is not None and target[0] == peer and seq >= self._watch_seq:
                     self.pongs_received += 1
-                    self.window.answered()
+                    sent = self._sent_at.pop(seq, None)
+                    rtt = None if sent is None else int((time.monotonic() - sent) * 1000)
+                    self.window.answered(rtt)
 
     def _send(self, kind: bytes, seq: int, address: tuple[str, int]) -> None:
         # Unreachable or closing: the unanswered ping is the signal, nothing to do here.

@@ -16,6 +16,10 @@ This module is the `env` of execute_effects: sends go to the transport, log effe
 RaftLogStore (real fsync), the quorum-state file is replaced atomically, committed entries are
 applied to the MetadataImage and resolve proposal waiters.
 
+Controllers also run the hung-leader probe (harness/net/liveness.py): a thread answers UDP pings,
+and a follower whose leader leaves one unanswered for kraftlab.quorum.liveness.timeout.ms feeds
+`peer_unreachable(leader)` to the core, as for a refused connection.
+
 Invariants:
 - Proposals are batched per event-loop iteration: all `propose()` calls made before the loop
   runs `_flush_proposals` become ONE `core.propose` (one append, one fsync).
@@ -133,6 +137,7 @@ class ControllerNode:
         self._reads_waiting_apply: deque[tuple[int, asyncio.Future[int]]] = deque()
         self._next_read_id = 1
         self._timer: asyncio.TimerHandle | None = None
+        self._heard_s: dict[int, float] = {}  # loop time of the last Raft message from each peer
         self._timer_deadline_ms: int | None = None
         self._records_since_snapshot = 0
         self.commit_latency = LatencyWindow()
@@ -163,18 +168,7 @@ class ControllerNode:
         self.active: ActiveController | None = None
         self.rpc_server: ControllerRpcServer | None = None
         self.broker: BrokerLifecycle | None = None
-        self.liveness: LivenessProbe | None = None
-        if not config.is_broker and config.liveness_timeout_ms > 0 and len(config.voters) > 1:
-            self.liveness = LivenessProbe(
-                node_id=config.node_id,
-                host=config.rpc_endpoint.host,
-                port=config.rpc_endpoint.port,
-                interval_ms=config.liveness_interval_ms,
-                timeout_ms=config.liveness_timeout_ms,
-                loop=self.loop,
-                on_unresponsive=self._on_leader_unresponsive,
-                is_dropped=lambda peer: peer in self.transport.links.drop,
-            )
+        self.liveness = None if config.is_broker else self._liveness_probe(config)
         if config.is_broker:
             self.broker = BrokerLifecycle(self)
         else:
@@ -185,6 +179,27 @@ class ControllerNode:
         structlog.contextvars.bind_contextvars(
             node_id=config.node_id, epoch=self.epoch, role=self.role
         )
+
+    def _liveness_probe(self, config: NodeConfig) -> LivenessProbe | None:
+        """The hung-leader probe of a controller (harness/net/liveness.py), unless turned off
+        or alone. Its UDP port taken by another program is no reason to refuse to start: the
+        fetch timeout still finds a hung leader, as in Kafka."""
+        if config.liveness_timeout_ms <= 0 or len(config.voters) < 2:
+            return None
+        try:
+            return LivenessProbe(
+                node_id=config.node_id,
+                host=config.rpc_endpoint.host,
+                port=config.rpc_endpoint.port,
+                interval_ms=config.liveness_interval_ms,
+                timeout_ms=config.liveness_timeout_ms,
+                loop=self.loop,
+                on_unresponsive=self._on_leader_unresponsive,
+                is_dropped=lambda peer: peer in self.transport.links.drop,
+            )
+        except OSError as exc:
+            log.warning("node.liveness_probe_off", error=str(exc))
+            return None
 
     # --- clock ------------------------------------------------------------------------------
 
@@ -266,6 +281,7 @@ class ControllerNode:
         if not isinstance(message, RaftMessage):
             # A well-formed frame of a type peers never send: the peer is broken, not us.
             raise FrameError(f"{type(message).__name__} is not a Raft message")
+        self._heard_s[src] = self.loop.time()
         self._step(self.core.handle, src, message)
 
     def _on_unreachable(self, peer: int) -> None:
@@ -279,8 +295,11 @@ class ControllerNode:
         connection: a voter following it starts a pre-vote now (its header has why that is safe)."""
         if self.core.leader_id != peer or self.core.is_leader:
             return
-        log.warning("node.leader_unresponsive", leader_id=peer,
-                    timeout_ms=self.config.liveness_timeout_ms)
+        heard = self._heard_s.get(peer)
+        timeout_ms = self.config.liveness_timeout_ms
+        if heard is not None and (self.loop.time() - heard) * 1000 < timeout_ms:
+            return  # it still sends us Raft messages: its pings are late, it is not hung
+        log.warning("node.leader_unresponsive", leader_id=peer, timeout_ms=timeout_ms)
         self._step(self.core.peer_unreachable, peer)
 
     def _on_timer(self) -> None:

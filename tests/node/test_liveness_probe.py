@@ -27,6 +27,22 @@ def test_window_suspects_only_a_ping_unanswered_for_the_timeout() -> None:
     assert not w.is_suspect(9_000)
 
 
+def test_the_timeout_grows_with_the_slowest_recent_answer() -> None:
+    w = PingWindow(timeout_ms=150)
+    for _ in range(10):
+        w.answered(rtt_ms=2)
+    assert w.timeout() == 150  # an idle machine keeps the configured timeout
+    w.answered(rtt_ms=60)  # a loaded machine answered slowly once
+    assert w.timeout() == 240
+    w.sent(1_000)
+    assert not w.is_suspect(1_200) and w.is_suspect(1_240)
+    for _ in range(300):  # the slow answer left the window
+        w.answered(rtt_ms=1)
+    assert w.timeout() == 150
+    w.answered(rtt_ms=10_000)
+    assert w.timeout() == 2_000  # capped
+
+
 async def _pair(timeout_ms: int, dropped: set[int] | None = None) -> tuple[
         LivenessProbe, LivenessProbe, asyncio.Queue[int]]:  # fmt: skip
     loop = asyncio.get_running_loop()
