@@ -156,6 +156,11 @@ class LivenessProbe:
         self._thread.join(timeout=2 * self.interval_s + 1)
         self._sock.close()
 
+    def silent_ms(self) -> int:
+        """How long the watched peer has left a ping unanswered (0: it answered the last one)."""
+        first = self.window.first_unanswered_ms
+        return 0 if first is None else max(0, int(time.monotonic() * 1000) - first)
+
     def watch(self, peer: int | None, address: tuple[str, int] | None = None) -> None:
         """Ping `peer` at `address` from now on (None: nobody); a new watch starts clean."""
         with self._lock:

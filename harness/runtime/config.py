@@ -79,7 +79,7 @@ TUNABLES: dict[str, tuple[str, int]] = {
     # UDP this often, and starts a pre-vote when a ping is unanswered for the timeout (0: off,
     # the fetch timeout alone finds a hung leader, as in Kafka).
     "kraftlab.quorum.liveness.interval.ms": ("liveness_interval_ms", 25),
-    "kraftlab.quorum.liveness.timeout.ms": ("liveness_timeout_ms", 150),
+    "kraftlab.quorum.liveness.timeout.ms": ("liveness_timeout_ms", 200),
     # Take a snapshot after this many committed records since the last one.
     "kraftlab.snapshot.interval.records": ("snapshot_interval_records", 10_000),
     # 1: followers fsync appended entries before acknowledging them (RaftConfig.flush_on_append);
@@ -162,7 +162,7 @@ class NodeConfig:
     max_idle_interval_ms: int = 500
     hw_linger_ms: int = 5
     liveness_interval_ms: int = 25
-    liveness_timeout_ms: int = 150
+    liveness_timeout_ms: int = 200
     snapshot_interval_records: int = 10_000
     fsync: int = 1
     seed: int = -1

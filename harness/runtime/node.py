@@ -471,6 +471,11 @@ class ControllerNode:
         self._watch_leader(leader_id, is_self)
         log.info("node.leader_changed", leader_id=leader_id, is_self=is_self)
 
+    def leader_silent_ms(self) -> int:
+        """How long the leader we follow has left a liveness ping unanswered (0: it answers,
+        or no probe runs here). The admin API does not forward to a leader silent this long."""
+        return 0 if self.liveness is None else self.liveness.silent_ms()
+
     def _watch_leader(self, leader_id: int | None, is_self: bool) -> None:
         """Point the liveness probe at the leader we follow (nobody while we lead or know none)."""
         if self.liveness is None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.admin.client import AdminError
 from harness.launcher import cluster as cl
 from harness.net.client import NativeKvClient
 from tests.integration.conftest import LiveCluster, kill_recorded, kraftlab, poll
@@ -90,3 +91,33 @@ def test_a_stopped_leader_is_replaced_by_the_probe_not_the_fetch_timeout(lcluste
     # The old leader rejoins as a follower of the new one and has the write made meanwhile.
     assert lcluster.agreed_leader(timeout_s=30) == new_leader
     assert lcluster.client(leader).kv_get("while-stopped")["value"] == "v"
+
+
+def test_a_follower_does_not_forward_to_a_leader_that_stopped_answering_pings(
+        tmp_path: Path) -> None:  # fmt: skip
+    # The probe pings but never reports (60 s): the leader stays leader while it is stopped, and
+    # a write sent to a follower is answered 503 at once instead of hanging in a forward.
+    data_dir = tmp_path / "silent"
+    settings = [*SETTINGS[:4], "--config", "kraftlab.quorum.liveness.interval.ms=20",
+                "--config", "kraftlab.quorum.liveness.timeout.ms=60000"]
+    try:
+        up = kraftlab("cluster", "up", "--controllers", "3", "--data-dir", str(data_dir), *settings)
+        assert up.returncode == 0, up.stderr + up.stdout
+        c = LiveCluster(data_dir)
+        leader = c.agreed_leader()
+        follower = next(i for i in c.ids() if i != leader)
+        assert c.client(follower).kv_put("before", "v")["version"] > 0  # forwarded while it answers
+        assert kraftlab("cluster", "pause", str(leader), "--data-dir", str(data_dir)).returncode == 0
+
+        def refused() -> dict[str, object] | None:
+            try:
+                c.client(follower, 5.0).kv_put("during", "v")
+            except AdminError as exc:
+                if exc.status == 503 and "liveness" in str(exc.body.get("message", "")):
+                    return exc.body
+            return None
+
+        body = poll(refused, 30, "a 503 from the follower while the leader is stopped")
+        assert body["error"] == "LEADER_NOT_AVAILABLE"
+    finally:
+        kill_recorded(data_dir)  # SIGKILL ends a stopped process too
