@@ -253,33 +253,56 @@ def failover_pause(run: Run) -> None:
     run.say(f"[failover] pause: {run.raw['failover_pause_ms']}")
 
 
-async def loaded(node: cl.NodeEntry, cluster_id: str, proposers: int,
+@dataclass
+class _Leader:
+    """The connection the loaded run's writers share, and the node it goes to."""
+
+    client: NativeKvClient
+    node_id: int
+
+
+async def loaded(cluster: cl.ClusterFile, node: cl.NodeEntry, proposers: int,
                  duration_s: float) -> dict[str, Any]:
-    """`proposers` native writers for `duration_s` against `node`; an answer other than success
-    (an election moved the leader) is counted and waited out, never fatal."""
-    client = NativeKvClient()
-    await client.connect(node.host, node.rpc_port, cluster_id)
-    counts = {"commits": 0, "errors": 0}
+    """`proposers` native writers for `duration_s`, following the leader: an answer other than
+    success (an election moved the leader) is counted, and the writers move to the node the
+    answer names (or wait a little when it names none)."""
+    state = _Leader(NativeKvClient(), node.id)
+    await state.client.connect(node.host, node.rpc_port, cluster.cluster_id)
+    counts = {"commits": 0, "errors": 0, "reconnects": 0}
+    moving = asyncio.Lock()
     stop = time.perf_counter() + duration_s
+
+    async def follow(hint: int | None, seen: NativeKvClient) -> None:
+        async with moving:
+            if state.client is not seen or hint is None or hint == state.node_id:
+                return  # another writer moved already, or nowhere to go
+            target = cluster.node(hint)
+            fresh = NativeKvClient()
+            await fresh.connect(target.host, target.rpc_port, cluster.cluster_id)
+            seen.close()
+            state.client, state.node_id = fresh, hint
+            counts["reconnects"] += 1
 
     async def writer(w: int) -> None:
         n = 0
         while time.perf_counter() < stop:
+            client = state.client
             try:
                 await client.call("put", f"steady-{w}-{n % 16}", quorum.VALUE)
                 counts["commits"] += 1
-            except ClientError:
+            except ClientError as exc:
                 counts["errors"] += 1
-                await asyncio.sleep(0.01)  # back off: no leader here now
-            except ConnectionResetError:
+                await follow(exc.response.leader_id, client)
+                await asyncio.sleep(0.01)  # back off while there is no leader
+            except (ConnectionResetError, OSError):
                 counts["errors"] += 1
-                return
+                await asyncio.sleep(0.01)
             n += 1
 
     start = time.perf_counter()
     await asyncio.gather(*(writer(w) for w in range(proposers)))
     elapsed = time.perf_counter() - start
-    client.close()
+    state.client.close()
     return {**counts, "duration_s": round(elapsed, 1),
             "commits_per_s": round(counts["commits"] / elapsed)}
 
@@ -293,8 +316,7 @@ def steady(run: Run) -> None:
         leader_id = cl.wait_for_leader(cluster, [n.id for n in cluster.nodes], 30)
         before = _epochs(cluster)
         leader = cluster.node(leader_id)
-        result = asyncio.run(loaded(leader, cluster.cluster_id, run.args.proposers,
-                                    run.args.steady_s))
+        result = asyncio.run(loaded(cluster, leader, run.args.proposers, run.args.steady_s))
         after = _epochs(cluster)
     finally:
         _stop(cluster, base)
