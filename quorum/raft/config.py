@@ -46,10 +46,11 @@ class RaftConfig:
     pre_vote: bool = True  # KIP-996
     fast_pre_vote_on_unreachable: bool = True  # ours: a refused leader connection -> pre-vote now
     flush_on_append: bool = True  # voters fsync appends before acknowledging them
-    # Ours (0 = Kafka's behaviour): a fetch that lacks nothing but the newest high watermark is
-    # parked up to this long instead of answered at once, so the next append carries the HW with
-    # its records (one message per follower per commit instead of two under steady load). Only
-    # when the HW itself moves; answers with data, read-barrier rounds and snapshots never wait.
+    # Ours (0 = Kafka's behaviour): a voter's fetch that lacks nothing but the newest high
+    # watermark is parked up to this long instead of answered at once, so the next append carries
+    # the HW with its records (one message per follower per commit instead of two under steady
+    # load). Observers are answered at once; answers with data, read-barrier rounds and snapshots
+    # never wait.
     hw_linger_ms: int = 0
 
     def __post_init__(self) -> None:

@@ -66,3 +66,17 @@ def test_without_linger_the_hw_is_answered_at_once() -> None:
     hw = result.last_offset + 1
     c.advance(3 * c.latency_ms)
     assert all(c.nodes[n].core.high_watermark == hw for n in c.nodes)
+
+
+def test_observers_learn_the_hw_at_once() -> None:
+    """Brokers serve metadata to clients: a write committed on the controllers is visible on a
+    broker one round trip later, linger or not (only voters wait for the next append)."""
+    structlog.configure(logger_factory=structlog.ReturnLoggerFactory())
+    config = RaftConfig(hw_linger_ms=LINGER_MS, max_idle_interval_ms=0)
+    c = Cluster(config=config, seed=3, observers=(10,))
+    leader = c.wait_for_leader().node_id
+    c.advance(2 * config.fetch_max_wait_ms)
+    result = c.commit(leader, b"a")
+    hw = result.last_offset + 1
+    c.advance(3 * c.latency_ms)
+    assert c.nodes[10].core.high_watermark == hw
