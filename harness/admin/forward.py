@@ -9,6 +9,9 @@ Rules (docs/api.md):
 - A forwarded write whose connection was made but whose answer was lost is 504
   REQUEST_TIMED_OUT with `"indeterminate": true`: it may have reached the leader.
 - A forwarded request carries this node's admin token (the leader may require it, auth.py).
+- A leader whose process has not answered the liveness probe for 4 ping intervals is not
+  forwarded to: 503 LEADER_NOT_AVAILABLE at once (it is hung, and an election follows), rather
+  than a request that waits out the client's timeout.
 """
 
 from __future__ import annotations
@@ -65,6 +68,15 @@ class LeaderForwarding:
             return error_response(
                 421, "NOT_CONTROLLER", f"node {node.node_id} is not the active controller",
                 leader=leader, leader_epoch=node.epoch,
+            )
+        silent_ms = node.leader_silent_ms()
+        if silent_ms > 0 and silent_ms >= 4 * node.config.liveness_interval_ms:
+            # Its process does not answer pings (harness/net/liveness.py): a forwarded request
+            # would wait out the client's timeout there. Say so now; an election is coming.
+            return error_response(
+                503, "LEADER_NOT_AVAILABLE",
+                f"leader {leader} has not answered liveness pings for {silent_ms} ms",
+                leader_id=None, leader_epoch=node.epoch,
             )
         target = node.config.admin_listeners.get(leader)
         if target is None:

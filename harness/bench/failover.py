@@ -6,7 +6,9 @@ Method (as for the peer figures in docs/benchmarks.md): a sequential writer PUTs
 values over the admin API; the leader is killed with SIGKILL; the clock starts at the kill and
 stops at the completion of the first successful write issued after it. The writer rotates over all
 controllers on any error (refused connection, 503 LEADER_NOT_AVAILABLE, 421, 504) with a 300 ms
-per-request timeout, like the etcd client used for the peers. Median of `--trials` (default 5);
+per-request timeout, like the etcd client used for the peers; it follows a 421's leader hint,
+except to the node whose request last timed out (a follower names the hung leader until it has
+noticed the fault itself). Median of `--trials` (default 5);
 between trials the killed node is restarted and the bench waits until all nodes agree on a leader.
 """
 
@@ -45,8 +47,10 @@ def write_until_success(
     """Rotate over all controllers until one PUT succeeds; returns (completion time, attempts,
     answer). Raises ClusterError at the deadline."""
     clients = [AdminClient(n.host, n.admin_port, REQUEST_TIMEOUT_S) for n in cluster.nodes]
+    ids = [n.id for n in cluster.nodes]
     attempts = 0
     i = 0
+    timed_out: int | None = None  # the node whose request last timed out
     while time.monotonic() < deadline_s:
         client = clients[i % len(clients)]
         attempts += 1
@@ -54,10 +58,14 @@ def write_until_success(
             answer = client.kv_put(key, VALUE)
             return time.monotonic(), attempts, answer
         except AdminError as exc:
-            if exc.status == 421 and exc.body.get("leader") is not None:
-                ids = [n.id for n in cluster.nodes]
-                i = ids.index(exc.body["leader"]) if exc.body["leader"] in ids else i + 1
+            hint = exc.body.get("leader")
+            # Follow a leader hint, except back to the node that just timed out: a follower
+            # names the old leader until it has noticed the fault itself.
+            if exc.status == 421 and hint in ids and hint != timed_out:
+                i = ids.index(hint)
                 continue
+        except TimeoutError:
+            timed_out = ids[i % len(ids)]
         except OSError:
             pass
         i += 1

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.admin.client import AdminClient
+from harness.bench import profile
 from harness.launcher import cluster as cl
 
 VALUE = "x" * 100
@@ -181,6 +182,12 @@ def measure(cluster: cl.ClusterFile, leader_id: int, path: str,
             args: argparse.Namespace) -> dict[str, Any]:
     """Sequential then concurrent phases over one client path, with CPU per commit."""
     leader = cluster.node(leader_id)
+    profilers = None
+    if args.profile:
+        pids = {f"{'leader' if n.id == leader_id else 'follower'}-{n.id}": n.pid
+                for n in cluster.nodes if n.pid is not None}
+        profilers = profile.start(Path(args.profile) / path, pids, args.syscalls)
+        time.sleep(0.5)  # let the samplers attach
     cpu0 = cluster_cpu(cluster)
     if path == "http":
         seq = sequential(leader, args.seq_writes, args.warmup)
@@ -189,6 +196,9 @@ def measure(cluster: cl.ClusterFile, leader_id: int, path: str,
                                             args.warmup))
     seq.update(cpu_per_commit(cpu0, cluster_cpu(cluster), leader_id,
                               args.seq_writes + args.warmup))
+    if profilers is not None:
+        profilers.stop()
+        seq["profile"] = profile_report(profilers, args.seq_writes + args.warmup, args.json)
     cpu0 = cluster_cpu(cluster)
     if path == "http":
         tput = asyncio.run(concurrent(leader, args.proposers, args.duration))
@@ -210,6 +220,28 @@ def measure(cluster: cl.ClusterFile, leader_id: int, path: str,
     return {"sequential": seq, "throughput": tput}
 
 
+def profile_report(profilers: profile.Profilers, commits: int, quiet: bool) -> dict[str, Any]:
+    """Per node: CPU ms per commit by function (py-spy) and system calls per commit (strace)."""
+    report: dict[str, Any] = {"dir": str(profilers.out_dir)}
+    for name, path in profilers.files.items():
+        node, kind = name.rsplit(".", 1)
+        entry = report.setdefault(node, {})
+        if kind == "pyspy":
+            entry["cpu_ms_per_commit"] = profile.summarize(path, commits)
+        else:
+            entry["syscalls_per_commit"] = profile.syscall_counts(path, commits)
+    if not quiet:
+        for node, entry in report.items():
+            if node == "dir":
+                continue
+            print(f"  profile {node}:")
+            for fn, ms in entry.get("cpu_ms_per_commit", {}).get("self", [])[:12]:
+                print(f"    {ms:7.4f} ms/commit  {fn}")
+            if entry.get("syscalls_per_commit"):
+                print(f"    syscalls/commit: {entry['syscalls_per_commit']}")
+    return report
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--controllers", type=int, default=3)
     parser.add_argument("--seq-writes", type=int, default=2000)
@@ -221,6 +253,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", help="fresh cluster directory (default: a temp dir)")
     parser.add_argument("--config", action="append", metavar="KEY=VALUE",
                         help="node config override (e.g. kraftlab.log.fsync=0)")
+    parser.add_argument("--profile", metavar="DIR",
+                        help="py-spy every node during the sequential phase (raw stacks in DIR, "
+                             "CPU ms per commit by function printed; harness/bench/profile.py)")
+    parser.add_argument("--syscalls", action="store_true",
+                        help="with --profile: strace -c the nodes too (system calls per commit; "
+                             "slows them, so the phase's latencies are not meaningful then)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -22,6 +22,7 @@ from harness.bench import (
     produce,
     quorum,
     raftcore,
+    table,
 )
 
 KINDS: dict[str, ModuleType] = {
@@ -35,6 +36,7 @@ KINDS: dict[str, ModuleType] = {
     "kafka-produce": kafka_produce,
     "fsync": fsync,
     "idle": idle,
+    "table": table,
 }
 
 

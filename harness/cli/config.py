@@ -58,7 +58,10 @@ from quorum.metadata.configs import (
 # Read only by the active controller (quorum/controller); the rest of `controller.*` and the
 # kraftlab.raft/log/snapshot keys drive the Raft client, which brokers run too (as observers).
 CONTROLLER_ONLY = frozenset({"leader.imbalance.check.interval.ms", "auto.leader.rebalance.enable",
-                             "metadata.max.idle.interval.ms", "eligible.leader.replicas.enable"})
+                             "metadata.max.idle.interval.ms", "eligible.leader.replicas.enable",
+                             "kraftlab.quorum.hw.linger.ms",
+                             "kraftlab.quorum.liveness.interval.ms",
+                             "kraftlab.quorum.liveness.timeout.ms"})
 # Read only by brokers: the replica fetchers, controlled shutdown, and the data logs (`log.*`,
 # message.max.bytes: the broker defaults of the topic log configs, harness/runtime/log_configs.py;
 # controllers host no data logs; their metadata log is `kraftlab.log.*` / `kraftlab.snapshot.*`).
@@ -101,6 +104,8 @@ def minimum(key: str) -> int:
         return LONG_MIN  # any negative: unlimited (retention.bytes, as Kafka)
     if key == "log.flush.interval.messages":
         return 1  # Kafka: at least 1 (flush.messages); the default Long.MAX_VALUE means never
+    if key.startswith("kraftlab.quorum.liveness."):
+        return 0  # 0 turns the hung-leader probe off
     if key.endswith(".ms") and ("timeout" in key or "interval" in key):
         return 1  # a zero timeout or interval would spin or never elect
     if key == "kraftlab.snapshot.interval.records":

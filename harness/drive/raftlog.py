@@ -47,6 +47,7 @@ SNAPSHOT_SUFFIX = ".checkpoint"
 PART_SUFFIX = ".part"
 CORRUPT_SUFFIX = ".corrupt"
 MAX_BATCH_DATA_BYTES = 512 * 1024
+TAIL_CACHE_ENTRIES = 4096  # entries kept in memory behind the log end (up to twice this)
 TRUNCATION_REDO = "truncation-redo"  # boundary int64, log start int64, the batch to write there
 _REDO_HEAD = struct.Struct(">qq")
 
@@ -80,6 +81,10 @@ class RaftLogStore:
         self._checkpointed_segment = -1
         self.dropped_snapshots: list[tuple[OffsetAndEpoch, str]] = []  # (snapshot, why)
         self._validate: Callable[[bytes], object] | None = None
+        # The newest appended entries, contiguous and ending at the log end (or empty): a fetch
+        # at the tail and the apply of what just committed are answered from here, without a
+        # pread and a RecordBatch decode. Dropped whenever the log changes other than by append.
+        self._tail: list[Entry] = []
 
     @classmethod
     def open(
@@ -175,6 +180,13 @@ class RaftLogStore:
     def read(self, start_offset: int, max_bytes: int) -> list[Entry]:
         if not self.start_offset <= start_offset <= self.end_offset:
             raise ValueError(f"read at {start_offset} outside [{self.start_offset}, {self.end_offset}]")
+        tail = self._tail
+        if tail and tail[0].offset <= start_offset:
+            return _take(tail, start_offset - tail[0].offset, max_bytes)
+        return self.read_from_log(start_offset, max_bytes)
+
+    def read_from_log(self, start_offset: int, max_bytes: int) -> list[Entry]:
+        """`read` from the log files, never from the in-memory tail."""
         entries: list[Entry] = []
         total = 0
         offset = start_offset
@@ -222,7 +234,14 @@ class RaftLogStore:
                 raise ValueError(f"entry {entry.offset}@{entry.epoch} does not continue the log "
                                  f"(end offset {expected}, last epoch {epoch})")  # fmt: skip
             expected, epoch = expected + 1, entry.epoch
+        tail = self._tail
+        continues = bool(tail) and tail[-1].offset + 1 == entries[0].offset
         self.log.append_as_follower(b"".join(self._encode(entries)), check_crc=False)
+        if not continues:
+            tail.clear()
+        tail.extend(entries)
+        if len(tail) > 2 * TAIL_CACHE_ENTRIES:
+            del tail[: len(tail) - TAIL_CACHE_ENTRIES]
 
     @staticmethod
     def _encode(entries: Sequence[Entry]) -> list[bytes]:
@@ -249,6 +268,7 @@ class RaftLogStore:
     def truncate_to(self, end_offset: int) -> None:
         if end_offset >= self.end_offset:
             return
+        self._tail.clear()
         if end_offset < self.start_offset:
             raise ValueError(f"truncate to {end_offset} below the log start {self.start_offset}")
         # The log truncates whole batches; when end_offset falls inside one (common: a follower's
@@ -275,6 +295,7 @@ class RaftLogStore:
         """Cut the log at `boundary` (a batch start) and append `batch` there, durably, with the
         log start put back to `log_start` (it may lie inside that batch); then drop the redo
         record. Idempotent, so it runs again after a crash at any point."""
+        self._tail.clear()
         if self.log.log_end_offset >= boundary:
             if self.log.log_end_offset > boundary:
                 self.log.truncate_to(max(boundary, self.log.log_start_offset))
@@ -331,6 +352,7 @@ class RaftLogStore:
         limit = min(offset, latest.offset if latest is not None else self.start_offset, self.end_offset)
         if limit <= self.start_offset:
             return
+        self._tail.clear()
         self.log.delete_prefix(limit, check_high_watermark=False)
         self.log.flush()  # the log start checkpoint must never name offsets the disk lacks
         keep = [s for s in self._snapshots if s.offset <= self.start_offset][-1:]
@@ -373,8 +395,23 @@ class RaftLogStore:
         return self.log.epoch_cache.epoch_for_offset(snapshot.offset - 1) == snapshot.epoch
 
     def _reset_to(self, snapshot: OffsetAndEpoch) -> None:
+        self._tail.clear()
         self.log.truncate_fully(snapshot.offset)
         self.checkpoint()
+
+
+def _take(tail: list[Entry], index: int, max_bytes: int) -> list[Entry]:
+    """Entries of `tail` from `index` as the log read returns them: the first one whatever its
+    size, then while the values fit in max_bytes."""
+    out: list[Entry] = []
+    total = 0
+    for entry in tail[index:] if index else tail:
+        size = len(entry.data)
+        if out and total + size > max_bytes:
+            break
+        out.append(entry)
+        total += size
+    return out
 
 
 def _conforms(store: RaftLogStore) -> RaftLogWriter:

@@ -556,6 +556,14 @@ class Transport:
         else:
             link.enqueue(data)
 
+    def flush_now(self) -> None:
+        """Hand every peer's queued frames to the kernel now instead of at the end of this loop
+        iteration: the node calls it right before a blocking fsync, so that the records a leader
+        just sent travel (and its followers fsync them) while it fsyncs its own copy."""
+        for link in self._peers.values():
+            if link.flush_scheduled or link.pending:
+                link.flush()
+
     def learn_peer(self, peer_id: int, listener: Any) -> None:
         """A node we were not configured with (a broker, i.e. a Raft observer) connected and
         named its listener in the handshake: answer it there (our own outbound connection, as

@@ -71,6 +71,15 @@ TUNABLES: dict[str, tuple[str, int]] = {
     # Kafka's default is 25 ms; kraftlab batches per event-loop iteration instead (see docs).
     "controller.quorum.append.linger.ms": ("append_linger_ms", 0),
     "metadata.max.idle.interval.ms": ("max_idle_interval_ms", 500),
+    # RaftConfig.hw_linger_ms: a new high watermark waits up to this long for the next append to
+    # carry it to the followers (0: answered at once, as Kafka does). Saves a message per
+    # follower per commit; followers' images lag the leader's by at most this when idle.
+    "kraftlab.quorum.hw.linger.ms": ("hw_linger_ms", 5),
+    # Hung-leader detection (harness/net/liveness.py): a follower pings its leader's thread over
+    # UDP this often, and starts a pre-vote when a ping is unanswered for the timeout (0: off,
+    # the fetch timeout alone finds a hung leader, as in Kafka).
+    "kraftlab.quorum.liveness.interval.ms": ("liveness_interval_ms", 25),
+    "kraftlab.quorum.liveness.timeout.ms": ("liveness_timeout_ms", 200),
     # Take a snapshot after this many committed records since the last one, or after this many
     # bytes of committed records (Kafka's metadata.log.max.record.bytes.between.snapshots,
     # default 20 MiB), whichever comes first.
@@ -165,6 +174,9 @@ class NodeConfig:
     retry_backoff_ms: int = 20
     append_linger_ms: int = 0
     max_idle_interval_ms: int = 500
+    hw_linger_ms: int = 5
+    liveness_interval_ms: int = 25
+    liveness_timeout_ms: int = 200
     snapshot_interval_records: int = 10_000
     snapshot_interval_bytes: int = 20 << 20
     snapshot_retention_records: int = 4096

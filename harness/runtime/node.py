@@ -16,6 +16,10 @@ This module is the `env` of execute_effects: sends go to the transport, log effe
 RaftLogStore (real fsync), the quorum-state file is replaced atomically, committed entries are
 applied to the MetadataImage and resolve proposal waiters.
 
+Controllers also run the hung-leader probe (harness/net/liveness.py): a thread answers UDP pings,
+and a follower whose leader leaves one unanswered for kraftlab.quorum.liveness.timeout.ms feeds
+`peer_unreachable(leader)` to the core, as for a refused connection.
+
 Invariants:
 - Proposals are batched per event-loop iteration: all `propose()` calls made before the loop
   runs `_flush_proposals` become ONE `core.propose` (one append, one fsync).
@@ -45,6 +49,7 @@ import structlog
 
 from harness.drive.effects import execute_effects
 from harness.drive.raftlog import RaftLogStore
+from harness.net.liveness import LivenessProbe
 from harness.net.transport import FrameError, Transport
 from harness.runtime.broker import BrokerLifecycle
 from harness.runtime.client_requests import answer_client_request
@@ -106,6 +111,7 @@ def raft_config(config: NodeConfig) -> RaftConfig:
         max_idle_interval_ms=config.max_idle_interval_ms,
         snapshot_retention_entries=config.snapshot_retention_records,
         flush_on_append=bool(config.fsync),
+        hw_linger_ms=config.hw_linger_ms,
     )
 
 
@@ -149,6 +155,7 @@ class ControllerNode:
         self._reads_waiting_apply: deque[tuple[int, asyncio.Future[int]]] = deque()
         self._next_read_id = 1
         self._timer: ClockTimer | None = None
+        self._heard_s: dict[int, float] = {}  # loop time of the last Raft message from each peer
         self._timer_deadline_ms: int | None = None
         self._records_since_snapshot = 0
         self._bytes_since_snapshot = 0
@@ -184,6 +191,7 @@ class ControllerNode:
         self.active: ActiveController | None = None
         self.rpc_server: ControllerRpcServer | None = None
         self.broker: BrokerLifecycle | None = None
+        self.liveness = None if config.is_broker else self._liveness_probe(config)
         if config.is_broker:
             self.broker = BrokerLifecycle(self)
         else:
@@ -194,6 +202,27 @@ class ControllerNode:
         structlog.contextvars.bind_contextvars(
             node_id=config.node_id, epoch=self.epoch, role=self.role
         )
+
+    def _liveness_probe(self, config: NodeConfig) -> LivenessProbe | None:
+        """The hung-leader probe of a controller (harness/net/liveness.py), unless turned off
+        or alone. Its UDP port taken by another program is no reason to refuse to start: the
+        fetch timeout still finds a hung leader, as in Kafka."""
+        if config.liveness_timeout_ms <= 0 or len(config.voters) < 2:
+            return None
+        try:
+            return LivenessProbe(
+                node_id=config.node_id,
+                host=config.rpc_endpoint.host,
+                port=config.rpc_endpoint.port,
+                interval_ms=config.liveness_interval_ms,
+                timeout_ms=config.liveness_timeout_ms,
+                loop=self.loop,
+                on_unresponsive=self._on_leader_unresponsive,
+                is_dropped=lambda peer: peer in self.transport.links.drop,
+            )
+        except OSError as exc:
+            log.warning("node.liveness_probe_off", error=str(exc))
+            return None
 
     # --- clock ------------------------------------------------------------------------------
 
@@ -217,7 +246,10 @@ class ControllerNode:
 
     async def start(self) -> None:
         await self.transport.start()
+        if self.liveness is not None:
+            self.liveness.start()
         self._step(self.core.tick)
+        self._watch_leader(self.core.leader_id, self.core.is_leader)  # a restart may follow at once
         if self.broker is not None:
             self.broker.start()
         log.info("node.started", voters=sorted(self.config.voters), epoch=self.epoch,
@@ -237,6 +269,8 @@ class ControllerNode:
         self._fail_waiters("node shutting down")
         if self._timer is not None:
             self._timer.cancel()
+        if self.liveness is not None:
+            self.liveness.stop()
         await self.transport.close()
         self.log.close()
 
@@ -270,12 +304,26 @@ class ControllerNode:
         if not isinstance(message, RaftMessage):
             # A well-formed frame of a type peers never send: the peer is broken, not us.
             raise FrameError(f"{type(message).__name__} is not a Raft message")
+        self._heard_s[src] = self.loop.time()
         self._step(self.core.handle, src, message)
 
     def _on_unreachable(self, peer: int) -> None:
         self._step(self.core.peer_unreachable, peer)
         if self.broker is not None:
             self.broker.replicas.raft.peer_unreachable(peer)
+
+    def _on_leader_unresponsive(self, peer: int) -> None:
+        """The liveness probe's report (harness/net/liveness.py): the leader's process left a
+        ping unanswered for the timeout, i.e. it is hung, not slow. Handled as a refused
+        connection: a voter following it starts a pre-vote now (its header has why that is safe)."""
+        if self.core.leader_id != peer or self.core.is_leader:
+            return
+        heard = self._heard_s.get(peer)
+        timeout_ms = self.config.liveness_timeout_ms
+        if heard is not None and (self.loop.time() - heard) * 1000 < timeout_ms:
+            return  # it still sends us Raft messages: its pings are late, it is not hung
+        log.warning("node.leader_unresponsive", leader_id=peer, timeout_ms=timeout_ms)
+        self._step(self.core.peer_unreachable, peer)
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -312,7 +360,12 @@ class ControllerNode:
 
     def _arm_timer(self) -> None:
         deadline = self.core.next_deadline_ms()
-        if deadline == self._timer_deadline_ms:
+        armed = self._timer_deadline_ms
+        if armed is not None and deadline is not None and armed <= deadline:
+            # Keep the earlier timer: it fires early at worst, and a tick before a deadline does
+            # nothing but re-arm. Deadlines move later on nearly every input (each fetch parks a
+            # long poll, each answer restarts the fetch timeout): re-arming each time cost a
+            # cancel and a call_at per message.
             return
         if self._timer is not None:
             self._timer.cancel()
@@ -416,6 +469,12 @@ class ControllerNode:
     def send(self, to: int, message: Any) -> None:
         self.transport.send(to, message)
 
+    def flush_sends(self) -> None:
+        """execute_effects' hook before a FlushLog: the leader's new records go on the wire before
+        its own fsync, so the followers' fsyncs overlap it (Raft thesis 10.2.1). Without it the
+        frames would leave only when the loop runs again, after the fsync: two fsyncs in series."""
+        self.transport.flush_now()
+
     def persist_election_state(self, state: ElectionState) -> None:
         self.quorum_state.write(state)
 
@@ -432,7 +491,23 @@ class ControllerNode:
         ):
             self.active.stop(f"leadership moved to {leader_id} in epoch {epoch}")
         self._was_leader = is_self
+        self._watch_leader(leader_id, is_self)
         log.info("node.leader_changed", leader_id=leader_id, is_self=is_self)
+
+    def leader_silent_ms(self) -> int:
+        """How long the leader we follow has left a liveness ping unanswered (0: it answers,
+        or no probe runs here). The admin API does not forward to a leader silent this long."""
+        return 0 if self.liveness is None else self.liveness.silent_ms()
+
+    def _watch_leader(self, leader_id: int | None, is_self: bool) -> None:
+        """Point the liveness probe at the leader we follow (nobody while we lead or know none)."""
+        if self.liveness is None:
+            return
+        endpoint = None if is_self or leader_id is None else self.config.voters.get(leader_id)
+        if endpoint is None:
+            self.liveness.watch(None)
+        else:
+            self.liveness.watch(leader_id, (endpoint.host, endpoint.port))
 
     def on_read_barrier(self, effect: ReadBarrierCompleted | ReadBarrierFailed) -> None:
         match effect:

@@ -50,6 +50,12 @@ class RaftConfig:
     # Off: the voter set is the one given at construction, the log is not scanned for records
     # at start, and voter changes are refused (Kafka's kraft.version 0).
     dynamic_voters: bool = True
+    # Ours (0 = Kafka's behaviour): a voter's fetch that lacks nothing but the newest high
+    # watermark is parked up to this long instead of answered at once, so the next append carries
+    # the HW with its records (one message per follower per commit instead of two under steady
+    # load). Observers are answered at once; answers with data, read-barrier rounds and snapshots
+    # never wait.
+    hw_linger_ms: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):

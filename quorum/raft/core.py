@@ -384,8 +384,10 @@ class RaftCore:
         return ls.answer_parked(src, due_by_ms)
 
     def peer_unreachable(self, peer: int, now_ms: int) -> list[Effect]:
-        """The driver could not connect to `peer` (refused). A voter whose leader is gone starts a
-        pre-vote at once (ours, not Kafka's: pre-vote keeps it from disturbing a live leader).
+        """The driver could not connect to `peer` (refused), or its liveness probe found the
+        process hung (harness/net/liveness.py). A voter whose leader is gone starts a pre-vote at
+        once (ours, not Kafka's: pre-vote keeps it from disturbing a live leader, since the other
+        voters refuse it while they still fetch from that leader).
 
         An observer asks the next voter only after controller.quorum.retry.backoff.ms (Kafka's
         RequestManager backs a failed node off for retry.backoff.ms): asking at once spins at
@@ -401,6 +403,17 @@ class RaftCore:
                 return m.qs.to_unattached(m.epoch, now_ms)
             if m.config.fast_pre_vote_on_unreachable and m.config.pre_vote:
                 return m.start_prospective(now_ms, leader_lost=True)
+        elif (
+            isinstance(role, Prospective)
+            and role.leader_id == peer
+            and role.rejected
+            and m.config.fast_pre_vote_on_unreachable
+        ):
+            # A voter refused our pre-vote, maybe because it still heard that leader then; the
+            # leader is still unreachable now: ask again rather than wait out the election
+            # timeout (two followers that notice a few ms apart would refuse each other, one
+            # for its live leader, the other for a shorter log). A pre-vote changes no state.
+            return m.start_prospective(now_ms, leader_lost=True)
         elif isinstance(role, Unattached) and not m.is_voter:
             # Sooner than the unanswered-fetch retry, never at once: at most one bootstrap Fetch
             # per retry.backoff.ms, however many refusals (or duplicates of them) arrive.

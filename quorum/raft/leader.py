@@ -14,7 +14,10 @@ Invariants:
   counting, until that record commits, then resigns);
 - at most one voter change is in flight (`voter_change`, quorum.raft.membership);
 - a read barrier completes only after a majority proved, by a fetch echoing a read round that
-  began after the barrier was requested, that they still followed this leader.
+  began after the barrier was requested, that they still followed this leader;
+- a fetcher learns a new high watermark at once, or (config.hw_linger_ms > 0, voters only) with
+  the next append's records or at most hw_linger_ms later: the HW a follower holds may lag, never lead
+  (it is min(leader HW, own LEO) in every answer), so delaying it is safe.
 """
 
 from __future__ import annotations
@@ -333,7 +336,20 @@ class LeaderState:
         if candidate <= self.epoch_start_offset or candidate <= self.view.hw:
             return []
         effects = self.view.set_hw(candidate)
-        effects += self.complete_parked(now_ms, only_with_data=False)
+        linger = self.config.hw_linger_ms
+        if linger > 0:
+            # A voter's new HW rides on the next append's answers, or goes out within the
+            # linger. Observers (brokers) are answered at once: they serve metadata to clients,
+            # which expect to read what a write to the controller just committed.
+            due = now_ms + linger
+            observers = [p for p in self.parked if p.src not in self.voter_progress]
+            for p in self.parked:
+                p.deadline_ms = min(p.deadline_ms, due)
+            if observers:
+                self.parked = [p for p in self.parked if p.src in self.voter_progress]
+                effects += [Send(p.src, self._fetch_response(p.src, p.request)) for p in observers]
+        else:
+            effects += self.complete_parked(now_ms, only_with_data=False)
         effects += self.maybe_complete_barriers()
         return effects
 
@@ -377,6 +393,9 @@ class LeaderState:
         # when a read barrier waits for it to echo the current round.
         behind_round = bool(self.barriers) and req.read_round < self.read_round
         stale_hw = progress.hw_sent < self.view.hw
+        linger = self.config.hw_linger_ms
+        if stale_hw and 0 < linger < wait_ms and src in self.voter_progress:
+            wait_ms, stale_hw = linger, False  # the HW waits for the next append, or the linger
         if req.fetch_offset < self.view.end or stale_hw or behind_round or wait_ms <= 0:
             effects.append(Send(src, self._fetch_response(src, req)))
         else:

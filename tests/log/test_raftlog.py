@@ -100,12 +100,13 @@ class RaftLogMachine(RuleBasedStateMachine):
     @rule(data=st.data(), max_bytes=st.integers(0, 200))
     def read(self, data: st.DataObject, max_bytes: int) -> None:
         offset = data.draw(st.integers(self.model.start, self.model.end))
-        got = self.store.read(offset, max_bytes)
         want = [e for e in self.model.entries if e.offset >= offset]
-        assert got == want[: len(got)]
-        if want:
-            assert got  # at least one entry
-            assert len(got) == 1 or sum(len(e.data) for e in got) <= max_bytes
+        # The same answer rules whether the in-memory tail or the files answer it.
+        for got in (self.store.read(offset, max_bytes), self.store.read_from_log(offset, max_bytes)):
+            assert got == want[: len(got)]
+            if want:
+                assert got  # at least one entry
+                assert len(got) == 1 or sum(len(e.data) for e in got) <= max_bytes
 
     @precondition(lambda self: self.model.end > self.model.start)
     @rule(data=st.data(), delete=st.booleans())
@@ -194,6 +195,7 @@ class RaftLogMachine(RuleBasedStateMachine):
         for epoch in range(0, self.epoch + 3):
             assert s.end_offset_for_epoch(epoch) == m.end_offset_for_epoch(epoch), epoch
         assert s.read(m.start, 1 << 20) == m.entries
+        assert s.read_from_log(m.start, 1 << 20) == m.entries
 
 
 RaftLogMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
@@ -403,3 +405,21 @@ def test_a_fetched_snapshot_that_is_not_intact_is_refused_before_the_log_changes
     assert store.latest_snapshot() is None
     assert (store.start_offset, store.end_offset) == (0, 3)  # the log is untouched
     assert not any(n.endswith(".part") for n in sim.list_dir(store.directory))
+def test_reads_at_the_tail_come_from_memory_and_equal_the_files() -> None:
+    """The newest appends answer a tail read without touching the log files; a truncation drops
+    them, so a read after it never returns an entry the log no longer has."""
+    sim = SimStorage()
+    store = RaftLogStore.open(sim, DIR, CFG)
+    entries = [Entry(i, 1, b"v%d" % i) for i in range(6)]
+    store.append(entries[:3])
+    store.append(entries[3:])
+    got = store.read(2, 1 << 20)
+    assert got == entries[2:] == store.read_from_log(2, 1 << 20)
+    assert all(a is b for a, b in zip(got, entries[2:], strict=True))  # the appended objects
+    assert store.read(4, 1) == [entries[4]]  # the first entry whatever its size, as the files
+    store.truncate_to(4)
+    got = store.read(2, 1 << 20)
+    assert got == entries[2:4] == store.read_from_log(2, 1 << 20)
+    assert got[0] is not entries[2]  # the tail was dropped: these come from the files
+    store.append([Entry(4, 2, b"new")])
+    assert store.read(3, 1 << 20) == [entries[3], Entry(4, 2, b"new")]
