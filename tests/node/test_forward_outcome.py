@@ -46,9 +46,10 @@ async def _forward_once(session_factory: Any) -> tuple[int, dict[str, Any], list
 
     node = SimpleNamespace(
         leader_id=1, node_id=2, epoch=5, role="follower", admin_token=None,
+        leader_silent_ms=lambda: 0,  # the leader answers its liveness pings
         config=SimpleNamespace(
             admin_listeners={1: SimpleNamespace(host="127.0.0.1", port=leader_port)},
-            request_timeout_ms=2_000, voters=[1, 2, 3],
+            request_timeout_ms=2_000, voters=[1, 2, 3], liveness_interval_ms=25,
         ),
     )  # fmt: skip
     forwarding = LeaderForwarding(node)  # type: ignore[arg-type]
