@@ -3,7 +3,7 @@ effects.py "Rules for such a driver"): one input into a replica's core, its effe
 stages, and the stages run up to the next fsync or election-state write. The asyncio runtime
 (harness/runtime/raft_partitions.py) and the simulator (harness/sim/actors/raft_host.py) keep
 their rounds (when a round ends, how its fsyncs happen, when its envelopes leave) and call these
-for each replica; tests/raftpart/router.py is the reference they are both checked against.
+for each replica (tests/raftpart/router.py is the reference driver of the same rules).
 
 Invariants, enforced here:
 - rule 1: no input reaches a core with stages left (`call_core` raises: a driver bug);
