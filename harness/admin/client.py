@@ -5,6 +5,15 @@ HTTP status and the Kafka error name from the body (`{"error": NAME, "message": 
 failures (refused, timeout) are `OSError`s, so callers can tell "the node said no" from "the node
 did not answer".
 
+Resending (docs/api.md, the admin HTTP API): a request is sent at most once unless a resend is
+provably safe. A GET/HEAD that meets a broken connection is resent once (the stale keep-alive a
+node closed while idle). A write (POST, PUT, PATCH, DELETE) is never resent once any of it may
+have reached the node: before reusing an idle keep-alive connection the client checks that the
+node has not closed it (a readable idle socket is an EOF or a reset), and opens a fresh one if it
+has; a connection that breaks after the write was handed to it raises `OutcomeUnknown`, since the
+node may have executed it (the same rule as harness/net/http_session.py for aiohttp). A refused
+or failed connect is a plain `OSError`: nothing was sent.
+
 Bearer token (docs/operations.md "Security"): a client sends `Authorization: Bearer <token>` when
 it knows the cluster's token: given explicitly, registered for its (host, port) by
 harness/launcher/cluster.py when cluster.json is loaded (so the CLI, benchmarks and Jepsen runs send it
@@ -17,12 +26,18 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import select
+import socket
 from typing import Any
 from urllib.parse import quote
 
 # (host, admin port) -> the cluster's bearer token (filled by harness/launcher/cluster.py).
 _TOKENS: dict[tuple[str, int], str] = {}
 TOKEN_ENV = "KRAFTLAB_ADMIN_TOKEN"
+
+
+# Methods a broken connection may resend (RFC 9110 9.2.1 safe methods we use).
+SAFE_METHODS = frozenset({"GET", "HEAD"})
 
 
 def register_token(host: str, port: int, token: str) -> None:
@@ -37,6 +52,25 @@ class AdminError(Exception):
         self.body = body if isinstance(body, dict) else {"message": str(body)}
         self.error = self.body.get("error", "UNKNOWN_SERVER_ERROR")
         super().__init__(f"HTTP {status} {self.error}: {self.body.get('message', '')}")
+
+
+class OutcomeUnknown(ConnectionError):
+    """A write was handed to the connection but no answer came back (the connection broke or
+    timed out): the node may or may not have executed it, and it was not resent."""
+
+    def __init__(self, method: str, path: str, host: str, port: int, cause: OSError) -> None:
+        self.method = method
+        self.path = path
+        super().__init__(f"outcome unknown: {method} {path} was sent to {host}:{port} and no "
+                         f"answer came back ({type(cause).__name__}); it may or may not have "
+                         "taken effect")  # fmt: skip
+
+
+def _closed_by_peer(sock: socket.socket) -> bool:
+    """An idle keep-alive socket that is readable was closed (EOF or reset) by the node, or
+    carries bytes no request asked for: unusable either way, and nothing was sent on it yet."""
+    readable, _, _ = select.select([sock], [], [], 0)
+    return bool(readable)
 
 
 class AdminClient:
@@ -58,29 +92,47 @@ class AdminClient:
             self._conn = None
 
     def request(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        """One request; returns (status, parsed JSON or text). Retries once on a stale keep-alive."""
+        """One request; returns (status, parsed JSON or text). A GET/HEAD on a broken connection
+        is resent once; a write whose connection breaks after sending raises OutcomeUnknown."""
         payload = None if body is None else json.dumps(body).encode()
         headers = {"Content-Type": "application/json"} if payload is not None else {}
         if self._token is not None:
             headers["Authorization"] = f"Bearer {self._token}"
+        safe = method.upper() in SAFE_METHODS
         for attempt in range(2):
-            if self._conn is None:
-                self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+            conn = self._connection()
             try:
-                self._conn.request(method, path, body=payload, headers=headers)
-                response = self._conn.getresponse()
+                conn.request(method, path, body=payload, headers=headers)
+                response = conn.getresponse()
                 raw = response.read()
                 break
-            except (http.client.RemoteDisconnected, BrokenPipeError, ConnectionResetError):
+            except OSError as exc:
                 self.close()
-                if attempt == 1:
+                if not safe:
+                    raise OutcomeUnknown(method, path, self.host, self.port, exc) from exc
+                stale = isinstance(exc, http.client.RemoteDisconnected | BrokenPipeError
+                                   | ConnectionResetError)  # fmt: skip
+                if not stale or attempt == 1:
                     raise
-            except OSError:
-                self.close()
-                raise
         ctype = response.getheader("Content-Type", "")
         data: Any = json.loads(raw) if "json" in ctype and raw else raw.decode()
         return response.status, data
+
+    def _connection(self) -> http.client.HTTPConnection:
+        """A connected HTTPConnection on which nothing has been sent for the coming request: the
+        kept-alive one if the node has not closed it, else a fresh one. A connect failure is a
+        plain OSError (nothing sent)."""
+        if self._conn is not None and self._conn.sock is not None and _closed_by_peer(self._conn.sock):
+            self.close()
+        if self._conn is None:
+            self._conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout_s)
+        if self._conn.sock is None:
+            try:
+                self._conn.connect()
+            except OSError:
+                self.close()
+                raise
+        return self._conn
 
     def _ok(self, method: str, path: str, body: Any = None) -> Any:
         status, data = self.request(method, path, body)

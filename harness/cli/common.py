@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harness.admin.client import AdminClient
+from harness.admin.client import AdminClient, OutcomeUnknown
 from harness.launcher import cluster as cl
 from harness.runtime.config import ConfigError
 
@@ -55,7 +55,9 @@ def guarded(fn: Callable[[argparse.Namespace], Any]) -> Handler:
 def admin_request(args: argparse.Namespace, method: str, path: str,
                   body: Any = None) -> tuple[int, Any]:  # fmt: skip
     """One admin request to `--node` or any node of the cluster in `--data-dir`, retried over
-    the nodes while no controller can answer, until `--timeout` (showing progress)."""
+    the nodes while no controller can answer, until `--timeout` (showing progress). A write
+    that may have reached a node unanswered (OutcomeUnknown) is not retried: it is an
+    `error: outcome unknown: ...` line."""
     cluster = cl.ClusterFile.load(data_dir_of(args))
     nodes = [cluster.node(args.node)] if args.node is not None else cluster.nodes
     deadline = time.monotonic() + args.timeout
@@ -70,6 +72,10 @@ def admin_request(args: argparse.Namespace, method: str, path: str,
             if not (status >= 400 and isinstance(data, dict) and data.get("error") in RETRIABLE):
                 return status, data
             reason = f"node {node.id}: {data.get('error')}"
+        except OutcomeUnknown as exc:
+            # The write reached node `node.id` and may have been executed: asking again
+            # (there or elsewhere) could report a refusal for a write that took effect.
+            raise cl.ClusterError(f"{exc} (node {node.id}); check before retrying") from exc
         except OSError as exc:
             reason = f"node {node.id}: {type(exc).__name__}"
         finally:

@@ -38,7 +38,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.admin.client import AdminClient
+from harness.admin.client import AdminClient, OutcomeUnknown
 from harness.cli.common import add_data_dir, data_dir_of, guarded
 from harness.jepsen.nemesis import Grudge, grudge_components, grudge_from_sides
 from harness.launcher import cluster as cl
@@ -96,8 +96,10 @@ def apply(cluster: cl.ClusterFile, wanted: dict[int, dict[str, Any] | None]) -> 
         except OSError as exc:
             running = cl.is_our_process(node.pid, node.config_file)
             failed += running
-            print(f"  {node.role} {node_id}: {'unreachable' if running else 'not running'} "
-                  f"({type(exc).__name__})")
+            what = "unreachable" if running else "not running"
+            if isinstance(exc, OutcomeUnknown):
+                what = "outcome unknown"  # sent, unanswered: the filter may be in place
+            print(f"  {node.role} {node_id}: {what} ({type(exc).__name__})")
             continue
         finally:
             client.close()

@@ -9,15 +9,15 @@ A follower controller forwards a request once to the leader it knows (with its o
 relays the answer; a forwarded request that meets another non-leader is answered NOT_CONTROLLER
 (one hop, never a loop), as the admin API does for HTTP.
 
-ActiveController drives the ControllerService (quorum/controller/service.py) exactly as its
-contract says:
-- created only when this node leads AND its image applied this epoch's LeaderChange (then the
-  image holds everything earlier leaders committed; docs/controller.md);
-- one proposal at a time: the records of one operation are submitted as one batch, and
-  `committed(results)` runs only once all of them are applied; then `pump` again;
-- pumped after every submit and every commit, and by a timer at `next_deadline_ms()`;
-- on leadership loss (or a proposal that fails) `failed()` answers every waiting caller
-  NOT_CONTROLLER (retriable) and the service is dropped; a new one is built next epoch.
+ActiveController drives the ControllerService (quorum/controller/service.py) through the
+ControllerSeat both drivers share (harness/drive/active_controller.py, which states the contract):
+- started from `maybe_start` after every apply, once this node leads AND its image applied this
+  epoch's LeaderChange (docs/controller.md);
+- a proposal's records go to the Raft driver one future each; `committed(results)` runs once all
+  of them are applied; then `pump` again;
+- pumped after every submit and every commit, and by a loop timer at the seat's deadline;
+- on leadership loss (or a proposal that fails) `stop()` answers every waiting caller, the early
+  ones included, NOT_CONTROLLER (retriable) and drops the service; a new one is built next epoch.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from typing import Any
 
 import structlog
 
+from harness.drive.active_controller import ControllerSeat, run_outputs
 from harness.drive.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
 from harness.runtime.context import NodeContext
 from quorum.controller import (
@@ -35,8 +36,6 @@ from quorum.controller import (
     ControllerRequest,
     ControllerResponse,
     ControllerService,
-    Propose,
-    Respond,
     ServiceOutput,
 )
 from quorum.controller.service import error_response
@@ -68,14 +67,19 @@ class ActiveController:
     def __init__(self, node: NodeContext) -> None:
         self.node = node
         self.loop = node.loop
-        self.service: ControllerService | None = None
-        self.service_epoch = -1
-        # Requests that arrived while this leader's image had not yet applied its LeaderChange.
-        self._early: list[tuple[Hashable, ControllerRequest]] = []
+        self.seat = ControllerSeat(controller_config(node))
         self._callers: dict[Hashable, asyncio.Future[ControllerResponse]] = {}
         self._next_token = 0
         self._timer: asyncio.TimerHandle | None = None
         self._in_flight: list[asyncio.Future[ApplyResult]] = []
+
+    @property
+    def service(self) -> ControllerService | None:
+        return self.seat.service
+
+    @property
+    def service_epoch(self) -> int:
+        return self.seat.service_epoch
 
     # --- callers ----------------------------------------------------------------------------
 
@@ -86,11 +90,8 @@ class ActiveController:
         self._next_token += 1
         token = self._next_token
         self._callers[token] = future
-        if self.service is None:
-            self._early.append((token, request))
-        else:
-            # The receipt time: a heartbeat counts as contact from now (KAFKA-15019).
-            self.service.submit(token, request, self.node.now_ms())
+        # The receipt time: a heartbeat counts as contact from now (KAFKA-15019).
+        if self.seat.submit(token, request, self.node.now_ms()):
             self._pump()
         return future
 
@@ -99,78 +100,59 @@ class ActiveController:
     def maybe_start(self) -> None:
         """After applying entries: build the service once this epoch's LeaderChange is applied."""
         node = self.node
-        if self.service is not None or not node.is_leader:
-            return
-        image = node.image
-        if image.controller_epoch != node.epoch or image.controller_id != node.node_id:
-            return
-        self.service = ControllerService(
-            controller_config(node), image=image, now_ms=node.now_ms()
-        )
-        self.service_epoch = node.epoch
-        log.info("controller.activated", controller_epoch=node.epoch)
-        early, self._early = self._early, []
-        for token, request in early:
-            self.service.submit(token, request)
-        self._pump()
+        if self.seat.maybe_start(is_leader=node.is_leader, epoch=node.epoch, node_id=node.node_id,
+                                 image=node.image, now_ms=node.now_ms()):  # fmt: skip
+            log.info("controller.activated", controller_epoch=node.epoch)
+            self._pump()
 
     def stop(self, reason: str) -> None:
         """Leadership lost: NOT_CONTROLLER to everyone waiting, drop the service."""
-        service, self.service = self.service, None
+        active = self.seat.service is not None
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._in_flight = []
-        outputs: list[Respond] = service.failed() if service is not None else []
-        for token, request in self._early:
-            outputs.append(Respond(token, error_response(request, Errors.NOT_CONTROLLER)))
-        self._early = []
-        for out in outputs:
+        for out in self.seat.fail(answer_early=True):
             self._answer(out.token, out.response)
-        if service is not None:
+        if active:
             log.info("controller.deactivated", reason=reason)
 
     # --- the service loop ---------------------------------------------------------------------
 
     def _pump(self) -> None:
-        service = self.service
-        if service is None:
+        if self.seat.service is None:
             return
-        self._run(service.pump(self.node.image, self.node.now_ms()))
+        self._run(self.seat.pump(self.node.image, self.node.now_ms()))
         self._arm_timer()
 
     def _run(self, outputs: list[ServiceOutput]) -> None:
-        for out in outputs:
-            match out:
-                case Respond(token=token, response=response):
-                    self._answer(token, response)
-                case Propose(records=records):
-                    self._propose(records)
+        run_outputs(outputs, self._answer, self._propose)
 
-    def _propose(self, records: tuple[Any, ...]) -> None:
+    def _propose(self, records: tuple[Any, ...]) -> bool:
         node = self.node
-        service = self.service
+        service = self.seat.service
         try:
             futures = [node.submit(record) for record in records]
         except Exception as exc:  # NotLeaderError: leadership moved under us
             self.stop(f"proposal refused: {exc}")
-            return
+            return True  # the answers that follow still go out (to nobody waiting, mostly)
         self._in_flight = futures
         gathered = asyncio.gather(*futures, return_exceptions=True)
         gathered.add_done_callback(lambda f: self._proposal_done(service, futures, f))
+        return True
 
     def _proposal_done(
         self, service: ControllerService | None, futures: list[Any], gathered: asyncio.Future[Any]
     ) -> None:
-        if service is not self.service or futures is not self._in_flight:
+        if service is not self.seat.service or futures is not self._in_flight:
             return  # a stale proposal of a service already failed
         self._in_flight = []
         results = gathered.result()
         if any(isinstance(r, BaseException) for r in results):
             self.stop("proposal not committed")
             return
-        assert self.service is not None
-        self._run(self.service.committed(results))
+        assert self.seat.service is not None
+        self._run(self.seat.service.committed(results))
         self._pump()
 
     def _answer(self, token: Hashable, response: ControllerResponse) -> None:
@@ -182,10 +164,10 @@ class ActiveController:
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
-        service = self.service
-        if service is None or service.busy:
-            return  # pumped again when the proposal completes
-        delay_s = max(0.0, (service.next_deadline_ms() - self.node.now_ms()) / 1000)
+        deadline_ms = self.seat.next_deadline_ms()
+        if deadline_ms is None:
+            return  # no service, or pumped again when the proposal completes
+        delay_s = max(0.0, (deadline_ms - self.node.now_ms()) / 1000)
         self._timer = self.loop.call_later(delay_s, self._on_timer)
 
     def _on_timer(self) -> None:

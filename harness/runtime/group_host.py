@@ -303,7 +303,8 @@ class GroupHost:
             OFFSETS_TOPIC, effect.partition, batch, ACKS_ALL,
             self.node.config.offsets_commit_timeout_ms,
             lambda response: self._completed(effect.partition, session, effect.append_id,
-                                             response.error))  # fmt: skip
+                                             response.error),
+            internal_topics_allowed=True)  # fmt: skip
 
     def _completed(self, partition: int, session: int, append_id: int, error: Errors) -> None:
         """A produce answer (possibly synchronous, from inside a replica core's effects):

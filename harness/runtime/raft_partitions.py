@@ -24,6 +24,9 @@ and fetch requests from clients, due timers. Per round:
 4. Every Raft message between two brokers in a round travels in ONE RaftEnvelope per broker pair
    and direction (RaftMux), split only above ENVELOPE_MAX_BYTES of records.
 
+One input into a core and the running of its stages are harness/drive/raft_stages.py, shared
+with the simulator's driver (harness/sim/actors/raft_host.py); the round above is this module's.
+
 Leadership (harness/runtime/raft_leadership.py): elections are the replicas' own; that module
 tells the controller about them and answers Metadata from the Raft state when it is newer than
 the image. A refused connection to a peer is PeerUnreachable for every partition it votes in.
@@ -52,6 +55,7 @@ from typing import Any, Protocol
 import structlog
 
 from harness.drive.effects import execute_effects
+from harness.drive.raft_stages import call_core, has_stages, run_stages
 from harness.net.transport import FrameError
 from harness.runtime.context import NodeContext
 from partition.log.log import PartitionLog
@@ -72,8 +76,6 @@ from partition.raft import (
     Stage,
     TickGrid,
     data_partition_raft_config,
-    execute_partition_effects,
-    flush_stages,
     unbundle,
 )
 from partition.raft.effects import RaftEffect
@@ -179,7 +181,7 @@ class HostedRaft:
 
     @property
     def has_work_left(self) -> bool:
-        return self.needs_flush or self.persist is not None or bool(self.stages) or self.busy
+        return has_stages(self) or self.busy
 
     # -- harness.drive.effects.EffectEnv
     @property
@@ -367,19 +369,16 @@ class RaftPartitions:
         self.core_calls += 1
         if isinstance(message, RaftMessageReceived) and isinstance(message.message, RaftFetch):
             r.parked.add(message.src)  # until an answer to it leaves (HostedRaft.send)
-        effects = r.core.tick(now_ms) if message is None else r.core.handle(message, now_ms)
-        r.stages = flush_stages(effects) if effects else []
+        call_core(r, message, now_ms)  # raises if the core has stages left (rule 1)
         self._advance(r)
         self._touch(r)
 
     def _advance(self, r: HostedRaft) -> None:
+        # A stage's election state waits in `persist` for the round's ONE grouped write
+        # (_make_durable), so no writer is given to run_stages.
         r.busy = True
         try:
-            while r.stages and not r.needs_flush and r.persist is None:
-                stage = r.stages.pop(0)
-                execute_partition_effects(stage.effects, r)
-                r.needs_flush = stage.flush_after
-                r.persist = stage.persist
+            run_stages(r)
         finally:
             r.busy = False
 

@@ -89,7 +89,7 @@ from quorum.controller.messages import (
     ReportReplicaPositionRequest,
     ReportReplicaPositionResponse,
 )
-from quorum.metadata.configs import REPLICATION_MODE, REPLICATION_MODE_RAFT
+from quorum.metadata.configs import INTERNAL_TOPICS, REPLICATION_MODE, REPLICATION_MODE_RAFT
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import NO_LEADER, Partition
@@ -568,9 +568,18 @@ class ReplicaManager:
         return None, Errors.NOT_LEADER_OR_FOLLOWER, part.leader, part.leader_epoch
 
     def produce(self, topic: str, partition: int, records: bytes, acks: int, timeout_ms: int,
-                callback: ProduceCallback) -> None:  # fmt: skip
+                callback: ProduceCallback, *, internal_topics_allowed: bool = False) -> None:  # fmt: skip
         """Append `records` (RecordBatch v2) as leader; `callback` gets the ProduceResponse (for
-        acks=0 at once, with no offsets: Kafka does not answer acks=0 at all)."""
+        acks=0 at once, with no offsets: Kafka does not answer acks=0 at all).
+
+        Only the group coordinator writes an internal topic (`internal_topics_allowed=True`); a
+        client's produce to one is refused with INVALID_TOPIC_EXCEPTION before anything is
+        appended, as Kafka's ReplicaManager.appendToLocalLog does with internalTopicsAllowed=false
+        ("Cannot append to internal topic")."""
+        if topic in INTERNAL_TOPICS and not internal_topics_allowed:
+            callback(ProduceResponse(self._request_id(), Errors.INVALID_TOPIC_EXCEPTION,
+                                     message=f"Cannot append to internal topic {topic}"))  # fmt: skip
+            return
         raft = self.raft.by_name.get((topic, partition))
         r, error, leader, epoch = (None, Errors.NONE, -1, -1) if raft else self.lookup(topic, partition)
         request_id = self._request_id()

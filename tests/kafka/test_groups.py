@@ -134,6 +134,49 @@ def test_offsets_topic_is_internal_compacted_and_replicated(kcluster: KafkaClust
     assert [(c.name, c.value) for c in resource.configs] == [("cleanup.policy", "compact")]
 
 
+def test_clients_cannot_produce_to_the_offsets_topic(kcluster: KafkaCluster) -> None:
+    """Only the group coordinator writes `__consumer_offsets`: a client's produce is refused with
+    INVALID_TOPIC_EXCEPTION (17) and appends nothing, as Kafka's ReplicaManager.appendToLocalLog
+    does with internalTopicsAllowed=false. The Kafka listener and the admin HTTP produce route go
+    through the same ReplicaManager.produce (as the native listener); the coordinator's own writes
+    pass `internal_topics_allowed=True` (the other tests here commit offsets through it)."""
+    from kafka.protocol.consumer import ListOffsetsRequest
+    from kafka.protocol.metadata import FindCoordinatorRequest
+    from kafka.protocol.producer import ProduceRequest
+
+    from partition.log import batch as rb
+
+    def end_offset(w: Wire, partition: int) -> int:
+        cls = ListOffsetsRequest[7]
+        t = cls.ListOffsetsTopic
+        r = w.call(cls(replica_id=-1, isolation_level=0, topics=[t(name=topic, partitions=[
+            t.ListOffsetsPartition(partition_index=partition, current_leader_epoch=-1,
+                                   timestamp=-1)])]))  # fmt: skip
+        p = r.topics[0].partitions[0]
+        assert p.error_code == 0
+        return int(p.offset)
+
+    topic = "__consumer_offsets"
+    with Wire(kcluster.kafka_port(BROKERS[0])) as w:
+        poll(lambda: w.call(FindCoordinatorRequest[3](key="any", key_type=0)).error_code == 0,
+             30, "a coordinator")  # fmt: skip
+    leader, _ = kcluster.leader(topic, 0)
+    records = rb.encode_batch([rb.Record(b"forged", b"key", timestamp_ms=1_700_000_000_000)])
+    with Wire(kcluster.kafka_port(leader)) as w:
+        before = end_offset(w, 0)
+        cls = ProduceRequest[9]
+        t = cls.TopicProduceData(name=topic, partition_data=[
+            cls.TopicProduceData.PartitionProduceData(index=0, records=records)])
+        r = w.call(cls(transactional_id=None, acks=-1, timeout_ms=5000, topic_data=[t]))
+        answer = r.responses[0].partition_responses[0]
+        assert (answer.error_code, answer.base_offset) == (17, -1)
+        status, body = kcluster.client(leader, 10.0).request(
+            "POST", f"/topics/{topic}/partitions/0/records?acks=all&timeout_ms=5000",
+            {"records": [{"value": "forged"}]})  # fmt: skip
+        assert (status, body["error"]) == (400, "INVALID_TOPIC_EXCEPTION")
+        assert end_offset(w, 0) == before  # nothing appended
+
+
 def test_group_cli_describes_like_kafka_consumer_groups(kcluster: KafkaCluster) -> None:
     topic, group, partitions = "grp-cli", "cli", 2
     kcluster.create_topic(topic, partitions)

@@ -65,8 +65,10 @@ class FakeReplicas:
         self.pending: list[tuple[int, Callable[[ProduceResponse], None]]] = []
 
     def produce(self, topic: str, partition: int, records: bytes, acks: int, timeout_ms: int,
-                callback: Callable[[ProduceResponse], None]) -> None:  # fmt: skip
+                callback: Callable[[ProduceResponse], None], *,
+                internal_topics_allowed: bool = False) -> None:  # fmt: skip
         assert (topic, acks) == (OFFSETS_TOPIC, -1)
+        assert internal_topics_allowed  # the coordinator's own writes to the internal topic
         self.by_name[(topic, partition)].log.append(records)
         self.pending.append((partition, callback))
 

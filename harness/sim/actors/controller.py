@@ -3,8 +3,9 @@ drives the real ControllerService (quorum.controller) as docs/controller.md says
 the controller RPCs brokers send it (harness.drive.controller_rpc envelopes). A voter hosting it
 is the simulator's controller: RaftCore + this + the quorum-state file on its simulated disk.
 
-The driver follows the same contract as the asyncio one (harness/runtime/controller_rpc.py
-ActiveController):
+The I/O-free part is the ControllerSeat both drivers share (harness/drive/active_controller.py);
+this part adds the simulator's I/O, following the same contract as the asyncio one
+(harness/runtime/controller_rpc.py ActiveController):
 - a service is created only while the node leads AND its image has applied this epoch's
   LeaderChange; it is failed (every waiting caller answered NOT_CONTROLLER) and dropped as soon
   as the node stops leading that epoch, or crashes (a crash resets the part);
@@ -15,7 +16,9 @@ ActiveController):
   timer);
 - a request that reaches a voter leading an epoch whose service is not up yet waits in `early`
   and is submitted when the service starts; a voter that does not lead answers NOT_CONTROLLER
-  (the broker retries); a request's receipt time is its arrival (KAFKA-15019).
+  (the broker retries); a request's receipt time is its arrival (KAFKA-15019). Unlike the
+  runtime, a failed service leaves `early` as it is (the seat's `fail(answer_early=False)`):
+  those requests are submitted if this voter becomes active again.
 Admin requests (topic creation and the like) arrive through `admin_request` and their answers
 are kept in `admin_answers` (the simulated admin client does not read them). `on_heartbeat`, if
 given, hears every broker heartbeat that reaches this voter while it leads.
@@ -36,6 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.drive.active_controller import ControllerSeat, run_outputs
 from harness.drive.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
 from harness.sim.actors.raft_node import RaftNode
 from partition.replica import MetadataUpdated
@@ -44,8 +48,6 @@ from quorum.controller import (
     ControllerConfig,
     ControllerRequest,
     ControllerService,
-    Propose,
-    Respond,
 )
 from quorum.controller.messages import BrokerState
 from quorum.controller.service import error_response
@@ -73,12 +75,18 @@ class ActiveController:
         self.reset()
 
     def reset(self) -> None:
-        self.service: ControllerService | None = None
-        self.service_epoch = -1
+        self.seat = ControllerSeat(self.config)
         self.proposal: tuple[int, int, int] | None = None  # first, last offset, epoch
         self.apply_results: dict[int, ApplyResult] = {}
-        self.early: list[tuple[Any, ControllerRequest]] = []
         self.admin_answers: list[Any] = []
+
+    @property
+    def service(self) -> ControllerService | None:
+        return self.seat.service
+
+    @property
+    def early(self) -> list[tuple[Any, ControllerRequest]]:
+        return self.seat.early
 
     # -- the NodePart ----------------------------------------------------------------------------
 
@@ -101,22 +109,15 @@ class ActiveController:
                 self.apply_results[entry.offset] = result
 
     def next_deadline_ms(self) -> int | None:
-        service = self.service
-        return service.next_deadline_ms() if service is not None and not service.busy else None
+        return self.seat.next_deadline_ms()
 
     def step(self, now_ms: int) -> None:
-        node, core = self.node, self.node.core
-        if self.service is not None and (not core.is_leader or core.epoch != self.service_epoch):
+        node, core, seat = self.node, self.node.core, self.seat
+        if seat.service is not None and (not core.is_leader or core.epoch != seat.service_epoch):
             self._fail_service()
-        if self.service is None and core.is_leader:
-            image = node.image
-            if image.controller_epoch == core.epoch and image.controller_id == node.node_id:
-                self.service = ControllerService(self.config, image=image, now_ms=now_ms)
-                self.service_epoch = core.epoch
-                early, self.early = self.early, []
-                for token, request in early:
-                    self.service.submit(token, request)
-        service = self.service
+        seat.maybe_start(is_leader=core.is_leader, epoch=core.epoch, node_id=node.node_id,
+                         image=node.image, now_ms=now_ms)  # fmt: skip
+        service = seat.service
         if service is None:
             return
         outputs: list[Any] = []
@@ -132,51 +133,44 @@ class ActiveController:
                 return
             outputs += service.committed([r for r in results if r is not None])
         outputs += service.pump(node.image, now_ms)
-        self._run_outputs(outputs, now_ms)
+        run_outputs(outputs, self._respond, lambda records: self._propose(records, now_ms))
 
     # -- requests ----------------------------------------------------------------------------------
 
     def submit(self, token: Any, request: ControllerRequest, now_ms: int) -> None:
         """A request that reached this voter at `now_ms` (its receipt time, KAFKA-15019)."""
-        if self.service is not None:
-            self.service.submit(token, request, now_ms)
-        elif self.node.core.is_leader:
-            self.early.append((token, request))
-        else:
+        if self.seat.service is None and not self.node.core.is_leader:
             self._respond(token, error_response(request, Errors.NOT_CONTROLLER))
+        else:
+            self.seat.submit(token, request, now_ms)
 
     def admin_request(self, token: Any, request: ControllerRequest, now_ms: int) -> bool:
         """A topic/election request from the simulated admin client; False if not active."""
-        if self.service is None:
+        if self.seat.service is None:
             return False
-        self.service.submit(token, request)
+        self.seat.service.submit(token, request)
         self.node.step(now_ms)
         return True
 
     # -- outputs ----------------------------------------------------------------------------------
 
-    def _run_outputs(self, outputs: list[Any], now_ms: int) -> None:
+    def _propose(self, records: tuple[Any, ...], now_ms: int) -> bool:
+        """Propose one operation's records as one batch; False (service failed) if refused."""
         node = self.node
-        for out in outputs:
-            match out:
-                case Respond(token=token, response=response):
-                    self._respond(token, response)
-                case Propose(records=records):
-                    data = [encode_record(r) for r in records]
-                    result, effects = node.core.propose(data, now_ms)
-                    if isinstance(result, Accepted):
-                        self.proposal = (result.first_offset, result.last_offset, result.epoch)
-                    node.run_effects(effects)
-                    if not isinstance(result, Accepted):
-                        self._fail_service()
-                        return
+        data = [encode_record(r) for r in records]
+        result, effects = node.core.propose(data, now_ms)
+        if isinstance(result, Accepted):
+            self.proposal = (result.first_offset, result.last_offset, result.epoch)
+        node.run_effects(effects)
+        if not isinstance(result, Accepted):
+            self._fail_service()
+            return False
+        return True
 
     def _fail_service(self) -> None:
-        service, self.service = self.service, None
         self.proposal = None
         self.apply_results = {}
-        outputs = service.failed() if service is not None else []
-        for out in outputs:
+        for out in self.seat.fail(answer_early=False):
             self._respond(out.token, out.response)
 
     def _respond(self, token: Any, response: Any) -> None:

@@ -38,7 +38,9 @@ are compared with the first committed copy, from the log start again after each 
 every round's HW (never back within a process).
 
 Invariants: a core is never called while it has stages left; one envelope per peer per round;
-every random draw (the cores' seeds) comes from the broker's start seed.
+every random draw (the cores' seeds) comes from the broker's start seed. One input into a core and
+the running of its stages are harness/drive/raft_stages.py, shared with the asyncio runtime; the
+round (its simulated fsync time, one shipment per round) is this module's.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from harness.drive.effects import execute_effects
+from harness.drive.raft_stages import call_core, has_stages, run_stages
 from harness.sim.checks.replicas import ReplicaChecker
 from partition.log import PartitionLog
 from partition.raft import (
@@ -65,8 +68,6 @@ from partition.raft import (
     ResignRequested,
     Stage,
     TickGrid,
-    execute_partition_effects,
-    flush_stages,
     unbundle,
 )
 from partition.raft.effects import RaftEffect
@@ -131,7 +132,7 @@ class HostedPartition:
     core: RaftReplica
     stages: list[Stage] = field(default_factory=list)
     needs_flush: bool = False
-    vote: ElectionState | None = None  # a stage's election state, durable after its fsync
+    persist: ElectionState | None = None  # a stage's election state, durable after its fsync
     queued: deque[RaftPartitionInput | None] = field(default_factory=deque)
     checked_up_to: int = 0  # the checker compared this process's commits up to here
     hw_seen: int = 0  # its HW at the end of the last round (0 in a new process)
@@ -142,7 +143,7 @@ class HostedPartition:
 
     @property
     def has_stages(self) -> bool:
-        return self.needs_flush or bool(self.stages)
+        return has_stages(self)
 
     # -- harness.drive.effects.EffectEnv
     @property
@@ -313,25 +314,14 @@ class RaftHost:
     # -- running cores -----------------------------------------------------------------------------
 
     def _call(self, r: HostedPartition, message: RaftPartitionInput | None, now_ms: int) -> None:
-        if r.has_stages:
-            raise AssertionError(f"{r.key}: an input reached a core with stages left (rule 1)")
-        core = r.core
-        effects = core.tick(now_ms) if message is None else core.handle(message, now_ms)
-        r.stages = flush_stages(effects) if effects else []
+        call_core(r, message, now_ms)  # raises if the core has stages left (rule 1)
         self._advance(r, now_ms)
         self._touched[r.key] = r
 
     def _advance(self, r: HostedPartition, now_ms: int) -> None:
-        while True:
-            if r.vote is not None and not r.needs_flush:
-                r.store.persist_election_state(r.vote)  # durable (tmp, fsync, rename)
-                r.vote = None
-            if not r.stages or r.needs_flush:
-                break
-            stage = r.stages.pop(0)
-            execute_partition_effects(stage.effects, r)
-            r.needs_flush = stage.flush_after
-            r.vote = getattr(stage, "persist", None)  # (module docstring, 2.)
+        # A stage's election state is written as soon as its log's fsync is done (module
+        # docstring, 2.), to the partition's own file: no grouping across partitions here.
+        run_stages(r, r.store.persist_election_state)
         self._touched[r.key] = r
 
     def make_durable(self, partitions: list[HostedPartition]) -> None:
