@@ -123,6 +123,15 @@ def unavailability(ops: Sequence[Operation], end_ms: int) -> tuple[Window, ...]:
     return tuple(out)
 
 
+def recovery_after(ops: Sequence[Operation], heal_ms: int) -> int | None:
+    """ms from the fault's heal to the first write acknowledged at or after it (the
+    simulator's recovery_time_ms), None if none was."""
+    after = [op.completion.time // NS_PER_MS for op in _counted(ops)
+             if op.f in WRITES and op.type == "ok" and op.completion is not None
+             and op.completion.time // NS_PER_MS >= heal_ms]
+    return min(after) - heal_ms if after else None
+
+
 def read_divergence(ops: Sequence[Operation]) -> int:
     """Offsets at which two ok polls (the final drain included) saw different values.
 
@@ -186,15 +195,19 @@ def build_row(ops: Sequence[Operation], results: dict[str, Any], *, wall_ms: int
     faulted = bool(timeline) and heal_ms is not None
     fault_start = min(e.start_ms for e in timeline) if faulted else None
     fault_end = max(e.end_ms for e in timeline) if faulted else None
-    if faulted and heal_ms is not None and fault_end is not None:
-        heal_ms = max(heal_ms, fault_end)
+    if faulted:
+        # The fault's own heal (its stop event), as the simulator's heal_ms: not the run's final
+        # clean-up heal at the time limit, seconds later, whose gap would count healed seconds
+        # as "during the fault" and measure recovery from the clean-up.
+        heal_ms = fault_end
     counted = _counted(ops)
+    counted_end_ms = max(((op.completion or op.invoke).time // NS_PER_MS for op in counted),
+                         default=0)
     acked = sum(1 for op in counted if op.f in WRITES and op.type == "ok")
     counts = results.get("checker", {}).get("counts", {}) if results["workload"] == "queue" \
         else {}
     anomalies = results.get("anomalies", {})
     if results["workload"] == "queue":
-        recovery_s = results.get("probe_recovery_s")
         mode, acks = results["replication_mode"], results["acks"]
         min_isr, rf = results["min_insync_replicas"], results["replication_factor"]
         unclean = bool(results["unclean_leader_election"])
@@ -202,7 +215,6 @@ def build_row(ops: Sequence[Operation], results: dict[str, Any], *, wall_ms: int
         metadata_linearizable = None
         stale = 0
     else:
-        recovery_s = results.get("recovery_s")
         mode, acks, rf = "quorum", "all", controllers
         min_isr, unclean = controllers // 2 + 1, False
         elections = int(results.get("controller_leader_elections") or 0)
@@ -225,8 +237,8 @@ def build_row(ops: Sequence[Operation], results: dict[str, Any], *, wall_ms: int
                            if timeline else 0),
         duration_ms=duration_ms, wall_duration_ms=wall_ms,
         nemesis_timeline=timeline, per_second=per_second(ops),
-        unavailability_windows=unavailability(ops, heal_ms if heal_ms is not None
-                                              else duration_ms),
+        # Over the whole workload, as the simulator's windows (harness/sim/runs/matrix.py).
+        unavailability_windows=unavailability(ops, counted_end_ms),
         fault_start_ms=fault_start, fault_end_ms=fault_end,
         heal_ms=heal_ms if faulted else None,
         acked_writes=acked, lost_writes=min(lost, acked),
@@ -236,8 +248,8 @@ def build_row(ops: Sequence[Operation], results: dict[str, Any], *, wall_ms: int
         nonmonotonic_reads=int(counts.get("nonmonotonic-poll", 0))
         + int(counts.get("int-nonmonotonic-poll", 0)),
         metadata_linearizable=metadata_linearizable,
-        recovery_time_ms=(None if not faulted or recovery_s is None
-                          else int(round(recovery_s * 1000))),
+        recovery_time_ms=(None if not faulted or heal_ms is None
+                          else recovery_after(ops, heal_ms)),
         leader_elections=elections,
         isr_shrinks=shrinks, isr_expands=expands,
     )

@@ -6,8 +6,8 @@ Three phases, each reported in OUT (default ./kraftlab-report/):
    leader, one write through every controller and a linearizable read of every key from every
    controller, then a SIGKILL of the leader timed to the first successful write issued after
    it (OUT/live/report.md). The cluster is stopped afterwards. Then (`--live-runs`, default
-   2) real-process Jepsen queue runs on a fresh 3-controller + 3-broker cluster, one per
-   replication mode (isr, quorum), the same fault (`kill-partition-leader`) and durability
+   3) real-process Jepsen queue runs on a fresh 3-controller + 3-broker cluster, one per
+   replication mode (isr, quorum, raft), the same fault (`kill-partition-leader`) and durability
    (acks=all, min.insync.replicas=2, RF 3), through the runner's API (harness/jepsen/runner.py),
    in OUT/live/jepsen/<mode>/; their summary rows (source `jepsen`) join the analysis.
 2. matrix: a scenario matrix on the deterministic simulator (`--preset`,
@@ -185,9 +185,9 @@ def live_check(out: Path) -> tuple[Path | None, bool]:
 
 
 # The live phase's real-process queue runs (simulation and reality in one job): the
-# same fault and durability for both replication modes, so the report's jepsen section pairs
-# them. acks=all, min.insync.replicas=2, RF 3 is the safe setting of docs/compare.md's matrix.
-LIVE_MODES = ("isr", "quorum")
+# same fault and durability for every replication mode (the study's three arms), so the
+# report's jepsen section pairs them. acks=all, min.insync.replicas=2, RF 3 is the safe setting of docs/compare.md's matrix.
+LIVE_MODES = ("isr", "quorum", "raft")
 LIVE_NEMESIS = "kill-partition-leader"  # the matrix's `kill-leader` (summary_row.JEPSEN_TO_MATRIX)
 LIVE_TIME_LIMIT_S = 12.0
 # One fault per run: 1 s lead-in, the fault held 5 s (longer than broker.session.timeout.ms=3000,
@@ -548,9 +548,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="simulator processes of --engine local (default: all cores)")
     parser.add_argument("--skip-live", "--no-live", action="store_true",
                         help="skip the whole live phase (cluster check and queue runs)")
-    parser.add_argument("--live-runs", type=int, choices=(0, 1, 2), default=2,
-                        help="real-process queue runs in the live phase: 2 (default: isr and "
-                             "quorum), 1 (isr only) or 0 (none)")
+    parser.add_argument("--live-runs", type=int, choices=(0, 1, 2, 3), default=3,
+                        help="real-process queue runs in the live phase: 3 (default: isr, "
+                             "quorum and raft), 2 (isr and quorum), 1 (isr only) or 0 (none)")
     parser.add_argument("--live-time-limit", type=float, default=LIVE_TIME_LIMIT_S,
                         help=f"seconds of workload per queue run (default {LIVE_TIME_LIMIT_S:g})")
     parser.add_argument("--metadata", choices=("raft", "abstract"), default="raft",

@@ -26,13 +26,13 @@ Agreement, per cell and metric (`compare`), stated with the table:
 A disagreement is reported with its reason where it is known (EXPLAINED), else as not explained
 yet; never hidden.
 
-Both sides are measured from the fault's own heal. A real run's row says `heal_ms` = the run's
-final clean-up heal at its time limit (harness/jepsen/summary_row.py), seconds after the
-nemesis healed the fault itself (`fault_end_ms`, its stop event); the simulator's `heal_ms` is
-the fault's heal. `retimed` moves a real row's heal to its fault's end and measures recovery
-from there, as the simulator does (the first acknowledged write completing after the heal);
-without it, "during the fault" on the real side took in the seconds after the heal, where every
-write is served (what made `leader-cut-from-followers-only` look 98.8% available).
+Both sides are measured from the fault's own heal. A real run's row says `heal_ms` = the
+fault's own heal (its stop event, `fault_end_ms`; harness/jepsen/summary_row.py), as the
+simulator's does. Rows written before summary_row did so carried the run's final clean-up heal
+at its time limit, seconds later: `retimed` moves such a row's heal to its fault's end and
+measures recovery from there (the first acknowledged write completing after the heal); without
+it, "during the fault" on the real side took in the seconds after the heal, where every write is
+served (what made `leader-cut-from-followers-only` look 98.8% available).
 """
 
 from __future__ import annotations

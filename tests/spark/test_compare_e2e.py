@@ -1,5 +1,5 @@
 """`kraftlab compare` end to end: the live phase on real processes (the 3-controller check and
-both queue runs), a tiny matrix as Spark tasks on local[2] (every arm, two faults, 2 seeds),
+the three queue runs), a tiny matrix as Spark tasks on local[2] (every arm, two faults, 2 seeds),
 the analysis in the same session, and the report's files; its exit code is 1 exactly when a
 real-process run was not valid (or the live check failed). Also, without processes or Spark:
 which outcomes make the command exit 1 (`problems`), and that `cmd_compare` returns it."""
@@ -52,11 +52,11 @@ def test_compare_end_to_end_with_the_live_phase(tmp_path: Path) -> None:
     finally:
         _kill_leftovers(out / "live")
     said = done.stdout + done.stderr
-    # Phase 1: the live check's report and both real-process queue runs' files.
+    # Phase 1: the live check's report and the three real-process queue runs' files.
     live = json.loads((out / "live" / "report.json").read_text())
     assert (out / "live" / "report.md").is_file()
     verdicts = {}
-    for mode in ("isr", "quorum"):
+    for mode in ("isr", "quorum", "raft"):
         run = out / "live" / "jepsen" / mode
         for name in ("report.html", "results.json", "history.jsonl"):
             assert (run / name).is_file(), f"{mode}: {name} missing\n{said[-3000:]}"
