@@ -12,7 +12,10 @@ Sections, measured one after another (never in parallel: the machine has 2 cores
   (harness/bench/failover.py);
 - steady (with `--steady-s`): a loaded run of that many seconds at `--proposers` in flight,
   counting elections (the hung-leader probe must not ring falsely);
-- further sections registered with `register_section` (the produce rows of the data plane).
+- produce: RF 3, acks=all, 100 B records, 1 partition, the native client and librdkafka through
+  the Kafka listener, each on a fresh cluster (harness/bench/produce.py);
+- append: the log's append against a raw write of the same bytes (harness/bench/log.py);
+- further sections registered with `register_section`.
 
 With `--peers DIR` the peers' own runner (`DIR/run_all.sh`: etcd, ZooKeeper, pysyncobj and their
 floors, installed by `DIR/setup.sh`) runs afterwards and its results fill the peers' column; the
@@ -40,6 +43,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.bench import failover, quorum
+from harness.bench import log as log_bench
+from harness.bench import produce as produce_bench
 from harness.launcher import cluster as cl
 from harness.net.client import ClientError, NativeKvClient
 
@@ -330,10 +335,42 @@ def steady(run: Run) -> None:
     run.say(f"[steady] {json.dumps(run.raw['steady'])}")
 
 
+def data_plane(run: Run) -> None:
+    """Produce, RF 3, acks=all, 100 B records, 1 partition: the native client and librdkafka
+    (confluent-kafka) through the Kafka listener, each on a fresh 1-controller + 3-broker
+    cluster (harness/bench/produce.py `measure`)."""
+    records = run.args.produce_records
+    rows: dict[str, Any] = {}
+    for client in ("native", "confluent-kafka"):
+        run.say(f"[produce] {client}: {records:,} records, RF 3, acks=all")
+        rows[client] = produce_bench.measure(client, records=records, acks="all")
+    run.raw["produce"] = rows
+    run.figures.append(Figure(
+        "produce", "produce, RF 3, acks=all, 100 B records, 1 partition",
+        f"native client {rows['native']['records_per_s']:,} records/s; confluent-kafka "
+        f"(librdkafka) through the Kafka listener {rows['confluent-kafka']['records_per_s']:,}",
+        "librdkafka >= 600k records/s, native >= 500k"))
+    run.say(f"[produce] {json.dumps(rows)}")
+
+
+def log_append(run: Run) -> None:
+    """Log append against a raw write of the same bytes (harness/bench/log.py `measure_append`),
+    1,000-record and 1-record batches."""
+    rows = {n: log_bench.measure_append(n) for n in (1000, 1)}
+    run.raw["append"] = rows
+    run.figures.append(Figure(
+        "append", "log append / raw write of the same bytes, 1,000-record batches",
+        f"{rows[1000]['append_to_raw_ratio']:.2f} (1-record batches "
+        f"{rows[1]['append_to_raw_ratio']:.2f})", ">= 0.85 (1-record batches >= 0.3)"))
+    run.say(f"[append] {json.dumps(rows)}")
+
+
 register_section("floors", floors)
 register_section("quorum", metadata_quorum)
 register_section("failover", failover_pause)
 register_section("steady", steady)
+register_section("produce", data_plane)
+register_section("append", log_append)
 
 
 # --- the peers ---------------------------------------------------------------------------------
@@ -410,6 +447,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--steady-s", type=float, default=0.0,
                         help="also a loaded run of this many seconds, counting elections")
     parser.add_argument("--floor-samples", type=int, default=FLOOR_SAMPLES)
+    parser.add_argument("--produce-records", type=int, default=300_000,
+                        help="records per produce run (default 300,000)")
     parser.add_argument("--only", help="comma-separated sections (default all): "
                         + ",".join(name for name, _ in SECTIONS))
     parser.add_argument("--peers", metavar="DIR",
