@@ -52,6 +52,16 @@ KNOWN_KEYS = ["k1", "k2"]
 ALLOWED_5XX = {"NOT_ENOUGH_REPLICAS", "NOT_ENOUGH_REPLICAS_AFTER_APPEND", "LEADER_NOT_AVAILABLE"}
 
 
+def allowed_5xx(method: str, url: str, error: str | None) -> bool:
+    """A produce whose acks=all wait outlives its `timeout_ms` (0 included) answers 504
+    REQUEST_TIMED_OUT `indeterminate`, as Kafka's DelayedProduce expires: documented, not a
+    crash. Elsewhere a timeout would be a hang, so it is not excused."""
+    if error in ALLOWED_5XX:
+        return True
+    return (error == "REQUEST_TIMED_OUT" and method == "POST" and "/records" in url
+            and "timeout_ms=" in url)
+
+
 @pytest.fixture(scope="module")
 def fcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
     data_dir = tmp_path_factory.mktemp("fuzz")
@@ -306,7 +316,7 @@ def test_admin_api_fuzz_from_its_openapi_document(fcluster: LiveCluster) -> None
         what = f"{req['method']} {req['url']} body={req['body']!r} -> {status} {body[:300]!r}"
         if status >= 500:
             error = json.loads(body).get("error") if body.startswith(b"{") else None
-            if status == 500 or error not in ALLOWED_5XX:
+            if status == 500 or not allowed_5xx(req["method"], req["url"], error):
                 failures.append(what)
         schema = request_schema(doc, req)
         if status < 300 and schema is not None and req["body"] is not None:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.jepsen.nemesis import FAULTS, parse_nemesis
+from harness.jepsen.nemesis import FAULTS, STAGED_FAULTS, parse_nemesis
 from harness.jepsen.soak import ROTATION, SoakOptions, anomaly_count, memory_report, soak
 
 
@@ -53,7 +53,9 @@ def test_a_restarted_process_is_measured_once_past_its_own_climb() -> None:
 
 def test_the_rotation_covers_every_fault_and_both_workloads() -> None:
     named = {f for _, group in ROTATION for f in parse_nemesis(group)}
-    assert named == set(FAULTS)
+    # Every fault but the staged ones: those exist to show unsafe settings losing data
+    # (docs/jepsen.md "Recipes"); the soak runs safe settings only.
+    assert named == set(FAULTS) - set(STAGED_FAULTS)
     assert {w for w, _ in ROTATION} == {"kv", "queue"}
 
 
