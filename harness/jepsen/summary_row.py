@@ -125,9 +125,10 @@ def unavailability(ops: Sequence[Operation], end_ms: int) -> tuple[Window, ...]:
 
 def recovery_after(ops: Sequence[Operation], heal_ms: int) -> int | None:
     """ms from the fault's heal to the first write acknowledged at or after it (the
-    simulator's recovery_time_ms), None if none was."""
-    after = [op.completion.time // NS_PER_MS for op in _counted(ops)
-             if op.f in WRITES and op.type == "ok" and op.completion is not None
+    simulator's recovery_time_ms; the final phase's probe writes count: a fault held to the
+    run's clean-up heal recovers there), None if none was."""
+    after = [op.completion.time // NS_PER_MS for op in ops
+             if op.is_client and op.f in WRITES and op.type == "ok" and op.completion is not None
              and op.completion.time // NS_PER_MS >= heal_ms]
     return min(after) - heal_ms if after else None
 
@@ -200,6 +201,14 @@ def build_row(ops: Sequence[Operation], results: dict[str, Any], *, wall_ms: int
         # clean-up heal at the time limit, seconds later, whose gap would count healed seconds
         # as "during the fault" and measure recovery from the clean-up.
         heal_ms = fault_end
+    recovery_ms = None if not faulted or heal_ms is None else recovery_after(ops, heal_ms)
+    if recovery_ms is None and faulted:
+        # No write after the heal in the history (a kv run's final phase only reads): the
+        # runner's own measure from the final heal, when the fault lasted until it.
+        measured = results.get("probe_recovery_s", results.get("recovery_s"))
+        if measured is not None and heal_ns is not None and fault_end is not None \
+                and fault_end >= heal_ns // NS_PER_MS:
+            recovery_ms = int(round(measured * 1000))
     counted = _counted(ops)
     counted_end_ms = max(((op.completion or op.invoke).time // NS_PER_MS for op in counted),
                          default=0)
@@ -248,8 +257,7 @@ def build_row(ops: Sequence[Operation], results: dict[str, Any], *, wall_ms: int
         nonmonotonic_reads=int(counts.get("nonmonotonic-poll", 0))
         + int(counts.get("int-nonmonotonic-poll", 0)),
         metadata_linearizable=metadata_linearizable,
-        recovery_time_ms=(None if not faulted or heal_ms is None
-                          else recovery_after(ops, heal_ms)),
+        recovery_time_ms=recovery_ms,
         leader_elections=elections,
         isr_shrinks=shrinks, isr_expands=expands,
     )

@@ -35,10 +35,10 @@ def test_live_queue_runs_write_one_comparison_row_per_mode(tmp_path: Path) -> No
         done = live_queue_runs(out, time_limit_s=6.0, fault_s=(3.5, 3.5))
     finally:
         _kill_leftovers(out)
-    assert [d["mode"] for d in done] == ["isr", "quorum"]
+    assert [d["mode"] for d in done] == ["isr", "quorum", "raft"]
     assert all("error" not in d for d in done), done
     rows = read_dataset(out)
-    assert sorted(r.replication_mode for r in rows) == ["isr", "quorum"]
+    assert sorted(r.replication_mode for r in rows) == ["isr", "quorum", "raft"]
     for row in rows:
         assert row.source == "jepsen"
         assert (row.acks, row.min_insync_replicas, row.replication_factor) == ("all", 2, 3)
