@@ -428,7 +428,7 @@ class RaftPartitions:
         self._arm()
 
     def _merge_phases(self) -> None:
-        """After a timer round whose envelope to F answers a long poll: answer F's other parked
+        """After a timer round whose envelope to a follower answers a long poll: answer that follower's other parked
         fetches due within the poll wait now, so idle partitions share one phase per broker pair
         (partition/raft/mux.py)."""
         peers = self.mux.fetch_answers_to()

@@ -158,8 +158,6 @@ def test_safe_configuration_finds_no_anomaly(
     assert (row.heal_ms is None) == (nemesis == "none")
 
 
-@pytest.mark.skipif("leader-cut-from-followers" not in FAULTS,
-                    reason="needs the leader-cut-from-followers nemesis")
 def test_acks_1_under_leader_cut_from_followers_loses_acknowledged_writes(
     tmp_path: Path, shared_cluster: Path
 ) -> None:

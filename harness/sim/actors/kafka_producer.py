@@ -25,7 +25,7 @@ The client, as Kafka's with `enable.idempotence=true` (the default since Kafka 3
   an expired batch does the same, since the broker's view of its sequence is unknown.
 
 Kafka's defaults scaled like the simulated cluster's timeouts (harness.sim.runs.cluster
-DataTiming: broker session 1 s for Kafka's 9 s): request.timeout.ms 30 s -> REQUEST_TIMEOUT_MS,
+DataTiming: broker.session.timeout.ms 1 s for Kafka's 9 s): request.timeout.ms 30 s -> REQUEST_TIMEOUT_MS,
 delivery.timeout.ms = 4 x request.timeout.ms (120 s in Kafka), retry.backoff.ms 100 ms unscaled.
 
 A probe (`probe=True`) is the same client at a short interval whose operations are marked

@@ -374,7 +374,7 @@ class RaftHost:
         return self.fsync_ms
 
     def _merge_phases(self, now_ms: int) -> None:
-        """After a timer round whose envelope to F answers a long poll: answer F's other parked
+        """After a timer round whose envelope to a follower answers a long poll: answer that follower's other parked
         fetches due within the poll wait now (partition/raft/mux.py)."""
         due_by = now_ms + self.config.raft.fetch_max_wait_ms
         for peer in self.mux.fetch_answers_to():

@@ -7,7 +7,7 @@ fault's start, healed at its end) of the data-plane runs.
 - follower-gc-pauses: one follower stopped (a long GC pause) for a drawn GC_PAUSE_MS, then
   running for GC_RUN_MS, again and again for the fault. The pauses straddle the simulated
   cluster's replica.lag.time.max.ms (2 s) and exceed its broker.session.timeout.ms (1 s), as
-  Kafka's defaults order them (session 9 s < lag 30 s): a pause removes the follower from the ISR
+  Kafka's defaults order them (broker.session.timeout.ms 9 s < replica.lag.time.max.ms 30 s): a pause removes the follower from the ISR
   (by its expired session or its lag, whichever is shorter) and its return adds it back, so the
   ISR flaps; with both timeouts above the longest pause it does not;
 - staggered-isr-drop-then-leader-crash: the KIP-966 motivation (reference 2.7): one follower cut
