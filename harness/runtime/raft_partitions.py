@@ -79,12 +79,12 @@ from partition.raft import (
     RaftPartitionConfig,
     RaftPartitionInput,
     RaftPartitionLog,
-    RaftPartitionStatus,
     RaftReplica,
     ResignRequested,
     Stage,
     TickGrid,
     data_partition_raft_config,
+    in_sync_voters,
     unbundle,
 )
 from partition.raft.election_states import ElectionStates
@@ -104,19 +104,6 @@ TICK_QUANTUM_MS = 10
 ENVELOPE_MAX_BYTES = 8 << 20
 # Parallel fsyncs when a round left several logs dirty.
 FSYNC_THREADS = 8
-# Voter roles (partition.raft.status) that count as in sync: fetched within fetch.timeout.ms.
-LIVE_ROLES = frozenset({"leader", "follower"})
-
-
-def in_sync_voters(status: RaftPartitionStatus, now_ms: int, fetch_timeout_ms: int) -> list[int]:
-    """The leader and the voters that fetched from it within the fetch timeout, in assignment
-    order. A voter that has not fetched yet in this epoch counts while the epoch is younger than
-    the timeout (the leader's check-quorum gives it that long too, quorum/raft/leader.py)."""
-    return [v.node_id for v in status.voters
-            if v.role in LIVE_ROLES or (v.role == "unknown" and v.last_fetch_ms is not None
-                                        and now_ms - v.last_fetch_ms <= fetch_timeout_ms)]  # fmt: skip
-
-
 class ClientAnswers(Protocol):
     """Where answers to clients go (the replica manager resolves them by request id)."""
 

@@ -40,7 +40,12 @@ from partition.raft.replica import (
     RaftReplica,
     ResignRequested,
 )
-from partition.raft.status import MIN_INSYNC_REPLICAS_NOTE, RaftPartitionStatus, VoterStatus
+from partition.raft.status import (
+    MIN_INSYNC_REPLICAS_NOTE,
+    RaftPartitionStatus,
+    VoterStatus,
+    in_sync_voters,
+)
 
 __all__ = [
     "ELECTION_STATES_FILE",
@@ -72,5 +77,6 @@ __all__ = [
     "data_partition_raft_config",
     "execute_partition_effects",
     "flush_stages",
+    "in_sync_voters",
     "unbundle",
 ]

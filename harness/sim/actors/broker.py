@@ -435,7 +435,7 @@ class Broker:
         if (raft.became_leader or now_ms >= self.next_report_ms) and self.broker_epoch >= 0:
             raft.became_leader = False
             self.next_report_ms = now_ms + self.timing.heartbeat_interval_ms
-            leaders = raft.unrecorded_leaders(self.partition)
+            leaders = raft.unrecorded_leaders(self.partition, now_ms)
             if leaders:
                 self._call(ReportRaftLeadersRequest(self.node_id, self.broker_epoch, leaders))
         elif now_ms >= self.next_report_ms:

@@ -76,6 +76,7 @@ from partition.raft import (
     ResignRequested,
     Stage,
     TickGrid,
+    in_sync_voters,
     unbundle,
 )
 from partition.replica import FetchResponse, ProduceResponse
@@ -87,10 +88,6 @@ from quorum.raft.effects import ElectionState, LeaderChanged
 # nearest to a round's appends of a few small batches, as for the ISR and quorum brokers' draws.
 GROUPED_FSYNC_BYTES = 512
 FsyncDraw = Callable[[int], int]  # batch bytes -> simulated ms (harness.sim.actors.disk.Disk)
-
-# Voter roles (partition.raft.status) that count as in sync: fetched within the fetch timeout.
-LIVE_ROLES = frozenset({"leader", "follower"})
-
 
 @dataclass(frozen=True, slots=True)
 class RaftSettings:
@@ -232,14 +229,15 @@ class RaftHost:
             return r.core.leader_id
         return part.leader
 
-    def unrecorded_leaders(self, part: Partition | None) -> tuple[RaftLeader, ...]:
-        """The partitions led here whose leader, epoch or in-sync voters (the leader and the
-        voters that fetched within the fetch timeout, in voter order) the image `part` lacks."""
+    def unrecorded_leaders(self, part: Partition | None, now_ms: int) -> tuple[RaftLeader, ...]:
+        """The partitions led here whose leader, epoch or in-sync voters (partition.raft.
+        in_sync_voters, as the runtime reports them) the image `part` lacks."""
         out: list[RaftLeader] = []
         for key, r in self.replicas.items():
             if not r.core.is_leader:
                 continue
-            isr = tuple(v.node_id for v in r.core.status().voters if v.role in LIVE_ROLES)
+            timeout_ms = r.core.config.raft.fetch_timeout_ms
+            isr = tuple(in_sync_voters(r.core.status(), now_ms, timeout_ms))
             epoch = r.core.leader_epoch
             shown = (None if part is None or (part.topic_id, part.partition) != key
                      else (part.leader, part.leader_epoch, part.isr))
