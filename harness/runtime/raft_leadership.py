@@ -31,14 +31,14 @@ import structlog
 
 from harness.runtime.context import BrokerLink, NodeContext
 from harness.runtime.raft_partitions import HostedRaft, RaftPartitions
-from partition.raft import in_sync_voters
+from partition.raft import in_sync_voters, metadata_leader
 from quorum.controller.messages import (
     RaftLeader,
     ReportRaftLeadersRequest,
     ReportRaftLeadersResponse,
 )
 from quorum.metadata.errors import Errors
-from quorum.metadata.records import NO_LEADER, Partition
+from quorum.metadata.records import Partition
 from quorum.raft.effects import LeaderChanged
 
 log = structlog.get_logger()
@@ -154,10 +154,7 @@ class RaftLeadership:
         known = self.partitions.leader_of(part.topic_id, part.partition)
         if known is None:
             return part.leader, part.leader_epoch
-        leader, epoch = known
-        if epoch > part.leader_epoch or (epoch == part.leader_epoch and part.leader == NO_LEADER):
-            return leader, epoch
-        return part.leader, part.leader_epoch
+        return metadata_leader(part.leader, part.leader_epoch, *known)
 
     def close(self) -> None:
         self._closed = True

@@ -45,6 +45,7 @@ from partition.raft.status import (
     RaftPartitionStatus,
     VoterStatus,
     in_sync_voters,
+    metadata_leader,
 )
 
 __all__ = [
@@ -78,5 +79,6 @@ __all__ = [
     "execute_partition_effects",
     "flush_stages",
     "in_sync_voters",
+    "metadata_leader",
     "unbundle",
 ]

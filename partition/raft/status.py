@@ -14,6 +14,11 @@ timeout; a voter with no fetch yet in this epoch counts while the epoch is young
 timeout (the leader's check-quorum gives it that long too, quorum/raft/leader.py), so an
 election leaves no transient under-replicated ISR.
 
+Who leads, in a Metadata answer (`metadata_leader`): the image's leader, unless the broker's own
+replica knows a newer Raft epoch with a leader (or the same epoch, where the image names
+nobody); so with every controller down, a broker still sends clients to the new leader, with the
+epoch they must present (KIP-320).
+
 min.insync.replicas does not apply to raft partitions: acks=all waits for a majority of the
 voters (`acks_all_needs`), whatever min.insync.replicas says (MIN_INSYNC_REPLICAS_NOTE).
 """
@@ -30,6 +35,7 @@ __all__ = [
     "VoterStatus",
     "describe",
     "in_sync_voters",
+    "metadata_leader",
 ]
 
 MIN_INSYNC_REPLICAS_NOTE = (
@@ -106,6 +112,16 @@ def in_sync_voters(status: RaftPartitionStatus, now_ms: int, fetch_timeout_ms: i
     return [v.node_id for v in status.voters
             if v.role in LIVE_ROLES or (v.role == "unknown" and v.last_fetch_ms is not None
                                         and now_ms - v.last_fetch_ms <= fetch_timeout_ms)]  # fmt: skip
+
+
+def metadata_leader(image_leader: int, image_epoch: int, raft_leader: int,
+                    raft_epoch: int) -> tuple[int, int]:  # fmt: skip
+    """(leader, epoch) for a Metadata answer from the image's and the replica's (leader, epoch)
+    (module docstring); a replica that knows no leader (a negative id) leaves the image's."""
+    if raft_leader >= 0 and (raft_epoch > image_epoch
+                             or (raft_epoch == image_epoch and image_leader == NO_LEADER)):  # fmt: skip
+        return raft_leader, raft_epoch
+    return image_leader, image_epoch
 
 
 def _row(node_id: int, end_offset: int, last_fetch_ms: int | None, last_caught_up_ms: int | None,

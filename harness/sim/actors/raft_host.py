@@ -77,11 +77,12 @@ from partition.raft import (
     Stage,
     TickGrid,
     in_sync_voters,
+    metadata_leader,
     unbundle,
 )
 from partition.replica import FetchResponse, ProduceResponse
 from quorum.controller.messages import RaftLeader
-from quorum.metadata.records import NO_LEADER, Partition
+from quorum.metadata.records import Partition
 from quorum.raft.effects import ElectionState, LeaderChanged
 
 # The bytes one grouped fsync is drawn for: the distribution's smallest case (512 B), the one
@@ -219,15 +220,14 @@ class RaftHost:
     # -- leadership, as the rest of the cluster sees it ---------------------------------------------
 
     def metadata_leader(self, part: Partition) -> int:
-        """The leader of `part` a Metadata answer gives: the image's, unless this broker's replica
-        knows a newer Raft epoch with a leader (or the same epoch, where the image names none)."""
+        """The leader of `part` a Metadata answer gives (partition.raft.metadata_leader, as the
+        runtime's): the image's, unless this broker's replica knows a newer Raft epoch with a
+        leader (or the same epoch, where the image names none)."""
         r = self.replicas.get((part.topic_id, part.partition))
-        if r is None or r.core.leader_id < 0:
+        if r is None:
             return part.leader
-        epoch = r.core.leader_epoch
-        if epoch > part.leader_epoch or (epoch == part.leader_epoch and part.leader == NO_LEADER):
-            return r.core.leader_id
-        return part.leader
+        core = r.core
+        return metadata_leader(part.leader, part.leader_epoch, core.leader_id, core.leader_epoch)[0]
 
     def unrecorded_leaders(self, part: Partition | None, now_ms: int) -> tuple[RaftLeader, ...]:
         """The partitions led here whose leader, epoch or in-sync voters (partition.raft.
