@@ -316,16 +316,7 @@ def quorum_down(f: Fault) -> str:
 
 
 def _kill(f: Fault, victims: list[int]) -> str:
-    t = f.target
-    for v in victims:
-        t.kill(v)
-
-    def restart_all() -> None:
-        for v in victims:
-            t.restart(v)
-
-    f.until(restart_all, "kill")
-    return f"broker {victims[0]}" if len(victims) == 1 else f"brokers {victims}"
+    return f.stop_until_end(victims, f.target.kill, "kill")
 
 
 def kill_leader(f: Fault) -> str:
@@ -342,16 +333,7 @@ def kill_two_of_three(f: Fault) -> str:
 
 
 def _power_crash(f: Fault, victims: list[int]) -> str:
-    t = f.target
-    for v in victims:
-        t.crash(v)
-
-    def restart_all() -> None:
-        for v in victims:
-            t.restart(v)
-
-    f.until(restart_all, "crash-unflushed")
-    return f"broker {victims[0]}" if len(victims) == 1 else f"brokers {victims}"
+    return f.stop_until_end(victims, f.target.crash, "crash-unflushed")
 
 
 def power_crash_leader(f: Fault) -> str:
