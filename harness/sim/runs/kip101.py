@@ -111,6 +111,19 @@ def _setup(leader_epoch_enable: bool,
     return cluster, ScriptClient(cluster)
 
 
+def _m0_committed(leader_epoch_enable: bool,
+                  observer: Observer | None) -> tuple[Cluster, ScriptClient, int, int]:  # fmt: skip
+    """Where both stories start: leader A, follower B, and m0 acknowledged with B's HW at 1."""
+    cluster, client = _setup(leader_epoch_enable, observer)
+    a = cluster.leader_id()
+    b = next(x for x in cluster.brokers if x != a)
+    bb = cluster.brokers[b]
+    r0 = client.produce(a, "0")
+    _run_until(cluster, lambda: _ok(client, r0) and bb.core is not None
+               and bb.core.high_watermark == 1)  # fmt: skip
+    return cluster, client, a, b
+
+
 def _run_until(cluster: Cluster, predicate: Any, limit_ms: int = 5000) -> None:
     end = cluster.world.now_ms + limit_ms
     while not predicate() and cluster.world.now_ms < end:
@@ -140,14 +153,9 @@ def _ok(client: ScriptClient, rid: int) -> bool:
 
 def truncation_to_hw_loss(leader_epoch_enable: bool,
                           observer: Observer | None = None) -> ScenarioOutcome:
-    cluster, client = _setup(leader_epoch_enable, observer)
+    cluster, client, a, b = _m0_committed(leader_epoch_enable, observer)
     world = cluster.world
-    a = cluster.leader_id()
-    b = next(x for x in cluster.brokers if x != a)
     ba, bb = cluster.brokers[a], cluster.brokers[b]
-    r0 = client.produce(a, "0")
-    _run_until(cluster, lambda: _ok(client, r0) and bb.core is not None
-               and bb.core.high_watermark == 1)
 
     def cut_when_committed(actor: Any) -> None:
         if actor is ba and ba.core is not None and ba.core.high_watermark >= 2:
@@ -174,14 +182,9 @@ def truncation_to_hw_loss(leader_epoch_enable: bool,
 
 def silent_divergence(leader_epoch_enable: bool,
                       observer: Observer | None = None) -> ScenarioOutcome:
-    cluster, client = _setup(leader_epoch_enable, observer)
+    cluster, client, a, b = _m0_committed(leader_epoch_enable, observer)
     world = cluster.world
-    a = cluster.leader_id()
-    b = next(x for x in cluster.brokers if x != a)
     ba, bb = cluster.brokers[a], cluster.brokers[b]
-    r0 = client.produce(a, "0")
-    _run_until(cluster, lambda: _ok(client, r0) and bb.core is not None
-               and bb.core.high_watermark == 1)
     for broker in (ba, bb):
         assert broker.log is not None
         broker.log.flush()  # m0 durable everywhere
