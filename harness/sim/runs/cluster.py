@@ -55,6 +55,7 @@ from partition.log import LogConfig
 from partition.raft import RaftPartitionConfig, data_partition_raft_config
 from partition.replica import ReplicaConfig
 from quorum.controller import ControllerConfig
+from quorum.metadata.configs import REPLICATION_MODE_RAFT
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import Partition
 from quorum.raft.config import RaftConfig
@@ -147,6 +148,31 @@ def raft_settings_for(seed: int, election_timeout_ms: int | None = None) -> Raft
     """The drawn raft-partition settings of `seed` (their own generator: the other draws of the
     run are those of the other modes), with `election_timeout_ms` if given."""
     return draw_raft_settings(random.Random(seed * 7001 + 5), election_timeout_ms)
+
+
+def data_plane_configs(timing: DataTiming, min_insync_replicas: int, replication_mode: str, *,
+                       leader_epoch_enable: bool = True,
+                       eligible_leader_replicas: bool = False) -> tuple[ReplicaConfig, ControllerConfig]:  # fmt: skip
+    """The brokers' ReplicaCore settings and the controller's settings of a data-plane run on
+    `timing`. A raft partition runs no ReplicaCore: its brokers' ReplicaCore settings go unused
+    (they say "isr")."""
+    replica_config = ReplicaConfig(
+        replica_lag_time_max_ms=timing.replica_lag_time_max_ms,
+        min_insync_replicas=min_insync_replicas,
+        replication_mode="isr" if replication_mode == REPLICATION_MODE_RAFT else replication_mode,
+        leader_epoch_enable=leader_epoch_enable,
+        replica_fetch_wait_max_ms=timing.replica_fetch_wait_max_ms,
+        replica_fetch_backoff_ms=100,
+        replica_socket_timeout_ms=timing.request_timeout_ms,
+        alter_partition_timeout_ms=timing.request_timeout_ms,
+    )
+    controller_config = ControllerConfig(
+        broker_heartbeat_interval_ms=timing.heartbeat_interval_ms,
+        broker_session_timeout_ms=timing.session_timeout_ms,
+        eligible_leader_replicas_enable=eligible_leader_replicas,
+        auto_leader_rebalance_enable=False,
+    )
+    return replica_config, controller_config
 
 
 class Cluster:
