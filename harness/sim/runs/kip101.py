@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.sim.actors.clients import CLIENT_BASE
+from harness.sim.actors.process import SimProcess
 from harness.sim.checks.replicas import decode_values
 from harness.sim.runs.cluster import Cluster
 from harness.sim.runs.scenario_run import ScenarioConfig, build_cluster, topic_request
@@ -60,18 +61,15 @@ class ScenarioOutcome:
         return False
 
 
-class ScriptClient:
+class ScriptClient(SimProcess):
     """The script's producer: an actor that sends what it is told and keeps every answer."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self.node_id = SCRIPT_CLIENT
         self.responses: dict[int, ProduceResponse] = {}
-        self.up, self.paused, self.pause_id, self.incarnation = True, False, 0, 1
-        self.buffered: list[Any] = []
-        self.outbox: list[tuple[int, Any]] = []
-        self.timer_generation = 0
-        self.armed_deadline_ms: int | None = None
+        self.init_process()
+        self.process_started()  # a script's client is never faulted (it is not a node)
         cluster.world.add(self, "client")
 
     def handle(self, src: int, message: Any, now_ms: int) -> None:
