@@ -251,6 +251,11 @@ def leader_replaced(fault: Fault | None, leaders: Sequence[PartitionLeader]) -> 
                and p.leader != fault.target["leader"] for p in leaders)
 
 
+def _clock_words(clock: Any) -> str:
+    """A node's /nemesis/clock answer, as a fault's result line says it."""
+    return f"skew {round(clock.get('skew_ms', 0)):+d} ms, rate {clock.get('rate')}"
+
+
 # --------------------------------------------------------------------------------- schedule
 
 
@@ -529,28 +534,25 @@ class ClusterNemesis:
 
     async def _links(self, node_id: int, body: dict[str, Any] | None) -> str:
         """POST this /nemesis/links body to the node, or DELETE (heal) for None."""
-        method = "DELETE" if body is None else "POST"
-        try:
-            async with self.session.request(
-                method, self._url(node_id, "/nemesis/links"), json=body, headers=self._auth,
-                timeout=aiohttp.ClientTimeout(total=2.0),
-            ) as resp:
-                return "ok" if resp.status == 200 else f"HTTP {resp.status}"
-        except (aiohttp.ClientError, TimeoutError) as exc:
-            return type(exc).__name__ or "error"
+        return await self._nemesis_call(node_id, "/nemesis/links", body)
 
     async def _clock(self, node_id: int, body: dict[str, Any] | None) -> str:
         """POST this /nemesis/clock body to the node, or DELETE (back in step) for None."""
+        return await self._nemesis_call(node_id, "/nemesis/clock", body, _clock_words)
+
+    async def _nemesis_call(self, node_id: int, path: str, body: dict[str, Any] | None,
+                            words: Callable[[Any], str] | None = None) -> str:  # fmt: skip
+        """POST `body` to the node's `path`, or DELETE for None: "ok" (or the answer as `words`
+        puts it), "HTTP <status>", or the name of the error that stopped the call."""
         method = "DELETE" if body is None else "POST"
         try:
             async with self.session.request(
-                method, self._url(node_id, "/nemesis/clock"), json=body, headers=self._auth,
+                method, self._url(node_id, path), json=body, headers=self._auth,
                 timeout=aiohttp.ClientTimeout(total=2.0),
             ) as resp:
                 if resp.status != 200:
                     return f"HTTP {resp.status}"
-                clock = await resp.json(content_type=None)
-                return f"skew {round(clock.get('skew_ms', 0)):+d} ms, rate {clock.get('rate')}"
+                return "ok" if words is None else words(await resp.json(content_type=None))
         except (aiohttp.ClientError, TimeoutError, ValueError) as exc:
             return type(exc).__name__ or "error"
 

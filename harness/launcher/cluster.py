@@ -36,7 +36,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.admin.client import AdminClient, AdminError, register_token
 from harness.runtime.config import LOOPBACK_HOST, Endpoint, NodeConfig, validate_overrides
@@ -47,6 +47,7 @@ HOST = LOOPBACK_HOST
 BIND_HOST_KEY = "kraftlab.bind.host"
 LAUNCHER_KEYS: dict[str, str] = {BIND_HOST_KEY: HOST}
 TOKEN_FILE = "admin-token"
+T = TypeVar("T")
 
 
 class ClusterError(RuntimeError):
@@ -427,28 +428,41 @@ def wait_for_leader(
     progress: Callable[[str], None] | None = None,
 ) -> int:
     """Poll until every node in `node_ids` names the same leader; returns its id."""
+
+    def step() -> tuple[int | None, str]:
+        views = quorum_view(cluster, timeout_s=0.5)
+        leader = agreed_leader(views, node_ids)
+        up = sum(1 for i in node_ids if views.get(i) is not None)
+        named = sorted({v["leader_id"] for v in views.values() if v and v.get("leader_id")})
+        return leader, (f"waiting for a leader: {up}/{len(node_ids)} nodes answering, "
+                        f"leaders named {named}")  # fmt: skip
+
+    return _poll(cluster.nodes, "node", node_ids, timeout_s, progress, step, "no agreed leader")
+
+
+def _poll(nodes: list[NodeEntry], kind: str, ids: list[int], timeout_s: float,
+          progress: Callable[[str], None] | None, step: Callable[[], tuple[T | None, str]],
+          failed: str) -> T:  # fmt: skip
+    """Call `step` every 50 ms until it gives a result (not None); its words on the way go to
+    `progress` when they change. A listed node's process that exited, or the timeout, raises
+    ClusterError."""
     deadline = time.monotonic() + timeout_s
     last = ""
     while True:
-        for node in cluster.nodes:
-            if node.pid is not None:
-                proc = _children.get(node.pid)
-                if proc is not None and proc.poll() is not None and node.id in node_ids:
-                    raise ClusterError(
-                        f"node {node.id} exited with code {proc.returncode}; see {node.log_file}"
-                    )
-        views = quorum_view(cluster, timeout_s=0.5)
-        leader = agreed_leader(views, node_ids)
-        if leader is not None:
-            return leader
-        up = sum(1 for i in node_ids if views.get(i) is not None)
-        named = sorted({v["leader_id"] for v in views.values() if v and v.get("leader_id")})
-        msg = f"waiting for a leader: {up}/{len(node_ids)} nodes answering, leaders named {named}"
+        for node in nodes:
+            proc = _children.get(node.pid) if node.pid is not None else None
+            if proc is not None and proc.poll() is not None and node.id in ids:
+                raise ClusterError(
+                    f"{kind} {node.id} exited with code {proc.returncode}; see {node.log_file}"
+                )
+        result, msg = step()
+        if result is not None:
+            return result
         if progress is not None and msg != last:
             progress(msg)
             last = msg
         if time.monotonic() > deadline:
-            raise ClusterError(f"no agreed leader after {timeout_s:.0f} s ({msg})")
+            raise ClusterError(f"{failed} after {timeout_s:.0f} s ({msg})")
         time.sleep(0.05)
 
 
@@ -483,26 +497,16 @@ def wait_for_brokers(
     progress: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Poll /cluster until every broker in `broker_ids` is registered and unfenced."""
-    deadline = time.monotonic() + timeout_s
-    last = ""
-    while True:
-        for node in cluster.brokers:
-            proc = _children.get(node.pid or 0)
-            if proc is not None and proc.poll() is not None and node.id in broker_ids:
-                raise ClusterError(
-                    f"broker {node.id} exited with code {proc.returncode}; see {node.log_file}"
-                )
+
+    def step() -> tuple[dict[str, Any] | None, str]:
         view = broker_view(cluster)
         brokers = {b["id"]: b for b in (view or {}).get("brokers", [])}
         registered = [i for i in broker_ids if i in brokers]
         unfenced = [i for i in registered if not brokers[i]["fenced"]]
-        if view is not None and len(unfenced) == len(broker_ids):
-            return view
-        msg = (f"waiting for brokers: {len(registered)}/{len(broker_ids)} registered, "
-               f"{len(unfenced)}/{len(broker_ids)} unfenced")
-        if progress is not None and msg != last:
-            progress(msg)
-            last = msg
-        if time.monotonic() > deadline:
-            raise ClusterError(f"brokers not ready after {timeout_s:.0f} s ({msg})")
-        time.sleep(0.05)
+        ready = view is not None and len(unfenced) == len(broker_ids)
+        return view if ready else None, (
+            f"waiting for brokers: {len(registered)}/{len(broker_ids)} registered, "
+            f"{len(unfenced)}/{len(broker_ids)} unfenced")  # fmt: skip
+
+    return _poll(cluster.brokers, "broker", broker_ids, timeout_s, progress, step,
+                 "brokers not ready")  # fmt: skip

@@ -18,7 +18,7 @@ it. This module makes the decision visible, without putting anything on its path
 
 In-sync voters (the ISR a raft partition shows): the leader and the voters that fetched from it
 within fetch.timeout.ms (partition.raft.status "follower"; in a new epoch, also those that have
-not fetched yet while the epoch is younger than that: raft_partitions.in_sync_voters).
+not fetched yet while the epoch is younger than that: partition.raft.in_sync_voters).
 Informational: acks=all waits for a majority of the voters whatever the ISR says
 (min.insync.replicas does not apply).
 """
@@ -30,14 +30,15 @@ from typing import Any
 import structlog
 
 from harness.runtime.context import BrokerLink, NodeContext
-from harness.runtime.raft_partitions import HostedRaft, RaftPartitions, in_sync_voters
+from harness.runtime.raft_partitions import HostedRaft, RaftPartitions
+from partition.raft import in_sync_voters, metadata_leader
 from quorum.controller.messages import (
     RaftLeader,
     ReportRaftLeadersRequest,
     ReportRaftLeadersResponse,
 )
 from quorum.metadata.errors import Errors
-from quorum.metadata.records import NO_LEADER, Partition
+from quorum.metadata.records import Partition
 from quorum.raft.effects import LeaderChanged
 
 log = structlog.get_logger()
@@ -153,10 +154,7 @@ class RaftLeadership:
         known = self.partitions.leader_of(part.topic_id, part.partition)
         if known is None:
             return part.leader, part.leader_epoch
-        leader, epoch = known
-        if epoch > part.leader_epoch or (epoch == part.leader_epoch and part.leader == NO_LEADER):
-            return leader, epoch
-        return part.leader, part.leader_epoch
+        return metadata_leader(part.leader, part.leader_epoch, *known)
 
     def close(self) -> None:
         self._closed = True

@@ -24,8 +24,11 @@ and fetch requests from clients, due timers. Per round:
 4. Every Raft message between two brokers in a round travels in ONE RaftEnvelope per broker pair
    and direction (RaftMux), split only above ENVELOPE_MAX_BYTES of records.
 
-One input into a core and the running of its stages are harness/drive/raft_stages.py, shared
-with the simulator's driver (harness/sim/actors/raft_host.py); the round above is this module's.
+One input into a core, the running of its stages, the passes of 3. (`run_round`), the replica's
+effect environment and the recovery flush of a log after a restart are harness/drive/
+raft_stages.py, shared with the simulator's driver (harness/sim/actors/raft_host.py); what
+differs in the round above (envelopes shipped after every pass, fsyncs in threads, one grouped
+election-state write) is this module's.
 
 Leadership (harness/runtime/raft_leadership.py): elections are the replicas' own; that module
 tells the controller about them and answers Metadata from the Raft state when it is newer than
@@ -54,8 +57,14 @@ from typing import Any, Protocol
 
 import structlog
 
-from harness.drive.effects import execute_effects
-from harness.drive.raft_stages import call_core, has_stages, run_stages
+from harness.drive.raft_stages import (
+    HostedReplica,
+    call_core,
+    has_stages,
+    recovery_flush,
+    run_round,
+    run_stages,
+)
 from harness.net.transport import FrameError
 from harness.runtime.context import NodeContext
 from partition.log.log import PartitionLog
@@ -70,21 +79,19 @@ from partition.raft import (
     RaftPartitionConfig,
     RaftPartitionInput,
     RaftPartitionLog,
-    RaftPartitionStatus,
     RaftReplica,
     ResignRequested,
     Stage,
     TickGrid,
     data_partition_raft_config,
+    in_sync_voters,
     unbundle,
 )
-from partition.raft.effects import RaftEffect
 from partition.raft.election_states import ElectionStates
 from partition.replica import FetchRequest, FetchResponse, ProduceRequest, ProduceResponse
 from quorum import codec
 from quorum.raft.config import RaftConfig
 from quorum.raft.effects import ElectionState, LeaderChanged
-from quorum.raft.log import OffsetAndEpoch
 from quorum.raft.messages import FetchRequest as RaftFetch
 from quorum.raft.messages import FetchResponse as RaftFetchResponse
 
@@ -97,34 +104,6 @@ TICK_QUANTUM_MS = 10
 ENVELOPE_MAX_BYTES = 8 << 20
 # Parallel fsyncs when a round left several logs dirty.
 FSYNC_THREADS = 8
-# Voter roles (partition.raft.status) that count as in sync: fetched within fetch.timeout.ms.
-LIVE_ROLES = frozenset({"leader", "follower"})
-
-
-def in_sync_voters(status: RaftPartitionStatus, now_ms: int, fetch_timeout_ms: int) -> list[int]:
-    """The leader and the voters that fetched from it within the fetch timeout, in assignment
-    order. A voter that has not fetched yet in this epoch counts while the epoch is younger than
-    the timeout (the leader's check-quorum gives it that long too, quorum/raft/leader.py)."""
-    return [v.node_id for v in status.voters
-            if v.role in LIVE_ROLES or (v.role == "unknown" and v.last_fetch_ms is not None
-                                        and now_ms - v.last_fetch_ms <= fetch_timeout_ms)]  # fmt: skip
-
-
-
-def recovery_flush(plog: PartitionLog) -> None:
-    """fsync what a log holds beyond its recovery point before its replica counts any of it.
-
-    After a kill -9 the page cache still holds appends the killed process never fsynced; the
-    recovered log shows them, and the replica's first fetch would count them toward a majority,
-    while a power loss before their next fsync would take them away, committed. The simulator's
-    driver does the same (harness/sim/actors/raft_host.py `recovery_flush`)."""
-    if plog.log_end_offset == plog.log_start_offset:
-        return
-    for segment in plog.segments:
-        if segment.next_offset > plog.recovery_point:
-            segment.flush()
-    plog.storage.fsync_dir(plog.directory)
-
 class ClientAnswers(Protocol):
     """Where answers to clients go (the replica manager resolves them by request id)."""
 
@@ -153,9 +132,10 @@ def raft_config_of(node: NodeContext) -> RaftConfig:
 
 
 @dataclass(eq=False)
-class HostedRaft:
+class HostedRaft(HostedReplica):
     """One raft partition replica on this broker: its core, its log, what waits for it, and
-    the effect environments (harness.drive.effects.EffectEnv, partition.raft.PartitionEffectEnv)."""
+    the effect environments (harness.drive.effects.EffectEnv, partition.raft.PartitionEffectEnv;
+    what both drivers share is harness.drive.raft_stages.HostedReplica)."""
 
     host: RaftPartitions
     topic: str
@@ -184,10 +164,6 @@ class HostedRaft:
         return has_stages(self) or self.busy
 
     # -- harness.drive.effects.EffectEnv
-    @property
-    def log(self) -> RaftPartitionLog:
-        return self.store
-
     def send(self, to: int, message: Any) -> None:
         if isinstance(message, RaftFetchResponse):
             self.parked.discard(to)
@@ -199,22 +175,10 @@ class HostedRaft:
         self.host.election_states.put(self.key, state)
         self.host.election_states.write()
 
-    def on_commit_advanced(self, high_watermark: int) -> None:
-        self.store.update_high_watermark(high_watermark)
-
     def on_leader_changed(self, effect: LeaderChanged) -> None:
         self.host.listener.leadership_changed(self, effect)
 
-    def on_read_barrier(self, effect: Any) -> None:
-        raise AssertionError(f"raft partitions take no read barriers: {effect}")
-
-    def on_snapshot_installed(self, snapshot: OffsetAndEpoch) -> None:
-        raise AssertionError(f"raft partitions install no snapshots: {snapshot}")
-
     # -- partition.raft.PartitionEffectEnv
-    def run_raft_effects(self, effects: list[RaftEffect]) -> None:
-        execute_effects(effects, self)
-
     def complete_produce(self, response: ProduceResponse) -> None:
         self.host.answers.complete_produce(response)
 
@@ -409,16 +373,7 @@ class RaftPartitions:
         if self._timer_round:
             self._timer_round = False
             self._merge_phases()
-        while True:
-            for r in list(self._touched.values()):
-                self._feed(r)
-            self._ship()
-            dirty = [r for r in self._touched.values() if r.needs_flush or r.persist is not None]
-            if not dirty:
-                break
-            self._make_durable(dirty)
-            for r in dirty:
-                self._advance(r)
+        run_round(self._touched, self._feed, self._make_durable, self._advance, self._ship)
         self._ship()
         now_ms = self.node.now_ms()
         touched, self._touched = self._touched, {}
@@ -439,9 +394,9 @@ class RaftPartitions:
             for r in [r for r in self.replicas.values() if peer in r.parked]:
                 self._input(r, AnswerLongPolls(peer, due_by))
 
-    def _make_durable(self, dirty: list[HostedRaft]) -> None:
+    def _make_durable(self, dirty: list[HostedRaft]) -> bool:
         """Every log a stage left unflushed fsynced once (in parallel), then every election
-        state of the round in ONE write (partition/raft/election_states.py)."""
+        state of the round in ONE write (partition/raft/election_states.py); done on return."""
         logs = [r for r in dirty if r.needs_flush]
         if logs:
             self.fsync_rounds += 1
@@ -462,6 +417,7 @@ class RaftPartitions:
                 self.election_states.put(r.key, r.persist)
                 r.persist = None
             self.election_states.write()
+        return True
 
     def _ship(self) -> None:
         for envelope in self.mux.drain():

@@ -220,6 +220,19 @@ def no_cells(a_name: str, b_name: str) -> str:
             f"fault duration) was run with both {a_name} and {b_name}")
 
 
+def pair_gap(a_rows: pd.DataFrame, b_rows: pd.DataFrame, a: Pooled | None, b: Pooled | None,
+             names: tuple[str, str], cells: tuple[str, str], ev: Evidence, *,
+             acked: bool = False, attempted: bool = False) -> str | None:  # fmt: skip
+    """Why two arms give no verdict: no rows for one ("no data"), no cell run with both
+    (`cells` name them), or too little data in one (`names`); None when they can be compared."""
+    if a_rows.empty or b_rows.empty:
+        return "no data"
+    if a is None or b is None:
+        return no_cells(*cells)
+    return insufficient(shortfall(a, names[0], ev, acked=acked, attempted=attempted),
+                        shortfall(b, names[1], ev, acked=acked, attempted=attempted))  # fmt: skip
+
+
 def rule_min_isr(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
     """(a) ISR, acks=all, min ISR 1 vs 2, when the cut-off leader loses leadership to an
     out-of-sync follower (unclean election allowed), then when it loses its disk tail."""
@@ -236,14 +249,11 @@ def rule_min_isr(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
     claim = ("ISR with acks=all and min.insync.replicas=1 loses acknowledged writes when the "
              "leader is cut off from its followers and then loses leadership; with "
              "min.insync.replicas=2 it loses none")
-    if one_rows.empty or two_rows.empty:
-        out.append(verdict(False, claim, "no data"))
-    elif one is None or two is None:
-        out.append(verdict(False, claim, no_cells("min.insync.replicas=1", "min.insync.replicas=2")))
-    elif (why := insufficient(shortfall(one, "min.insync.replicas=1", ev, acked=True),
-                              shortfall(two, "min.insync.replicas=2", ev, acked=True))):
+    names = ("min.insync.replicas=1", "min.insync.replicas=2")
+    if why := pair_gap(one_rows, two_rows, one, two, names, names, ev, acked=True):
         out.append(verdict(False, claim, why))
     else:
+        assert one is not None and two is not None
         why = ("min.insync.replicas=1 lost none" if one.lost == 0 else
                "min.insync.replicas=2 lost some too")
         out.append(verdict(one.lost > 0 and two.lost == 0, claim, why))
@@ -364,16 +374,11 @@ def rule_unclean(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
            f"min.insync.replicas=1 and unclean.leader.election.enable=true {both(on)}; with it "
            f"false, {both(off)}."]
     claim = "unclean election trades loss for availability"
-    if on_rows.empty or off_rows.empty:
-        out.append(verdict(False, claim, "no data"))
-        return out
-    if on is None or off is None:
-        out.append(verdict(False, claim, no_cells("unclean election on", "off")))
-        return out
-    if (why := insufficient(shortfall(on, "unclean on", ev, acked=True, attempted=True),
-                            shortfall(off, "unclean off", ev, acked=True, attempted=True))):
+    if why := pair_gap(on_rows, off_rows, on, off, ("unclean on", "unclean off"),
+                       ("unclean election on", "off"), ev, acked=True, attempted=True):  # fmt: skip
         out.append(verdict(False, claim, why))
         return out
+    assert on is not None and off is not None
     more_loss = _cmp(on.lost_per_million, off.lost_per_million) == "higher"
     more_avail = _cmp(on.write_availability_fault, off.write_availability_fault) == "higher"
     why = ("it lost more without gaining availability" if more_loss else
@@ -395,14 +400,11 @@ def rule_elr(g: pd.DataFrame, ev: Evidence = DEFAULT_EVIDENCE) -> list[str]:
     out = [f"Under {LAST_REPLICA}, ISR (acks=all, min.insync.replicas=2) with ELR {lost(on)}; "
            f"without ELR it {lost(off)}."]
     claim = "ELR avoids loss in the last-replica case"
-    if on_rows.empty or off_rows.empty:
-        out.append(verdict(False, claim, "no data"))
-    elif on is None or off is None:
-        out.append(verdict(False, claim, no_cells("ELR", "without it")))
-    elif (why := insufficient(shortfall(on, "ELR", ev, acked=True),
-                              shortfall(off, "no ELR", ev, acked=True))):
+    if why := pair_gap(on_rows, off_rows, on, off, ("ELR", "no ELR"), ("ELR", "without it"), ev,
+                       acked=True):  # fmt: skip
         out.append(verdict(False, claim, why))
     else:
+        assert on is not None and off is not None
         why = ("without ELR nothing was lost either" if off.lost == 0 else
                "ELR reduced the loss but did not avoid it" if
                _cmp(on.lost_per_million, off.lost_per_million) == "lower" else

@@ -40,7 +40,13 @@ from partition.raft.replica import (
     RaftReplica,
     ResignRequested,
 )
-from partition.raft.status import MIN_INSYNC_REPLICAS_NOTE, RaftPartitionStatus, VoterStatus
+from partition.raft.status import (
+    MIN_INSYNC_REPLICAS_NOTE,
+    RaftPartitionStatus,
+    VoterStatus,
+    in_sync_voters,
+    metadata_leader,
+)
 
 __all__ = [
     "ELECTION_STATES_FILE",
@@ -72,5 +78,7 @@ __all__ = [
     "data_partition_raft_config",
     "execute_partition_effects",
     "flush_stages",
+    "in_sync_voters",
+    "metadata_leader",
     "unbundle",
 ]

@@ -8,6 +8,17 @@ names the leader; the other voters are "unknown" there. Voter roles as the leade
 for that long: it no longer counts toward check-quorum); "unknown" (no fetch yet in this epoch).
 `lag` is records behind the leader's log end offset.
 
+The in-sync voters (`in_sync_voters`: what a raft partition's leader reports to the controller
+as its ISR, and the admin API shows) are the leader and the voters that fetched within the fetch
+timeout; a voter with no fetch yet in this epoch counts while the epoch is younger than that
+timeout (the leader's check-quorum gives it that long too, quorum/raft/leader.py), so an
+election leaves no transient under-replicated ISR.
+
+Who leads, in a Metadata answer (`metadata_leader`): the image's leader, unless the broker's own
+replica knows a newer Raft epoch with a leader (or the same epoch, where the image names
+nobody); so with every controller down, a broker still sends clients to the new leader, with the
+epoch they must present (KIP-320).
+
 min.insync.replicas does not apply to raft partitions: acks=all waits for a majority of the
 voters (`acks_all_needs`), whatever min.insync.replicas says (MIN_INSYNC_REPLICAS_NOTE).
 """
@@ -18,12 +29,21 @@ from dataclasses import dataclass
 
 from quorum.raft.core import QuorumStatus
 
-__all__ = ["MIN_INSYNC_REPLICAS_NOTE", "RaftPartitionStatus", "VoterStatus", "describe"]
+__all__ = [
+    "MIN_INSYNC_REPLICAS_NOTE",
+    "RaftPartitionStatus",
+    "VoterStatus",
+    "describe",
+    "in_sync_voters",
+    "metadata_leader",
+]
 
 MIN_INSYNC_REPLICAS_NOTE = (
     "min.insync.replicas does not apply: acks=all waits for a majority of the voters"
 )
 NO_LEADER = -1
+# Voter roles that count as in sync: fetched within the fetch timeout.
+LIVE_ROLES = frozenset({"leader", "follower"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +103,25 @@ def describe(
         status.high_watermark, log_start_offset, status.log_end_offset, tuple(voters),
         len(status.voters) // 2 + 1,
     )  # fmt: skip
+
+
+def in_sync_voters(status: RaftPartitionStatus, now_ms: int, fetch_timeout_ms: int) -> list[int]:
+    """The leader and the voters that fetched from it within the fetch timeout, in assignment
+    order; a voter that has not fetched yet in this epoch counts while the epoch is younger than
+    the timeout (module docstring). `now_ms` is the core's time."""
+    return [v.node_id for v in status.voters
+            if v.role in LIVE_ROLES or (v.role == "unknown" and v.last_fetch_ms is not None
+                                        and now_ms - v.last_fetch_ms <= fetch_timeout_ms)]  # fmt: skip
+
+
+def metadata_leader(image_leader: int, image_epoch: int, raft_leader: int,
+                    raft_epoch: int) -> tuple[int, int]:  # fmt: skip
+    """(leader, epoch) for a Metadata answer from the image's and the replica's (leader, epoch)
+    (module docstring); a replica that knows no leader (a negative id) leaves the image's."""
+    if raft_leader >= 0 and (raft_epoch > image_epoch
+                             or (raft_epoch == image_epoch and image_leader == NO_LEADER)):  # fmt: skip
+        return raft_leader, raft_epoch
+    return image_leader, image_epoch
 
 
 def _row(node_id: int, end_offset: int, last_fetch_ms: int | None, last_caught_up_ms: int | None,

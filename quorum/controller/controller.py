@@ -314,13 +314,9 @@ class QuorumController:
     def _heartbeat(
         self, req: BrokerHeartbeatRequest, image: MetadataImage, now_ms: int
     ) -> ControllerResult:
-        b = image.broker(req.broker_id)
-        if b is None:
-            return ControllerResult(
-                response=BrokerHeartbeatResponse(Errors.BROKER_ID_NOT_REGISTERED)
-            )
-        if b.broker_epoch != req.broker_epoch:
-            return ControllerResult(response=BrokerHeartbeatResponse(Errors.STALE_BROKER_EPOCH))
+        b = image.registered_sender(req.broker_id, req.broker_epoch)
+        if isinstance(b, Errors):
+            return ControllerResult(response=BrokerHeartbeatResponse(b))
         session = self._sessions.setdefault(req.broker_id, _Session(now_ms))
         session.last_contact_ms = max(session.last_contact_ms, now_ms)
         session.metadata_offset = req.current_metadata_offset
@@ -573,11 +569,8 @@ class QuorumController:
             return ControllerResult(response=ReportReplicaPositionResponse(
                 error, req.topic_id, req.partition, leader, epoch))  # fmt: skip
 
-        b = image.broker(req.broker_id)
-        if b is None:
-            return answer(Errors.BROKER_ID_NOT_REGISTERED)
-        if b.broker_epoch != req.broker_epoch:
-            return answer(Errors.STALE_BROKER_EPOCH)
+        if isinstance(error := image.registered_sender(req.broker_id, req.broker_epoch), Errors):
+            return answer(error)
         topic = image.topic_by_id(req.topic_id)
         part = image.partition(req.topic_id, req.partition)
         if topic is None or part is None:
@@ -609,13 +602,8 @@ class QuorumController:
     def _allocate_producer_ids(
         self, req: AllocateProducerIdsRequest, image: MetadataImage
     ) -> ControllerResult:
-        b = image.broker(req.broker_id)
-        if b is None:
-            return ControllerResult(
-                response=AllocateProducerIdsResponse(Errors.BROKER_ID_NOT_REGISTERED)
-            )
-        if b.broker_epoch != req.broker_epoch:
-            return ControllerResult(response=AllocateProducerIdsResponse(Errors.STALE_BROKER_EPOCH))
+        if isinstance(error := image.registered_sender(req.broker_id, req.broker_epoch), Errors):
+            return ControllerResult(response=AllocateProducerIdsResponse(error))
         start = image.next_producer_id
         size = self.config.producer_id_block_size
         record = ProducerIds(req.broker_id, req.broker_epoch, start + size)

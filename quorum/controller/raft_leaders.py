@@ -75,11 +75,8 @@ def report_raft_leaders(req: ReportRaftLeadersRequest, image: MetadataImage) -> 
     """Record the leaderships a broker reports (module docstring). Top-level errors:
     BROKER_ID_NOT_REGISTERED, STALE_BROKER_EPOCH (another incarnation: its Raft state may be
     older than what it reports now)."""
-    b = image.broker(req.broker_id)
-    if b is None:
-        return ControllerResult(response=ReportRaftLeadersResponse(Errors.BROKER_ID_NOT_REGISTERED))
-    if b.broker_epoch != req.broker_epoch:
-        return ControllerResult(response=ReportRaftLeadersResponse(Errors.STALE_BROKER_EPOCH))
+    if isinstance(error := image.registered_sender(req.broker_id, req.broker_epoch), Errors):
+        return ControllerResult(response=ReportRaftLeadersResponse(error))
     batch = PendingRecords(image)
     results = [_record_one(batch, req.broker_id, report) for report in req.leaders]
     return batch.result(ReportRaftLeadersResponse(Errors.NONE, tuple(results)))

@@ -341,6 +341,17 @@ class MetadataImage:
     def broker(self, broker_id: int) -> BrokerRegistration | None:
         return self._brokers.get(broker_id)
 
+    def registered_sender(self, broker_id: int, broker_epoch: int) -> BrokerRegistration | Errors:
+        """The registration of `broker_id` when it is registered at `broker_epoch` (the
+        incarnation a broker's request to the controller must come from), else the error to
+        answer: BROKER_ID_NOT_REGISTERED, or STALE_BROKER_EPOCH (another incarnation's request)."""
+        b = self._brokers.get(broker_id)
+        if b is None:
+            return Errors.BROKER_ID_NOT_REGISTERED
+        if b.broker_epoch != broker_epoch:
+            return Errors.STALE_BROKER_EPOCH
+        return b
+
     def brokers(self) -> list[BrokerRegistration]:
         """All registered brokers, by id."""
         return [self._brokers[b] for b in sorted(self._brokers)]

@@ -24,6 +24,7 @@ from typing import Any
 
 from harness.drive.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
 from harness.sim.actors.controller import partition_view
+from harness.sim.actors.process import SimProcess
 from quorum.controller import (
     BrokerHeartbeatRequest,
     ControllerConfig,
@@ -40,7 +41,7 @@ COMMIT_DELAY_MS = 4  # one metadata-quorum commit round
 PartitionChange = Callable[[Partition | None, Partition], None]
 
 
-class AbstractController:
+class AbstractController(SimProcess):
     """The one active controller (see the module docstring)."""
 
     def __init__(
@@ -59,14 +60,7 @@ class AbstractController:
         self.generation = 0  # one per process start: the "epoch" of the active controller
         # (due ms, the service that proposed, its records), in proposal order
         self.commits: list[tuple[int, ControllerService, tuple[Any, ...]]] = []
-        self.up = False
-        self.paused = False
-        self.pause_id = 0
-        self.incarnation = 0
-        self.buffered: list[Any] = []
-        self.outbox: list[tuple[int, Any]] = []
-        self.timer_generation = 0
-        self.armed_deadline_ms: int | None = None
+        self.init_process()
 
     @property
     def is_leader(self) -> bool:
@@ -79,8 +73,7 @@ class AbstractController:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self, now_ms: int, seed: int = 0) -> None:
-        self.up, self.paused = True, False
-        self.incarnation += 1
+        self.process_started()
         self.generation += 1
         self.service = ControllerService(self.config, image=self.image, now_ms=now_ms)
         self._pump(now_ms)
@@ -89,20 +82,12 @@ class AbstractController:
         self.stop()
 
     def stop(self) -> None:
-        self.up, self.paused = False, False
+        self.process_stopped()
         self.service = None  # the waiting callers time out (their responses never come)
         self.commits = []
-        self.buffered, self.outbox = [], []
-        self.timer_generation += 1
-        self.armed_deadline_ms = None
 
     def shutdown(self, now_ms: int) -> None:
         pass  # nothing to flush: the image is the committed state
-
-    def pause(self) -> int:
-        self.paused = True
-        self.pause_id += 1
-        return self.pause_id
 
     # -- inputs ---------------------------------------------------------------------------------
 

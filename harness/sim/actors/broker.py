@@ -64,6 +64,7 @@ from harness.drive.controller_rpc import ControllerRpcRequest, ControllerRpcResp
 from harness.drive.replica_effects import execute_replica_effects
 from harness.sim.actors.controller import TOPIC, MetadataPush
 from harness.sim.actors.disk import Disk
+from harness.sim.actors.process import SimProcess
 from harness.sim.actors.raft_host import RaftHost, RaftSettings
 from harness.sim.actors.raft_node import RaftNode
 from harness.sim.checks.replicas import ReplicaChecker
@@ -155,7 +156,7 @@ class DiskClock(Protocol):
     def after(self, actor: Any) -> None: ...
 
 
-class Broker:
+class Broker(SimProcess):
     """One data-plane broker (see the module docstring)."""
 
     def __init__(
@@ -182,14 +183,7 @@ class Broker:
         self.find_controller = find_controller
         self.storage = SimStorage()
         self.hw_checkpoint = 0
-        self.up = False
-        self.paused = False
-        self.pause_id = 0
-        self.incarnation = 0
-        self.buffered: list[Any] = []
-        self.outbox: list[tuple[int, Any]] = []
-        self.timer_generation = 0
-        self.armed_deadline_ms: int | None = None
+        self.init_process()
         self.session: BrokerSession = new_session(node_id, 1, timing)
         self._forget()
 
@@ -222,9 +216,8 @@ class Broker:
     def start(self, now_ms: int, seed: int = 0) -> None:
         """A process start: recover the log (HW from the checkpoint), a fresh session."""
         self._forget()
-        self.up, self.paused = True, False
+        self.process_started()
         self.seed = seed
-        self.incarnation += 1
         self.session = new_session(self.node_id, self.incarnation, self.timing)
         self._open_log()
         self.next_flush_ms = now_ms + FLUSH_INTERVAL_MS
@@ -240,10 +233,7 @@ class Broker:
     def stop(self) -> None:
         """Process kill (SIGKILL): the page cache survives, so nothing written is lost."""
         self.disk_generation += 1  # an fsync in progress never completes for this process
-        self.up, self.paused = False, False
-        self.buffered, self.outbox = [], []
-        self.timer_generation += 1
-        self.armed_deadline_ms = None
+        self.process_stopped()
         self._forget()
 
     def crash(self, rng: random.Random | None) -> None:
@@ -257,11 +247,6 @@ class Broker:
             self.raft.shutdown(now_ms)
         if self.log is not None:
             self.log.flush()
-
-    def pause(self) -> int:
-        self.paused = True
-        self.pause_id += 1
-        return self.pause_id
 
     def restart_replica(self, lose_unflushed: bool = False) -> None:
         """Rebuild the partition's replica from disk (log recovery, HW from the checkpoint)
@@ -435,7 +420,7 @@ class Broker:
         if (raft.became_leader or now_ms >= self.next_report_ms) and self.broker_epoch >= 0:
             raft.became_leader = False
             self.next_report_ms = now_ms + self.timing.heartbeat_interval_ms
-            leaders = raft.unrecorded_leaders(self.partition)
+            leaders = raft.unrecorded_leaders(self.partition, now_ms)
             if leaders:
                 self._call(ReportRaftLeadersRequest(self.node_id, self.broker_epoch, leaders))
         elif now_ms >= self.next_report_ms:

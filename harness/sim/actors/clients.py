@@ -27,6 +27,7 @@ from abc import ABC, abstractmethod
 from typing import Any, Protocol
 
 from harness.check.history import Event
+from harness.sim.actors.process import SimProcess
 from harness.sim.checks.replicas import decode_values
 from partition.log import Record, encode_batch
 from partition.replica import FetchRequest, FetchResponse, ProduceRequest, ProduceResponse
@@ -59,7 +60,7 @@ class ClientContext(Protocol):
     def leader_seen_by(self, client: int, rng: random.Random) -> int: ...
 
 
-class Client(ABC):
+class Client(SimProcess, ABC):
     """One client process (see the module docstring)."""
 
     def __init__(self, node_id: int, context: ClientContext, history: History, process: int,
@@ -78,11 +79,8 @@ class Client(ABC):
         self.next_step_ms: int | None = None
         self.stopped = False
         # The actor's process state: a client is never faulted (it is not a node).
-        self.up, self.paused, self.pause_id, self.incarnation = True, False, 0, 1
-        self.buffered: list[Any] = []
-        self.outbox: list[tuple[int, Any]] = []
-        self.timer_generation = 0
-        self.armed_deadline_ms: int | None = None
+        self.init_process()
+        self.process_started()
 
     def start(self, at_ms: int) -> None:
         """Invoke the first operation at `at_ms` (the world then arms the timer)."""

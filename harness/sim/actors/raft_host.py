@@ -25,9 +25,10 @@ A power loss while an fsync is in flight loses what it was flushing (SimStorage.
 nothing after the cut was acted on (rule 3: no fetch reported it, no client was answered).
 
 Recovery flush: a replica is (re)built on a log that may hold appends its killed process never
-fsynced (SIGKILL keeps the page cache; Linux writes it back later). The whole log is fsynced
-before the core reads it, or this replica's first fetches would report records a later power
-loss can still take away (rule 1 again, across a restart).
+fsynced (SIGKILL keeps the page cache; Linux writes it back later). What the log holds beyond
+its recovery point is fsynced before the core reads it (harness.drive.raft_stages.recovery_flush,
+the runtime's own), or this replica's first fetches would report records a later power loss can
+still take away (rule 1 again, across a restart).
 
 The host answers clients through the broker (`RaftHostEnv`); for the broker it also says who
 leads as a Metadata answer gives it (`metadata_leader`: the image's, unless the Raft group's view
@@ -38,9 +39,10 @@ are compared with the first committed copy, from the log start again after each 
 every round's HW (never back within a process).
 
 Invariants: a core is never called while it has stages left; one envelope per peer per round;
-every random draw (the cores' seeds) comes from the broker's start seed. One input into a core and
-the running of its stages are harness/drive/raft_stages.py, shared with the asyncio runtime; the
-round (its simulated fsync time, one shipment per round) is this module's.
+every random draw (the cores' seeds) comes from the broker's start seed. One input into a core,
+the running of its stages, the passes of a round's end, the replica's effect environment and the
+recovery flush are harness/drive/raft_stages.py, shared with the asyncio runtime; what differs in
+the round (its simulated fsync time, one shipment per round) is this module's.
 """
 
 from __future__ import annotations
@@ -50,8 +52,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from harness.drive.effects import execute_effects
-from harness.drive.raft_stages import call_core, has_stages, run_stages
+from harness.drive.raft_stages import (
+    HostedReplica,
+    call_core,
+    has_stages,
+    recovery_flush,
+    run_round,
+    run_stages,
+)
 from harness.sim.checks.replicas import ReplicaChecker
 from partition.log import PartitionLog
 from partition.raft import (
@@ -68,23 +76,19 @@ from partition.raft import (
     ResignRequested,
     Stage,
     TickGrid,
+    in_sync_voters,
+    metadata_leader,
     unbundle,
 )
-from partition.raft.effects import RaftEffect
 from partition.replica import FetchResponse, ProduceResponse
 from quorum.controller.messages import RaftLeader
-from quorum.metadata.records import NO_LEADER, Partition
+from quorum.metadata.records import Partition
 from quorum.raft.effects import ElectionState, LeaderChanged
-from quorum.raft.log import OffsetAndEpoch
 
 # The bytes one grouped fsync is drawn for: the distribution's smallest case (512 B), the one
 # nearest to a round's appends of a few small batches, as for the ISR and quorum brokers' draws.
 GROUPED_FSYNC_BYTES = 512
 FsyncDraw = Callable[[int], int]  # batch bytes -> simulated ms (harness.sim.actors.disk.Disk)
-
-# Voter roles (partition.raft.status) that count as in sync: fetched within the fetch timeout.
-LIVE_ROLES = frozenset({"leader", "follower"})
-
 
 @dataclass(frozen=True, slots=True)
 class RaftSettings:
@@ -122,9 +126,10 @@ class RaftHostEnv(Protocol):
 
 
 @dataclass(eq=False)
-class HostedPartition:
+class HostedPartition(HostedReplica):
     """One raft partition replica on this broker, and its effect environments
-    (harness.drive.effects.EffectEnv, partition.raft.PartitionEffectEnv)."""
+    (harness.drive.effects.EffectEnv, partition.raft.PartitionEffectEnv; what both drivers share
+    is harness.drive.raft_stages.HostedReplica)."""
 
     host: RaftHost
     key: PartitionKey
@@ -146,10 +151,6 @@ class HostedPartition:
         return has_stages(self)
 
     # -- harness.drive.effects.EffectEnv
-    @property
-    def log(self) -> RaftPartitionLog:
-        return self.store
-
     def send(self, to: int, message: Any) -> None:
         self.host.mux.add(to, self.key, message)
 
@@ -157,22 +158,13 @@ class HostedPartition:
         self.store.persist_election_state(state)  # durable (tmp, fsync, rename) when it returns
 
     def on_commit_advanced(self, high_watermark: int) -> None:
-        self.store.update_high_watermark(high_watermark)
+        super().on_commit_advanced(high_watermark)
         self.host.committed(self, high_watermark)
 
     def on_leader_changed(self, effect: LeaderChanged) -> None:
         self.host.leader_changed(self, effect)
 
-    def on_read_barrier(self, effect: Any) -> None:
-        raise AssertionError(f"raft partitions take no read barriers: {effect}")
-
-    def on_snapshot_installed(self, snapshot: OffsetAndEpoch) -> None:
-        raise AssertionError(f"raft partitions install no snapshots: {snapshot}")
-
     # -- partition.raft.PartitionEffectEnv
-    def run_raft_effects(self, effects: list[RaftEffect]) -> None:
-        execute_effects(effects, self)
-
     def complete_produce(self, response: ProduceResponse) -> None:
         self.host.env.complete_produce(response)
 
@@ -221,32 +213,31 @@ class RaftHost:
         return r
 
     def recovery_flush(self, plog: PartitionLog) -> None:
-        """fsync every segment and the directory: what the log holds is durable from now on."""
-        for segment in plog.segments:
-            segment.flush()
-        plog.storage.fsync_dir(plog.directory)
+        """What the log holds is durable from now on (harness.drive.raft_stages.recovery_flush,
+        the runtime's own; a method so that a planted bug can leave it out)."""
+        recovery_flush(plog)
 
     # -- leadership, as the rest of the cluster sees it ---------------------------------------------
 
     def metadata_leader(self, part: Partition) -> int:
-        """The leader of `part` a Metadata answer gives: the image's, unless this broker's replica
-        knows a newer Raft epoch with a leader (or the same epoch, where the image names none)."""
+        """The leader of `part` a Metadata answer gives (partition.raft.metadata_leader, as the
+        runtime's): the image's, unless this broker's replica knows a newer Raft epoch with a
+        leader (or the same epoch, where the image names none)."""
         r = self.replicas.get((part.topic_id, part.partition))
-        if r is None or r.core.leader_id < 0:
+        if r is None:
             return part.leader
-        epoch = r.core.leader_epoch
-        if epoch > part.leader_epoch or (epoch == part.leader_epoch and part.leader == NO_LEADER):
-            return r.core.leader_id
-        return part.leader
+        core = r.core
+        return metadata_leader(part.leader, part.leader_epoch, core.leader_id, core.leader_epoch)[0]
 
-    def unrecorded_leaders(self, part: Partition | None) -> tuple[RaftLeader, ...]:
-        """The partitions led here whose leader, epoch or in-sync voters (the leader and the
-        voters that fetched within the fetch timeout, in voter order) the image `part` lacks."""
+    def unrecorded_leaders(self, part: Partition | None, now_ms: int) -> tuple[RaftLeader, ...]:
+        """The partitions led here whose leader, epoch or in-sync voters (partition.raft.
+        in_sync_voters, as the runtime reports them) the image `part` lacks."""
         out: list[RaftLeader] = []
         for key, r in self.replicas.items():
             if not r.core.is_leader:
                 continue
-            isr = tuple(v.node_id for v in r.core.status().voters if v.role in LIVE_ROLES)
+            timeout_ms = r.core.config.raft.fetch_timeout_ms
+            isr = tuple(in_sync_voters(r.core.status(), now_ms, timeout_ms))
             epoch = r.core.leader_epoch
             shown = (None if part is None or (part.topic_id, part.partition) != key
                      else (part.leader, part.leader_epoch, part.isr))
@@ -340,23 +331,9 @@ class RaftHost:
         if self._timer_round:
             self._timer_round = False
             self._merge_phases(now_ms)
-        while True:
-            for r in list(self._touched.values()):
-                while r.queued and not r.has_stages:
-                    self._call(r, r.queued.popleft(), now_ms)
-            if self.fsync_done_ms is not None:
-                break
-            dirty = [r for r in self._touched.values() if r.needs_flush]
-            if not dirty:
-                break
-            took_ms = 0 if self._synchronous else self._grouped_fsync_ms()
-            if took_ms > 0:
-                self._flushing = dirty
-                self.fsync_done_ms = now_ms + took_ms
-                break
-            self.make_durable(dirty)
-            for r in dirty:
-                self._advance(r, now_ms)
+        run_round(self._touched, lambda r: self._feed(r, now_ms),
+                  lambda dirty: self._start_grouped_fsync(dirty, now_ms),
+                  lambda r: self._advance(r, now_ms))  # fmt: skip
         for envelope in self.mux.drain():
             self.env.send(envelope.dst, envelope)
         touched, self._touched = self._touched, {}
@@ -366,6 +343,23 @@ class RaftHost:
                 busy = r.has_stages or r.queued
                 self.grid.set(key, None if busy else r.core.next_deadline_ms(), now_ms)
                 self._check_round(r)
+
+    def _feed(self, r: HostedPartition, now_ms: int) -> None:
+        while r.queued and not r.has_stages:
+            self._call(r, r.queued.popleft(), now_ms)
+
+    def _start_grouped_fsync(self, dirty: list[HostedPartition], now_ms: int) -> bool:
+        """The round's grouped fsync of `dirty`: done on return (True), or in flight until
+        `fsync_done_ms` (False), as is one already in flight (what it does not cover waits)."""
+        if self.fsync_done_ms is not None:
+            return False
+        took_ms = 0 if self._synchronous else self._grouped_fsync_ms()
+        if took_ms > 0:
+            self._flushing = dirty
+            self.fsync_done_ms = now_ms + took_ms
+            return False
+        self.make_durable(dirty)
+        return True
 
     def _grouped_fsync_ms(self) -> int:
         """How long this round's grouped fsync takes: a draw per fsync on a measured disk."""

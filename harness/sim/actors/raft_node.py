@@ -38,6 +38,7 @@ from typing import Any, Protocol, assert_never
 from harness.drive.effects import execute_effects
 from harness.drive.raftlog import RaftLogStore
 from harness.sim.actors.kv_client import Operation
+from harness.sim.actors.process import SimProcess
 from harness.sim.actors.raft_disk import ObservedLog, SimQuorumStateStore
 from harness.sim.actors.skewed_clock import SkewedClock
 from harness.sim.checks.invariants import SafetyChecker, read_range
@@ -87,7 +88,7 @@ class NodePart(Protocol):
     def next_deadline_ms(self) -> int | None: ...
 
 
-class RaftNode:
+class RaftNode(SimProcess):
     """One voter or observer. `core_class` and `log_store_class` are the real RaftCore and
     RaftLogStore; tests plant bugs by subclassing them."""
 
@@ -109,16 +110,9 @@ class RaftNode:
         self.log_config = log_config
         self.storage = SimStorage()
         self.parts: list[NodePart] = []
-        self.up = False
-        self.paused = False
-        self.pause_id = 0
-        self.incarnation = 0
-        self.buffered: list[Any] = []  # the world's events held while paused
-        self.outbox: list[tuple[int, Any]] = []
+        self.init_process()
         # (operation, type ok|fail|info, read value, leader hint, Kafka error name)
         self.replies: list[tuple[Operation, str, Any, int | None, str | None]] = []
-        self.timer_generation = 0
-        self.armed_deadline_ms: int | None = None
         self.voter_answers: Counter[str] = Counter()  # KIP-853 answers, by error name
         # Inputs come in kernel time and are read on this clock; deadlines go back out in
         # kernel time (next_deadline_ms). The machine's clock: it survives restarts.
@@ -167,9 +161,7 @@ class RaftNode:
 
     def start(self, now_ms: int, seed: int) -> None:
         self._reset_memory()
-        self.incarnation += 1
-        self.up = True
-        self.paused = False
+        self.process_started()
         self.buffered = []
         self.armed_deadline_ms = None
         self.timer_generation += 1
@@ -200,13 +192,8 @@ class RaftNode:
     def stop(self) -> None:
         """The process is gone (SIGKILL): memory lost, the page cache (storage) kept. The
         checker forgets its in-memory HW (KRaft relearns it from the leader)."""
-        self.up = False
-        self.paused = False
-        self.buffered = []
-        self.outbox = []
+        self.process_stopped()
         self.replies = []
-        self.timer_generation += 1
-        self.armed_deadline_ms = None
         self._reset_memory()
         self.checker.on_crash(self.node_id)
 
@@ -215,11 +202,6 @@ class RaftNode:
         the process (crash with nothing unsynced left to lose)."""
         self.run_effects(self.core.resign(self.clock.local(now_ms)))
         self.store.close()
-
-    def pause(self) -> int:
-        self.paused = True
-        self.pause_id += 1
-        return self.pause_id
 
     def _read_snapshot(self, snapshot: OffsetAndEpoch) -> bytes:
         """The image bytes of a snapshot file (quorum/raft/snapshot.py's envelope around them)."""

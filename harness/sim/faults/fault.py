@@ -150,6 +150,19 @@ class Fault:
         self.at(end, heal)
         self.heal_ms = max(self.heal_ms or 0, end)
 
+    def stop_until_end(self, victims: list[int], stop: Callable[[int], None], kind: str) -> str:
+        """`stop` (the target's kill or crash) each of `victims` now, restart them all at the
+        fault's end; what the fault did, for its row."""
+        for v in victims:
+            stop(v)
+
+        def restart_all() -> None:
+            for v in victims:
+                self.target.restart(v)
+
+        self.until(restart_all, kind)
+        return f"broker {victims[0]}" if len(victims) == 1 else f"brokers {victims}"
+
     def heal_network(self) -> None:
         self.target.network.heal()
 

@@ -63,6 +63,8 @@ the same fault: the scenario matrix's names (SCENARIO_NEMESES) and `kraftlab sim
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from harness.sim.faults.fault import Fault, Shape
 from harness.sim.faults.study_shapes import STUDY_NEMESES, STUDY_SHAPES
 
@@ -316,16 +318,7 @@ def quorum_down(f: Fault) -> str:
 
 
 def _kill(f: Fault, victims: list[int]) -> str:
-    t = f.target
-    for v in victims:
-        t.kill(v)
-
-    def restart_all() -> None:
-        for v in victims:
-            t.restart(v)
-
-    f.until(restart_all, "kill")
-    return f"broker {victims[0]}" if len(victims) == 1 else f"brokers {victims}"
+    return f.stop_until_end(victims, f.target.kill, "kill")
 
 
 def kill_leader(f: Fault) -> str:
@@ -342,16 +335,7 @@ def kill_two_of_three(f: Fault) -> str:
 
 
 def _power_crash(f: Fault, victims: list[int]) -> str:
-    t = f.target
-    for v in victims:
-        t.crash(v)
-
-    def restart_all() -> None:
-        for v in victims:
-            t.restart(v)
-
-    f.until(restart_all, "crash-unflushed")
-    return f"broker {victims[0]}" if len(victims) == 1 else f"brokers {victims}"
+    return f.stop_until_end(victims, f.target.crash, "crash-unflushed")
 
 
 def power_crash_leader(f: Fault) -> str:
@@ -400,24 +384,24 @@ def crash_controller_leader(f: Fault) -> str:
 
 
 def isolated_then_power_crash(f: Fault) -> str:
-    t = f.target
-    leader = f.partition_leader()
-    t.network.cut_between(leader, f.followers(leader))
-    assert f.end_ms is not None
-    f.until(f.heal_network, "partition")
-    f.at(f.end_ms, t.crash, leader)
-    f.until(lambda: t.restart(leader), "crash-unflushed", f.end_ms + LAST_REPLICA_RESTART_MS)
-    return f"broker {leader}"
+    return _cut_followers_then(f, f.target.crash, "crash-unflushed", LAST_REPLICA_RESTART_MS)
 
 
 def cut_followers_then_kill_leader(f: Fault) -> str:
+    return _cut_followers_then(f, f.target.kill, "kill", KILLED_LEADER_RESTART_MS)
+
+
+def _cut_followers_then(f: Fault, stop: Callable[[int], None], kind: str,
+                        restart_after_ms: int) -> str:  # fmt: skip
+    """The leader cut from its followers for the fault; at its end the network heals and the
+    leader is stopped (`stop`: the target's kill or crash), restarted `restart_after_ms` later."""
     t = f.target
     leader = f.partition_leader()
     t.network.cut_between(leader, f.followers(leader))
     assert f.end_ms is not None
     f.until(f.heal_network, "partition")
-    f.at(f.end_ms, t.kill, leader)
-    f.until(lambda: t.restart(leader), "kill", f.end_ms + KILLED_LEADER_RESTART_MS)
+    f.at(f.end_ms, stop, leader)
+    f.until(lambda: t.restart(leader), kind, f.end_ms + restart_after_ms)
     return f"broker {leader}"
 
 

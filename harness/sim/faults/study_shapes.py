@@ -130,17 +130,7 @@ def fenced_follower_rejoins(f: Fault) -> str:
 
 
 def power_loss_all_brokers(f: Fault) -> str:
-    t = f.target
-    victims = list(t.broker_ids)
-    for v in victims:
-        t.crash(v)
-
-    def restart_all() -> None:
-        for v in victims:
-            t.restart(v)
-
-    f.until(restart_all, "crash-unflushed")
-    return f"brokers {victims}"
+    return f.stop_until_end(list(f.target.broker_ids), f.target.crash, "crash-unflushed")
 
 
 STUDY_SHAPES: dict[str, Shape] = {

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harness.drive.broker_session import BrokerTiming
@@ -55,6 +55,7 @@ from partition.log import LogConfig
 from partition.raft import RaftPartitionConfig, data_partition_raft_config
 from partition.replica import ReplicaConfig
 from quorum.controller import ControllerConfig
+from quorum.metadata.configs import REPLICATION_MODE_RAFT
 from quorum.metadata.image import MetadataImage
 from quorum.metadata.records import Partition
 from quorum.raft.config import RaftConfig
@@ -88,23 +89,32 @@ class DataTiming:
         )
 
 
-def draw_quorum_raft_config(rng: random.Random) -> RaftConfig:
-    """Raft timing scaled like the data plane's (broker session 1000 ms): a controller failover
-    takes a few hundred simulated ms. Snapshots are never taken (no take_snapshot calls)."""
-    election_timeout_ms = rng.choice((100, 150, 250))
-    return RaftConfig(
+def draw_raft_timing(rng: random.Random, base: RaftConfig,
+                     election_timeout_ms: int | None = None) -> RaftConfig:  # fmt: skip
+    """`base` with Raft timing scaled like the data plane's (broker session 1000 ms), drawn the
+    same way for the controllers and the data partitions: an election timeout, the fetch timeout
+    a multiple of it, the fetch wait. `election_timeout_ms` (a trade-off curve's setting)
+    replaces the drawn election timeout and the timeouts scaled from it; the draws stay the
+    same."""
+    drawn_ms = rng.choice((100, 150, 250))
+    election_timeout_ms = election_timeout_ms or drawn_ms
+    return replace(
+        base,
         election_timeout_ms=election_timeout_ms,
         election_backoff_max_ms=election_timeout_ms,
         fetch_timeout_ms=election_timeout_ms * rng.choice((2, 3)),
         request_timeout_ms=election_timeout_ms,
         retry_backoff_ms=20,
         fetch_max_wait_ms=rng.choice((50, 100)),
-        max_idle_interval_ms=200,
-        append_linger_ms=0,
-        pre_vote=True,
-        fast_pre_vote_on_unreachable=True,
-        flush_on_append=True,
     )
+
+
+def draw_quorum_raft_config(rng: random.Random) -> RaftConfig:
+    """The controllers' Raft timing (draw_raft_timing): a controller failover takes a few
+    hundred simulated ms. Snapshots are never taken (no take_snapshot calls)."""
+    return draw_raft_timing(rng, RaftConfig(max_idle_interval_ms=200, append_linger_ms=0,
+                                            pre_vote=True, fast_pre_vote_on_unreachable=True,
+                                            flush_on_append=True))  # fmt: skip
 
 
 class WorldClock:
@@ -126,20 +136,10 @@ FSYNC_MS = (0, 1, 2, 5)
 
 def draw_raft_settings(rng: random.Random,
                        election_timeout_ms: int | None = None) -> RaftSettings:
-    """Raft timing of the data partitions scaled like the controllers' (draw_quorum_raft_config)
-    with the data-partition defaults (no idle no-op, no linger), and the disk's fsync time.
-    `election_timeout_ms` (a trade-off curve's setting) replaces the drawn election timeout and
-    the timeouts scaled from it; the other draws are the same."""
-    drawn_ms = rng.choice((100, 150, 250))
-    election_timeout_ms = election_timeout_ms or drawn_ms
-    config = data_partition_raft_config(
-        election_timeout_ms=election_timeout_ms,
-        election_backoff_max_ms=election_timeout_ms,
-        fetch_timeout_ms=election_timeout_ms * rng.choice((2, 3)),
-        request_timeout_ms=election_timeout_ms,
-        retry_backoff_ms=20,
-        fetch_max_wait_ms=rng.choice((50, 100)),
-    )
+    """Raft timing of the data partitions drawn as the controllers' (draw_raft_timing, with
+    `election_timeout_ms` if given) with the data-partition defaults (no idle no-op, no linger),
+    and the disk's fsync time."""
+    config = draw_raft_timing(rng, data_partition_raft_config(), election_timeout_ms)
     return RaftSettings(RaftPartitionConfig(config), fsync_ms=rng.choice(FSYNC_MS))
 
 
@@ -147,6 +147,31 @@ def raft_settings_for(seed: int, election_timeout_ms: int | None = None) -> Raft
     """The drawn raft-partition settings of `seed` (their own generator: the other draws of the
     run are those of the other modes), with `election_timeout_ms` if given."""
     return draw_raft_settings(random.Random(seed * 7001 + 5), election_timeout_ms)
+
+
+def data_plane_configs(timing: DataTiming, min_insync_replicas: int, replication_mode: str, *,
+                       leader_epoch_enable: bool = True,
+                       eligible_leader_replicas: bool = False) -> tuple[ReplicaConfig, ControllerConfig]:  # fmt: skip
+    """The brokers' ReplicaCore settings and the controller's settings of a data-plane run on
+    `timing`. A raft partition runs no ReplicaCore: its brokers' ReplicaCore settings go unused
+    (they say "isr")."""
+    replica_config = ReplicaConfig(
+        replica_lag_time_max_ms=timing.replica_lag_time_max_ms,
+        min_insync_replicas=min_insync_replicas,
+        replication_mode="isr" if replication_mode == REPLICATION_MODE_RAFT else replication_mode,
+        leader_epoch_enable=leader_epoch_enable,
+        replica_fetch_wait_max_ms=timing.replica_fetch_wait_max_ms,
+        replica_fetch_backoff_ms=100,
+        replica_socket_timeout_ms=timing.request_timeout_ms,
+        alter_partition_timeout_ms=timing.request_timeout_ms,
+    )
+    controller_config = ControllerConfig(
+        broker_heartbeat_interval_ms=timing.heartbeat_interval_ms,
+        broker_session_timeout_ms=timing.session_timeout_ms,
+        eligible_leader_replicas_enable=eligible_leader_replicas,
+        auto_leader_rebalance_enable=False,
+    )
+    return replica_config, controller_config
 
 
 class Cluster:

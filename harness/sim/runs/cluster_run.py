@@ -51,10 +51,10 @@ from harness.sim.actors.raft_host import RaftSettings
 from harness.sim.checks.invariants import SafetyViolation
 from harness.sim.faults.nemesis import Nemesis
 from harness.sim.faults.shapes import CLUSTER_KINDS
-from harness.sim.runs.cluster import Cluster, DataTiming, raft_settings_for
-from partition.replica import ACKS_ALL, ACKS_LEADER, ReplicaConfig
+from harness.sim.runs.cluster import Cluster, DataTiming, data_plane_configs, raft_settings_for
+from partition.replica import ACKS_ALL, ACKS_LEADER
 from partition.replica.errors import InvariantViolation as ReplicaInvariantViolation
-from quorum.controller import ControllerConfig, CreateTopicRequest
+from quorum.controller import CreateTopicRequest
 from quorum.metadata.configs import REPLICATION_MODE_RAFT
 from quorum.raft.errors import InvariantViolation
 
@@ -178,21 +178,8 @@ class ClusterRun:
         ones (raft_settings_for; tests plant bugs there)."""
         self.config = config
         raft = config.replication_mode == REPLICATION_MODE_RAFT
-        replica_config = ReplicaConfig(
-            replica_lag_time_max_ms=config.timing.replica_lag_time_max_ms,
-            min_insync_replicas=config.min_insync_replicas,
-            # A raft partition runs no ReplicaCore: its brokers' ReplicaCore settings go unused.
-            replication_mode="isr" if raft else config.replication_mode,
-            replica_fetch_wait_max_ms=config.timing.replica_fetch_wait_max_ms,
-            replica_fetch_backoff_ms=100,
-            replica_socket_timeout_ms=config.timing.request_timeout_ms,
-            alter_partition_timeout_ms=config.timing.request_timeout_ms,
-        )
-        controller_config = ControllerConfig(
-            broker_heartbeat_interval_ms=config.timing.heartbeat_interval_ms,
-            broker_session_timeout_ms=config.timing.session_timeout_ms,
-            auto_leader_rebalance_enable=False,
-        )
+        replica_config, controller_config = data_plane_configs(
+            config.timing, config.min_insync_replicas, config.replication_mode)
         self.cluster = cluster = Cluster(config.seed, config.brokers, replica_config,
                                          controller_config, config.timing, voters=config.voters,
                                          raft=(raft_settings or raft_settings_for(config.seed))

@@ -9,14 +9,13 @@ Invariant: each seed is independent and deterministic, so the outcomes come back
 
 from __future__ import annotations
 
-import multiprocessing
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from functools import partial
 
 from harness.sim.runs.cluster_run import ClusterRunConfig, run_cluster
 from harness.sim.runs.metadata_run import cluster_config, run_cluster_seed
-from harness.sim.runs.runner import quiet_logging
+from harness.sim.runs.runner import map_in_order
 
 PLANES = ("both", "data", "metadata")
 
@@ -112,11 +111,4 @@ def run_one_seed(plan: SeedPlan, seed: int) -> SeedOutcome:
 
 def run_seeds(plan: SeedPlan, seeds: range, jobs: int) -> Iterator[SeedOutcome]:
     """Outcomes in seed order, whatever `jobs` is."""
-    work = partial(run_one_seed, plan)
-    if jobs <= 1:
-        for seed in seeds:
-            yield work(seed)
-        return
-    context = multiprocessing.get_context("fork")
-    with context.Pool(jobs, initializer=quiet_logging) as pool:
-        yield from pool.imap(work, seeds, chunksize=1)
+    return map_in_order(partial(run_one_seed, plan), seeds, jobs)

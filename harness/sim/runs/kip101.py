@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.sim.actors.clients import CLIENT_BASE
+from harness.sim.actors.process import SimProcess
 from harness.sim.checks.replicas import decode_values
 from harness.sim.runs.cluster import Cluster
 from harness.sim.runs.scenario_run import ScenarioConfig, build_cluster, topic_request
@@ -60,18 +61,15 @@ class ScenarioOutcome:
         return False
 
 
-class ScriptClient:
+class ScriptClient(SimProcess):
     """The script's producer: an actor that sends what it is told and keeps every answer."""
 
     def __init__(self, cluster: Cluster) -> None:
         self.cluster = cluster
         self.node_id = SCRIPT_CLIENT
         self.responses: dict[int, ProduceResponse] = {}
-        self.up, self.paused, self.pause_id, self.incarnation = True, False, 0, 1
-        self.buffered: list[Any] = []
-        self.outbox: list[tuple[int, Any]] = []
-        self.timer_generation = 0
-        self.armed_deadline_ms: int | None = None
+        self.init_process()
+        self.process_started()  # a script's client is never faulted (it is not a node)
         cluster.world.add(self, "client")
 
     def handle(self, src: int, message: Any, now_ms: int) -> None:
@@ -111,6 +109,19 @@ def _setup(leader_epoch_enable: bool,
     return cluster, ScriptClient(cluster)
 
 
+def _m0_committed(leader_epoch_enable: bool,
+                  observer: Observer | None) -> tuple[Cluster, ScriptClient, int, int]:  # fmt: skip
+    """Where both stories start: leader A, follower B, and m0 acknowledged with B's HW at 1."""
+    cluster, client = _setup(leader_epoch_enable, observer)
+    a = cluster.leader_id()
+    b = next(x for x in cluster.brokers if x != a)
+    bb = cluster.brokers[b]
+    r0 = client.produce(a, "0")
+    _run_until(cluster, lambda: _ok(client, r0) and bb.core is not None
+               and bb.core.high_watermark == 1)  # fmt: skip
+    return cluster, client, a, b
+
+
 def _run_until(cluster: Cluster, predicate: Any, limit_ms: int = 5000) -> None:
     end = cluster.world.now_ms + limit_ms
     while not predicate() and cluster.world.now_ms < end:
@@ -140,14 +151,9 @@ def _ok(client: ScriptClient, rid: int) -> bool:
 
 def truncation_to_hw_loss(leader_epoch_enable: bool,
                           observer: Observer | None = None) -> ScenarioOutcome:
-    cluster, client = _setup(leader_epoch_enable, observer)
+    cluster, client, a, b = _m0_committed(leader_epoch_enable, observer)
     world = cluster.world
-    a = cluster.leader_id()
-    b = next(x for x in cluster.brokers if x != a)
     ba, bb = cluster.brokers[a], cluster.brokers[b]
-    r0 = client.produce(a, "0")
-    _run_until(cluster, lambda: _ok(client, r0) and bb.core is not None
-               and bb.core.high_watermark == 1)
 
     def cut_when_committed(actor: Any) -> None:
         if actor is ba and ba.core is not None and ba.core.high_watermark >= 2:
@@ -174,14 +180,9 @@ def truncation_to_hw_loss(leader_epoch_enable: bool,
 
 def silent_divergence(leader_epoch_enable: bool,
                       observer: Observer | None = None) -> ScenarioOutcome:
-    cluster, client = _setup(leader_epoch_enable, observer)
+    cluster, client, a, b = _m0_committed(leader_epoch_enable, observer)
     world = cluster.world
-    a = cluster.leader_id()
-    b = next(x for x in cluster.brokers if x != a)
     ba, bb = cluster.brokers[a], cluster.brokers[b]
-    r0 = client.produce(a, "0")
-    _run_until(cluster, lambda: _ok(client, r0) and bb.core is not None
-               and bb.core.high_watermark == 1)
     for broker in (ba, bb):
         assert broker.log is not None
         broker.log.flush()  # m0 durable everywhere

@@ -15,12 +15,15 @@ import time
 from collections.abc import Callable, Iterable, Iterator, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import structlog
 
 from harness.sim.kernel.events import SIM_CLOCK
 from harness.sim.runs.simulation import SimConfig, run_seed
+
+A = TypeVar("A")
+B = TypeVar("B")
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,15 +114,23 @@ def run_many(
     jobs: int = 1,
     worker: Callable[[SimConfig], RunSummary] = summarize,
 ) -> Iterator[RunSummary]:
-    """Summaries in the order of `configs`."""
+    """Summaries in the order of `configs` (logging quiet here too when run here)."""
     if jobs <= 1:
         quiet_logging()
-        for config in configs:
-            yield worker(config)
+    yield from map_in_order(worker, configs, jobs, chunksize=4)
+
+
+def map_in_order(fn: Callable[[A], B], items: Iterable[A], jobs: int,
+                 chunksize: int = 1) -> Iterator[B]:  # fmt: skip
+    """`fn` over `items`, results in the order of `items`: here with `jobs` <= 1, else in
+    `jobs` forked processes whose logging is quiet (quiet_logging)."""
+    if jobs <= 1:
+        for item in items:
+            yield fn(item)
         return
     context = multiprocessing.get_context("fork")
     with context.Pool(jobs, initializer=quiet_logging) as pool:
-        yield from pool.imap(worker, configs, chunksize=4)
+        yield from pool.imap(fn, items, chunksize=chunksize)
 
 
 @dataclass(slots=True)

@@ -39,10 +39,10 @@ from harness.sim.checks.invariants import SafetyViolation
 from harness.sim.faults.fault import Span
 from harness.sim.faults.nemesis import Nemesis
 from harness.sim.faults.shapes import SCENARIO_NEMESES, SHAPES
-from harness.sim.runs.cluster import Cluster, DataTiming, raft_settings_for
-from partition.replica import ACKS_ALL, ACKS_LEADER, ReplicaConfig
+from harness.sim.runs.cluster import Cluster, DataTiming, data_plane_configs, raft_settings_for
+from partition.replica import ACKS_ALL, ACKS_LEADER
 from partition.replica.errors import InvariantViolation as ReplicaInvariantViolation
-from quorum.controller import ControllerConfig, CreateTopicRequest
+from quorum.controller import CreateTopicRequest
 from quorum.metadata.configs import REPLICATION_MODE_RAFT
 from quorum.raft.errors import InvariantViolation
 
@@ -160,23 +160,10 @@ def build_cluster(config: ScenarioConfig) -> Cluster:
     brokers host Raft groups (harness.sim.actors.raft_host) with the seed's drawn Raft timing;
     min.insync.replicas, unclean election and ELR do not apply to them."""
     raft = config.replication_mode == REPLICATION_MODE_RAFT
-    replica_config = ReplicaConfig(
-        replica_lag_time_max_ms=config.timing.replica_lag_time_max_ms,
-        min_insync_replicas=config.min_insync_replicas,
-        # A raft partition runs no ReplicaCore: its brokers' ReplicaCore settings go unused.
-        replication_mode="isr" if raft else config.replication_mode,
+    replica_config, controller_config = data_plane_configs(
+        config.timing, config.min_insync_replicas, config.replication_mode,
         leader_epoch_enable=config.leader_epoch_enable,
-        replica_fetch_wait_max_ms=config.timing.replica_fetch_wait_max_ms,
-        replica_fetch_backoff_ms=100,
-        replica_socket_timeout_ms=config.timing.request_timeout_ms,
-        alter_partition_timeout_ms=config.timing.request_timeout_ms,
-    )
-    controller_config = ControllerConfig(
-        broker_heartbeat_interval_ms=config.timing.heartbeat_interval_ms,
-        broker_session_timeout_ms=config.timing.session_timeout_ms,
-        eligible_leader_replicas_enable=config.eligible_leader_replicas,
-        auto_leader_rebalance_enable=False,
-    )
+        eligible_leader_replicas=config.eligible_leader_replicas)
     if config.metadata not in METADATA_KINDS:
         raise ValueError(f"metadata={config.metadata!r}, expected one of {METADATA_KINDS}")
     voters = METADATA_VOTERS if config.metadata == "raft" else 0

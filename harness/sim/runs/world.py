@@ -15,8 +15,9 @@ After every input of an actor, `after(actor)` ships its outbox over the network,
 after-hooks (its checks, its client answers) and re-arms the actor's timer.
 
 An actor is a simulated process with: node_id, up, paused, pause_id, buffered, outbox,
-timer_generation, armed_deadline_ms, incarnation; handle, tick, peer_unreachable,
-next_deadline_ms; start(now_ms, seed), crash(rng), stop(), shutdown(now_ms), pause().
+timer_generation, armed_deadline_ms, incarnation, pause() (harness.sim.actors.process.SimProcess
+holds them); handle, tick, peer_unreachable, next_deadline_ms; start(now_ms, seed), crash(rng),
+stop(), shutdown(now_ms).
 
 Invariants: events run in (time, seq) order; every draw (delays, restart seeds, crash losses)
 comes from the run's seeded generators in event order; nothing reads the wall clock.
