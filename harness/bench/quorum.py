@@ -4,15 +4,19 @@ Method: a fresh cluster is started from this process (the same launcher as `kraf
 the bench waits for an agreed leader, then measures against the LEADER over two client paths
 (`--client http|native|both`); a write returns once its record is committed on a majority (fsynced
 on each) and applied to the leader's image:
-- http: the admin API, `PUT /kv/{key}` with a 100-byte value, HTTP/1.1 keep-alive;
+- http: the admin API, `PUT /kv/{key}` with a 100-byte value, HTTP/1.1 keep-alive, one write in
+  flight per connection, from harness/bench/http_load.py (a wrk-style Protocol client: answers
+  checked, Content-Length framing, no per-request task or session);
 - native: KvRequest frames on the leader's RPC port (harness/net/client.py), pipelined.
 Phases per path:
 - sequential: one client, one write at a time, `--seq-writes` writes after `--warmup`;
   p50/p99/max of the client-observed latency;
-- throughput: `--proposers` concurrent writers for `--duration` seconds; committed writes per
-  second and p50/p99 latency under that load.
-CPU per commit (utime+stime of the node processes / commits) is reported too: it stays meaningful
-when other work shares the machine. The client runs on the same 2 cores as the three controllers.
+- throughput: `--proposers` concurrent writers (HTTP: connections) for `--duration` seconds after
+  a warm-up; committed writes per second and p50/p99 latency under that load.
+CPU per commit (utime+stime of the node processes / commits) is reported too, and the load
+generator's own (this process's CPU / commits): they stay meaningful when other work shares the
+machine. The client runs on the same 2 cores as the three controllers, on the nodes' event loop
+(uvloop where installed), so its CPU per request is part of the ceiling.
 """
 
 from __future__ import annotations
@@ -26,10 +30,11 @@ import tempfile
 import time
 from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from harness.admin.client import AdminClient
 from harness.bench import profile
+from harness.bench.http_load import KvPutLoad
+from harness.client import run as client_run
 from harness.launcher import cluster as cl
 from harness.net.client import NativeKvClient
 
@@ -72,60 +77,41 @@ def latency_summary(latencies: list[float]) -> dict[str, Any]:
 
 
 def run_loop(main: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
-    return asyncio.run(main)
+    """The nodes' event loop (uvloop where installed) for the load generator too."""
+    return cast(dict[str, Any], client_run(main))
 
 
 async def http_sequential(node: cl.NodeEntry, writes: int, warmup: int) -> dict[str, Any]:
-    client = AdminClient(node.host, node.admin_port, 5.0)
-    for i in range(warmup):
-        client.kv_put(f"warm-{i % 64}", VALUE)
-    latencies = []
-    for i in range(writes):
-        t0 = time.perf_counter()
-        client.kv_put(f"seq-{i % 64}", VALUE)
-        latencies.append((time.perf_counter() - t0) * 1000)
-    client.close()
-    return {"writes": writes, **latency_summary(latencies)}
+    load = KvPutLoad(node.host, node.admin_port, VALUE, prefix="seq", keys_per_connection=64)
+    await load.connect(1)
+    try:
+        await load.run(writes=warmup, record=False)
+        result = await load.run(writes=writes)
+    finally:
+        load.close()
+    return {"writes": result.commits, **latency_summary(result.latencies_ms),
+            "errors": sum(result.errors.values()), "error_kinds": dict(result.errors)}
 
 
 async def http_concurrent(node: cl.NodeEntry, proposers: int, duration_s: float,
                           meter: CpuMeter) -> dict[str, Any]:
-    import aiohttp
-
-    url = f"http://{node.host}:{node.admin_port}/kv/"
-    body = json.dumps({"value": VALUE}).encode()
-    headers = {"Content-Type": "application/json"}
-    latencies: list[float] = []
-    errors = 0
-    warm = 0
-    connector = aiohttp.TCPConnector(limit=proposers, force_close=False)
-    async with aiohttp.ClientSession(connector=connector) as session:
-
-        async def writer(wid: int, stop_at: float, record: bool) -> None:
-            nonlocal errors, warm
-            n = 0
-            while time.perf_counter() < stop_at:
-                t0 = time.perf_counter()
-                async with session.put(f"{url}tput-{wid}-{n % 16}", data=body,
-                                       headers=headers) as resp:
-                    await resp.read()
-                    if resp.status != 200:
-                        errors += 1
-                        continue
-                if record:
-                    latencies.append((time.perf_counter() - t0) * 1000)
-                else:
-                    warm += 1
-                n += 1
-
-        warm_until = time.perf_counter() + min(1.0, duration_s / 5)
-        await asyncio.gather(*(writer(w, warm_until, False) for w in range(proposers)))
+    load = KvPutLoad(node.host, node.admin_port, VALUE)
+    await load.connect(proposers)
+    try:
+        warm = await load.run(duration_s=min(1.0, duration_s / 5), record=False)
+        warm_errors = sum(warm.errors.values())
         meter.start()
         start = time.perf_counter()
-        await asyncio.gather(*(writer(w, start + duration_s, True) for w in range(proposers)))
+        result = await load.run(duration_s=duration_s)
         elapsed = time.perf_counter() - start
-        cpu = meter.stop(len(latencies))
-    return throughput_result(proposers, elapsed, latencies, errors, warm, cpu)
+        cpu = meter.stop(result.commits)
+    finally:
+        load.close()
+    out = throughput_result(proposers, elapsed, result.latencies_ms,
+                            sum(result.errors.values()), warm.commits, cpu)
+    out["warmup_errors"] = warm_errors
+    out["error_kinds"] = dict(result.errors)
+    return out
 
 
 def throughput_result(proposers: int, elapsed_s: float, latencies: list[float], errors: int,
