@@ -33,10 +33,10 @@ from pathlib import Path
 from typing import Any, cast
 
 from harness.bench import profile
-from harness.bench.http_load import KvPutLoad
+from harness.bench.http_load import KvPutLoad, LoadResult
 from harness.client import run as client_run
 from harness.launcher import cluster as cl
-from harness.net.client import NativeKvClient
+from harness.net.client import KvResponse, NativeKvClient
 
 VALUE = "x" * 100
 
@@ -145,34 +145,76 @@ async def native_sequential(node: cl.NodeEntry, cluster_id: str, writes: int,
     return {"writes": writes, **latency_summary(latencies)}
 
 
+def native_load(client: NativeKvClient, writers: int, duration_s: float,
+                record: bool) -> asyncio.Future[LoadResult]:
+    """`writers` chains of puts on the client's one pipelined connection for `duration_s`: each
+    chain sends its next write from the done callback of its last, as the HTTP load does per
+    connection (no coroutine per request). A write counts when answered NONE; other answers are
+    counted by error name; a lost connection ends every chain."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[LoadResult] = loop.create_future()
+    result = LoadResult()
+    stop_at = time.perf_counter() + duration_s
+    running = writers
+
+    def finish() -> None:
+        nonlocal running
+        running -= 1
+        if running == 0:
+            done.set_result(result)
+
+    def send(w: int, n: int) -> None:
+        if time.perf_counter() >= stop_at:
+            finish()
+            return
+        sent_at = time.perf_counter()
+        try:
+            future = client.submit("put", f"tput-{w}-{n % 16}", VALUE)
+        except ConnectionResetError:
+            result.errors["connection lost"] += 1
+            finish()
+            return
+        future.add_done_callback(lambda f: answered(w, n, sent_at, f))
+
+    def answered(w: int, n: int, sent_at: float, future: asyncio.Future[KvResponse]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            result.errors["connection lost"] += 1
+            finish()
+            return
+        response = future.result()
+        if response.error != "NONE" or response.version is None:
+            result.errors[response.error] += 1
+        else:
+            result.commits += 1
+            if record:
+                result.latencies_ms.append((time.perf_counter() - sent_at) * 1000)
+        send(w, n + 1)
+
+    for w in range(writers):
+        send(w, 0)
+    if writers == 0:
+        done.set_result(result)
+    return done
+
+
 async def native_concurrent(node: cl.NodeEntry, cluster_id: str, proposers: int,
                             duration_s: float, meter: CpuMeter) -> dict[str, Any]:
     client = NativeKvClient()
     await client.connect(node.host, node.rpc_port, cluster_id)
-    latencies: list[float] = []
-    warm = 0
-
-    async def writer(wid: int, stop_at: float, record: bool) -> None:
-        nonlocal warm
-        n = 0
-        while time.perf_counter() < stop_at:
-            t0 = time.perf_counter()
-            await client.call("put", f"tput-{wid}-{n % 16}", VALUE)
-            if record:
-                latencies.append((time.perf_counter() - t0) * 1000)
-            else:
-                warm += 1
-            n += 1
-
-    warm_until = time.perf_counter() + min(1.0, duration_s / 5)
-    await asyncio.gather(*(writer(w, warm_until, False) for w in range(proposers)))
-    meter.start()
-    start = time.perf_counter()
-    await asyncio.gather(*(writer(w, start + duration_s, True) for w in range(proposers)))
-    elapsed = time.perf_counter() - start
-    cpu = meter.stop(len(latencies))
-    client.close()
-    return throughput_result(proposers, elapsed, latencies, 0, warm, cpu)
+    try:
+        warm = await native_load(client, proposers, min(1.0, duration_s / 5), record=False)
+        meter.start()
+        start = time.perf_counter()
+        result = await native_load(client, proposers, duration_s, record=True)
+        elapsed = time.perf_counter() - start
+        cpu = meter.stop(result.commits)
+    finally:
+        client.close()
+    out = throughput_result(proposers, elapsed, result.latencies_ms,
+                            sum(result.errors.values()), warm.commits, cpu)
+    out["warmup_errors"] = sum(warm.errors.values())
+    out["error_kinds"] = dict(result.errors)
+    return out
 
 
 class CpuMeter:
