@@ -155,6 +155,19 @@ def test_bad_bodies_are_400_invalid_request_and_propose_nothing(data: bytes, mes
     assert timed(node) == {("PUT", "/kv/{key}"): 1}
 
 
+def test_a_body_in_an_unknown_charset_is_400_not_a_500() -> None:
+    node = StubNode()
+
+    async def body(client: TestClient[Any, Any]) -> None:
+        async with client.put("/kv/k", data=b'{"value": "v"}',
+                              headers={"Content-Type": "application/json; charset=nope"}) as resp:
+            assert resp.status == 400
+            assert (await resp.json())["error"] == "INVALID_REQUEST"
+
+    served(node, body)
+    assert node.proposed == []
+
+
 def test_aiohttps_own_errors_keep_their_kafka_names() -> None:
     node = StubNode()
 
