@@ -45,8 +45,21 @@ def is_authorized(header: str | None, token: str) -> bool:
     return hmac.compare_digest(presented.strip().encode(), token.encode())
 
 
+def unauthorized(request: web.BaseRequest) -> web.Response:
+    """The 401 for a write without the token (logged without it)."""
+    log.warning("admin.unauthorized", method=request.method, path=request.path,
+                remote=request.remote, had_header="Authorization" in request.headers)
+    return web.json_response(
+        {"error": AUTH_ERROR,
+         "message": "this admin API requires 'Authorization: Bearer <token>' on writes; "
+                    "the token is in the cluster directory's admin-token file"},
+        status=401, headers={"WWW-Authenticate": 'Bearer realm="kraftlab"'},
+    )
+
+
 def auth_middleware(token: str) -> Any:
-    """Middleware that requires the token on every non-read request."""
+    """Middleware that requires the token on every non-read request (the admin API checks it in
+    its one middleware, harness/admin/edge.py; the UI server uses this one)."""
 
     @web.middleware
     async def require_token(
@@ -56,13 +69,6 @@ def auth_middleware(token: str) -> Any:
             request.headers.get("Authorization"), token
         ):
             return await handler(request)
-        log.warning("admin.unauthorized", method=request.method, path=request.path,
-                    remote=request.remote, had_header="Authorization" in request.headers)
-        return web.json_response(
-            {"error": AUTH_ERROR,
-             "message": "this admin API requires 'Authorization: Bearer <token>' on writes; "
-                        "the token is in the cluster directory's admin-token file"},
-            status=401, headers={"WWW-Authenticate": 'Bearer realm="kraftlab"'},
-        )
+        return unauthorized(request)
 
     return require_token

@@ -44,6 +44,11 @@ def register_token(host: str, port: int, token: str) -> None:
     _TOKENS[(host, port)] = token
 
 
+def token_for(host: str, port: int) -> str | None:
+    """The bearer token a client of (host, port) sends: registered for it, else $KRAFTLAB_ADMIN_TOKEN."""
+    return _TOKENS.get((host, port)) or os.environ.get(TOKEN_ENV) or None
+
+
 class AdminError(Exception):
     """The node answered with an error (`status` HTTP code, `error` Kafka error name)."""
 
@@ -80,7 +85,7 @@ class AdminClient:
         self.host = host
         self.port = port
         self.timeout_s = timeout_s
-        self._token = token or _TOKENS.get((host, port)) or os.environ.get(TOKEN_ENV) or None
+        self._token = token or token_for(host, port)
         self._conn: http.client.HTTPConnection | None = None
 
     def __repr__(self) -> str:

@@ -15,6 +15,8 @@ Rules this module keeps:
 - Errors are `{"error": KAFKA_NAME, "message": ..., hints}`. Bad input (JSON, fields, query values)
   is 400 INVALID_REQUEST, never a 500; an unexpected exception is logged and answered as
   500 UNKNOWN_SERVER_ERROR (a bug, not a contract): harness/admin/http.py, shared by every route.
+- The link filter, the timer, the token and the error mapping are one middleware
+  (harness/admin/edge.py): one coroutine per request instead of four.
 - A follower forwards writes and linearizable reads to the active controller (one hop: a forwarded
   request that meets a non-leader gets 421 NOT_CONTROLLER with the leader hint, never a loop).
   With no known leader: 503 LEADER_NOT_AVAILABLE with what this node knows (epoch, voters).
@@ -26,22 +28,22 @@ Rules this module keeps:
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import structlog
 from aiohttp import web
 
-from harness.admin.auth import auth_middleware
 from harness.admin.context import AdminNode
-from harness.admin.forward import FORWARDED_HEADER, LeaderForwarding, forwarding_session
+from harness.admin.edge import edge_middleware
+from harness.admin.forward import LeaderForwarding, forwarding_session
 from harness.admin.groups import add_routes as add_group_routes
 from harness.admin.http import (
     BadRequest,
-    Handler,
     encode_value,
-    error_middleware,
     error_response,
+    json_answer,
+    kv_write_answer,
+    parse_json_object,
     read_json_object,
     value_field,
 )
@@ -82,23 +84,23 @@ class AdminApi:
                "leader_id": node.leader_id, "leader_epoch": node.epoch}
         if node.broker is not None:
             out["broker"] = node.broker.status()
-        return web.json_response(out)
+        return json_answer(out)
 
     async def metrics(self, request: web.Request) -> web.Response:
         return web.Response(body=self.node.metrics.render(),
                             headers={"Content-Type": CONTENT_TYPE})
 
     async def openapi(self, request: web.Request) -> web.Response:
-        return web.json_response(openapi_document())
+        return json_answer(openapi_document())
 
     async def quorum_status(self, request: web.Request) -> web.Response:
-        return web.json_response(self.node.quorum_status())
+        return json_answer(self.node.quorum_status())
 
     async def quorum_replication(self, request: web.Request) -> web.StreamResponse:
         node = self.node
         if not node.is_leader:
             return await self.leader.forward(request)
-        return web.json_response(node.quorum_replication())
+        return json_answer(node.quorum_replication())
 
     # --- kv ---------------------------------------------------------------------------------
 
@@ -126,7 +128,7 @@ class AdminApi:
         if consistency == "local":
             out["consistency"] = "local"  # may be stale: local reads are marked
             out["applied_offset"] = node.image.applied_offset
-        return web.json_response(out)
+        return json_answer(out)
 
     async def _write(self, request: web.Request, record: Any, body: bytes | None) -> web.StreamResponse:
         node = self.node
@@ -143,8 +145,7 @@ class AdminApi:
         key = record.key
         match result.error:
             case Errors.NONE:
-                return web.json_response({"key": key, "version": result.version,
-                                          "offset": result.offset})
+                return kv_write_answer(key, result.version, result.offset)
             case Errors.CAS_FAILED:
                 return error_response(409, "CAS_FAILED", f"current value of {key!r} differs",
                                       key=key, version=result.version)
@@ -156,15 +157,14 @@ class AdminApi:
     async def kv_put(self, request: web.Request) -> web.StreamResponse:
         key = check_key(request)
         body = await request.read()
-        parsed = await read_json_object(request)
-        value = value_field(parsed, "value")
+        value = value_field(parse_json_object(body, request.charset), "value")
         assert value is not None
         return await self._write(request, KvPut(key=key, value=value), body)
 
     async def kv_cas(self, request: web.Request) -> web.StreamResponse:
         key = check_key(request)
         body = await request.read()
-        parsed = await read_json_object(request)
+        parsed = parse_json_object(body, request.charset)
         expected = value_field(parsed, "expected", nullable=True)
         value = value_field(parsed, "value")
         assert value is not None
@@ -175,43 +175,11 @@ class AdminApi:
         return await self._write(request, KvDelete(key=key), b"")
 
     # --- nemesis ----------------------------------------------------------------------------
-    # The link filter (harness/net/transport.py LinkFilter) covers HTTP too. A request is *cut off*
-    # when it comes from a cut-off source: a forwarded request (FORWARDED_HEADER names the node
-    # that forwarded it) is peer traffic, cut iff that node is in `drop`; any other request is a
-    # client's, cut iff `drop_clients`. A cut-off request is never executed: it is held, like a
-    # packet lost in a partition, until the filter changes (or LOST_REQUEST_HOLD_S passes), then
-    # its connection is aborted unanswered; an answer ready while its source is cut off is lost
-    # the same way. /nemesis/* is never cut: it is the operator's out-of-band channel (Jepsen's
-    # ssh + iptables), so a node can always be healed.
+    # The link filter (harness/net/transport.py LinkFilter) covers HTTP too: harness/admin/edge.py
+    # holds a request from a cut-off source unexecuted and aborts its connection; /nemesis/* is
+    # never cut, so a node can always be healed.
 
-    LOST_REQUEST_HOLD_S = 120.0
     LINKS_FIELDS = frozenset({"drop", "delay_ms", "delay_to", "drop_clients"})
-
-    def cut_off(self, request: web.Request) -> bool:
-        if request.path.startswith("/nemesis/"):
-            return False
-        links = self.node.transport.links
-        forwarded_by = request.headers.get(FORWARDED_HEADER, "")
-        if forwarded_by.isdigit():
-            return int(forwarded_by) in links.drop
-        return links.drop_clients
-
-    @web.middleware
-    async def links_middleware(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        if not self.cut_off(request):
-            response = await handler(request)
-            if not self.cut_off(request):
-                return response
-        transport = self.node.transport
-        try:
-            async with asyncio.timeout(self.LOST_REQUEST_HOLD_S):
-                while self.cut_off(request):
-                    await transport.links_changed()
-        except TimeoutError:
-            pass
-        if request.transport is not None:
-            request.transport.abort()
-        raise asyncio.CancelledError  # nothing is written on the aborted connection
 
     @staticmethod
     def _node_ids(body: dict[str, Any], name: str) -> frozenset[int]:
@@ -223,7 +191,7 @@ class AdminApi:
         return frozenset(value)
 
     async def links_get(self, request: web.Request) -> web.Response:
-        return web.json_response(self.node.transport.links.to_json())
+        return json_answer(self.node.transport.links.to_json())
 
     async def links_post(self, request: web.Request) -> web.Response:
         body = await read_json_object(request)
@@ -242,11 +210,11 @@ class AdminApi:
         links = LinkFilter(drop=drop, delay_ms=delay_ms, delay_to=delay_to,
                            drop_clients=drop_clients)
         self.node.transport.set_links(links)
-        return web.json_response(links.to_json())
+        return json_answer(links.to_json())
 
     async def links_delete(self, request: web.Request) -> web.Response:
         self.node.transport.set_links(LinkFilter())
-        return web.json_response(LinkFilter().to_json())
+        return json_answer(LinkFilter().to_json())
 
     # The clock nemesis (harness/runtime/clock.py): step this process's clock (`jump_ms`, may be
     # negative) and/or set its rate; DELETE puts it back in step with the machine. Guarded like
@@ -255,7 +223,7 @@ class AdminApi:
     MAX_JUMP_MS = 3_600_000
 
     async def clock_get(self, request: web.Request) -> web.Response:
-        return web.json_response(self.node.clock.to_json())
+        return json_answer(self.node.clock.to_json())
 
     async def clock_post(self, request: web.Request) -> web.Response:
         body = await read_json_object(request)
@@ -280,23 +248,23 @@ class AdminApi:
             self.node.clock.jump(jump_ms)
         log.warning("nemesis.clock_changed", jump_ms=jump_ms, rate=rate,
                     skew_ms=round(self.node.clock.skew_ms()))
-        return web.json_response(self.node.clock.to_json())
+        return json_answer(self.node.clock.to_json())
 
     async def clock_delete(self, request: web.Request) -> web.Response:
         self.node.clock.reset()
         log.warning("nemesis.clock_reset")
-        return web.json_response(self.node.clock.to_json())
+        return json_answer(self.node.clock.to_json())
 
 
 def build_app(node: AdminNode) -> web.Application:
     leader = LeaderForwarding(node)
     api = AdminApi(node, leader)
-    middlewares: list[Any] = [error_middleware]
-    if node is not None:  # None: only the router is wanted (the OpenAPI completeness test)
-        middlewares.insert(0, node.metrics.middleware())  # outermost: times every answer
-        if node.config.admin_token_required:
-            assert node.admin_token is not None  # the node refuses to start without it
-            middlewares.append(auth_middleware(node.admin_token))
+    token: str | None = None
+    if node is not None and node.config.admin_token_required:
+        assert node.admin_token is not None  # the node refuses to start without it
+        token = node.admin_token
+    # None: only the router is wanted (the OpenAPI completeness test).
+    middlewares = [edge_middleware(node, token)] if node is not None else []
     app = web.Application(middlewares=middlewares, client_max_size=4 * 1024 * 1024)
     app[NODE_KEY] = node
 
@@ -326,7 +294,6 @@ def build_app(node: AdminNode) -> web.Application:
     r.add_get("/nemesis/clock", api.clock_get)
     r.add_post("/nemesis/clock", api.clock_post)
     r.add_delete("/nemesis/clock", api.clock_delete)
-    app.middlewares.insert(0, api.links_middleware)  # outermost: a cut-off request runs nothing
     add_topic_routes(app, node, leader)
     add_record_routes(app, node)
     add_group_routes(app, node)

@@ -4,15 +4,19 @@ Method: a fresh cluster is started from this process (the same launcher as `kraf
 the bench waits for an agreed leader, then measures against the LEADER over two client paths
 (`--client http|native|both`); a write returns once its record is committed on a majority (fsynced
 on each) and applied to the leader's image:
-- http: the admin API, `PUT /kv/{key}` with a 100-byte value, HTTP/1.1 keep-alive;
+- http: the admin API, `PUT /kv/{key}` with a 100-byte value, HTTP/1.1 keep-alive, one write in
+  flight per connection, from harness/bench/http_load.py (a wrk-style Protocol client: answers
+  checked, Content-Length framing, no per-request task or session);
 - native: KvRequest frames on the leader's RPC port (harness/net/client.py), pipelined.
 Phases per path:
 - sequential: one client, one write at a time, `--seq-writes` writes after `--warmup`;
   p50/p99/max of the client-observed latency;
-- throughput: `--proposers` concurrent writers for `--duration` seconds; committed writes per
-  second and p50/p99 latency under that load.
-CPU per commit (utime+stime of the node processes / commits) is reported too: it stays meaningful
-when other work shares the machine. The client runs on the same 2 cores as the three controllers.
+- throughput: `--proposers` concurrent writers (HTTP: connections) for `--duration` seconds after
+  a warm-up; committed writes per second and p50/p99 latency under that load.
+CPU per commit (utime+stime of the node processes / commits) is reported too, and the load
+generator's own (this process's CPU / commits): they stay meaningful when other work shares the
+machine. The client runs on the same 2 cores as the three controllers, on the nodes' event loop
+(uvloop where installed), so its CPU per request is part of the ceiling.
 """
 
 from __future__ import annotations
@@ -24,12 +28,15 @@ import os
 import statistics
 import tempfile
 import time
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
-from harness.admin.client import AdminClient
 from harness.bench import profile
+from harness.bench.http_load import KvPutLoad, LoadResult
+from harness.client import run as client_run
 from harness.launcher import cluster as cl
+from harness.net.client import KvResponse, NativeKvClient
 
 VALUE = "x" * 100
 
@@ -60,71 +67,71 @@ def percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def sequential(node: cl.NodeEntry, writes: int, warmup: int) -> dict[str, Any]:
-    client = AdminClient(node.host, node.admin_port, 5.0)
-    for i in range(warmup):
-        client.kv_put(f"warm-{i % 64}", VALUE)
-    latencies = []
-    for i in range(writes):
-        t0 = time.perf_counter()
-        client.kv_put(f"seq-{i % 64}", VALUE)
-        latencies.append((time.perf_counter() - t0) * 1000)
-    client.close()
+def latency_summary(latencies: list[float]) -> dict[str, Any]:
     return {
-        "writes": writes,
-        "p50_ms": round(statistics.median(latencies), 3),
-        "p99_ms": round(percentile(latencies, 0.99), 3),
-        "max_ms": round(max(latencies), 3),
-        "mean_ms": round(statistics.fmean(latencies), 3),
+        "p50_ms": round(statistics.median(latencies), 3) if latencies else None,
+        "p99_ms": round(percentile(latencies, 0.99), 3) if latencies else None,
+        "max_ms": round(max(latencies), 3) if latencies else None,
+        "mean_ms": round(statistics.fmean(latencies), 3) if latencies else None,
     }
 
 
-async def concurrent(node: cl.NodeEntry, proposers: int, duration_s: float) -> dict[str, Any]:
-    import aiohttp
+def run_loop(main: Coroutine[Any, Any, dict[str, Any]]) -> dict[str, Any]:
+    """The nodes' event loop (uvloop where installed) for the load generator too."""
+    return cast(dict[str, Any], client_run(main))
 
-    url = f"http://{node.host}:{node.admin_port}/kv/"
-    body = json.dumps({"value": VALUE}).encode()
-    headers = {"Content-Type": "application/json"}
-    latencies: list[float] = []
-    errors = 0
-    connector = aiohttp.TCPConnector(limit=proposers, force_close=False)
-    async with aiohttp.ClientSession(connector=connector) as session:
 
-        async def writer(wid: int, stop_at: float, record: bool) -> None:
-            nonlocal errors
-            n = 0
-            while time.perf_counter() < stop_at:
-                t0 = time.perf_counter()
-                async with session.put(f"{url}tput-{wid}-{n % 16}", data=body,
-                                       headers=headers) as resp:
-                    await resp.read()
-                    if resp.status != 200:
-                        errors += 1
-                        continue
-                if record:
-                    latencies.append((time.perf_counter() - t0) * 1000)
-                n += 1
+async def http_sequential(node: cl.NodeEntry, writes: int, warmup: int) -> dict[str, Any]:
+    load = KvPutLoad(node.host, node.admin_port, VALUE, prefix="seq", keys_per_connection=64)
+    await load.connect(1)
+    try:
+        await load.run(writes=warmup, record=False)
+        result = await load.run(writes=writes)
+    finally:
+        load.close()
+    return {"writes": result.commits, **latency_summary(result.latencies_ms),
+            "errors": sum(result.errors.values()), "error_kinds": dict(result.errors)}
 
-        warm_until = time.perf_counter() + min(1.0, duration_s / 5)
-        await asyncio.gather(*(writer(w, warm_until, False) for w in range(proposers)))
+
+async def http_concurrent(node: cl.NodeEntry, proposers: int, duration_s: float,
+                          meter: CpuMeter) -> dict[str, Any]:
+    load = KvPutLoad(node.host, node.admin_port, VALUE)
+    await load.connect(proposers)
+    try:
+        warm = await load.run(duration_s=min(1.0, duration_s / 5), record=False)
+        warm_errors = sum(warm.errors.values())
+        meter.start()
         start = time.perf_counter()
-        await asyncio.gather(*(writer(w, start + duration_s, True) for w in range(proposers)))
+        result = await load.run(duration_s=duration_s)
         elapsed = time.perf_counter() - start
+        cpu = meter.stop(result.commits)
+    finally:
+        load.close()
+    out = throughput_result(proposers, elapsed, result.latencies_ms,
+                            sum(result.errors.values()), warm.commits, cpu)
+    out["warmup_errors"] = warm_errors
+    out["error_kinds"] = dict(result.errors)
+    return out
+
+
+def throughput_result(proposers: int, elapsed_s: float, latencies: list[float], errors: int,
+                      warmup_commits: int, cpu: dict[str, float]) -> dict[str, Any]:
+    summary = latency_summary(latencies)
     return {
         "proposers": proposers,
-        "duration_s": round(elapsed, 2),
+        "duration_s": round(elapsed_s, 2),
         "commits": len(latencies),
-        "commits_per_s": round(len(latencies) / elapsed),
-        "p50_ms": round(statistics.median(latencies), 3) if latencies else None,
-        "p99_ms": round(percentile(latencies, 0.99), 3) if latencies else None,
+        "warmup_commits": warmup_commits,
+        "commits_per_s": round(len(latencies) / elapsed_s),
+        "p50_ms": summary["p50_ms"],
+        "p99_ms": summary["p99_ms"],
         "errors": errors,
+        **cpu,
     }
 
 
 async def native_sequential(node: cl.NodeEntry, cluster_id: str, writes: int,
                             warmup: int) -> dict[str, Any]:
-    from harness.net.client import NativeKvClient
-
     client = NativeKvClient()
     await client.connect(node.host, node.rpc_port, cluster_id)
     for i in range(warmup):
@@ -135,88 +142,155 @@ async def native_sequential(node: cl.NodeEntry, cluster_id: str, writes: int,
         await client.call("put", f"seq-{i % 64}", VALUE)
         latencies.append((time.perf_counter() - t0) * 1000)
     client.close()
-    return {
-        "writes": writes,
-        "p50_ms": round(statistics.median(latencies), 3),
-        "p99_ms": round(percentile(latencies, 0.99), 3),
-        "max_ms": round(max(latencies), 3),
-        "mean_ms": round(statistics.fmean(latencies), 3),
-    }
+    return {"writes": writes, **latency_summary(latencies)}
+
+
+def native_load(client: NativeKvClient, writers: int, duration_s: float,
+                record: bool) -> asyncio.Future[LoadResult]:
+    """`writers` chains of puts on the client's one pipelined connection for `duration_s`: each
+    chain sends its next write from the done callback of its last, as the HTTP load does per
+    connection (no coroutine per request). A write counts when answered NONE; other answers are
+    counted by error name; a lost connection ends every chain."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[LoadResult] = loop.create_future()
+    result = LoadResult()
+    stop_at = time.perf_counter() + duration_s
+    running = writers
+
+    def finish() -> None:
+        nonlocal running
+        running -= 1
+        if running == 0:
+            done.set_result(result)
+
+    def send(w: int, n: int) -> None:
+        if time.perf_counter() >= stop_at:
+            finish()
+            return
+        sent_at = time.perf_counter()
+        try:
+            future = client.submit("put", f"tput-{w}-{n % 16}", VALUE)
+        except ConnectionResetError:
+            result.errors["connection lost"] += 1
+            finish()
+            return
+        future.add_done_callback(lambda f: answered(w, n, sent_at, f))
+
+    def answered(w: int, n: int, sent_at: float, future: asyncio.Future[KvResponse]) -> None:
+        if future.cancelled() or future.exception() is not None:
+            result.errors["connection lost"] += 1
+            finish()
+            return
+        response = future.result()
+        if response.error != "NONE" or response.version is None:
+            result.errors[response.error] += 1
+        else:
+            result.commits += 1
+            if record:
+                result.latencies_ms.append((time.perf_counter() - sent_at) * 1000)
+        send(w, n + 1)
+
+    for w in range(writers):
+        send(w, 0)
+    if writers == 0:
+        done.set_result(result)
+    return done
 
 
 async def native_concurrent(node: cl.NodeEntry, cluster_id: str, proposers: int,
-                            duration_s: float) -> dict[str, Any]:
-    from harness.net.client import NativeKvClient
-
+                            duration_s: float, meter: CpuMeter) -> dict[str, Any]:
     client = NativeKvClient()
     await client.connect(node.host, node.rpc_port, cluster_id)
-    latencies: list[float] = []
+    try:
+        warm = await native_load(client, proposers, min(1.0, duration_s / 5), record=False)
+        meter.start()
+        start = time.perf_counter()
+        result = await native_load(client, proposers, duration_s, record=True)
+        elapsed = time.perf_counter() - start
+        cpu = meter.stop(result.commits)
+    finally:
+        client.close()
+    out = throughput_result(proposers, elapsed, result.latencies_ms,
+                            sum(result.errors.values()), warm.commits, cpu)
+    out["warmup_errors"] = sum(warm.errors.values())
+    out["error_kinds"] = dict(result.errors)
+    return out
 
-    async def writer(wid: int, stop_at: float, record: bool) -> None:
-        n = 0
-        while time.perf_counter() < stop_at:
-            t0 = time.perf_counter()
-            await client.call("put", f"tput-{wid}-{n % 16}", VALUE)
-            if record:
-                latencies.append((time.perf_counter() - t0) * 1000)
-            n += 1
 
-    warm_until = time.perf_counter() + min(1.0, duration_s / 5)
-    await asyncio.gather(*(writer(w, warm_until, False) for w in range(proposers)))
-    start = time.perf_counter()
-    await asyncio.gather(*(writer(w, start + duration_s, True) for w in range(proposers)))
-    elapsed = time.perf_counter() - start
-    client.close()
-    return {
-        "proposers": proposers,
-        "duration_s": round(elapsed, 2),
-        "commits": len(latencies),
-        "commits_per_s": round(len(latencies) / elapsed),
-        "p50_ms": round(statistics.median(latencies), 3),
-        "p99_ms": round(percentile(latencies, 0.99), 3),
-        "errors": 0,
-    }
+class CpuMeter:
+    """CPU seconds of the three nodes and of this process (the load generator) between `start`
+    and `stop`, as ms per commit: the client's share is part of the ceiling on 2 shared cores."""
+
+    def __init__(self, cluster: cl.ClusterFile, leader_id: int) -> None:
+        self.cluster = cluster
+        self.leader_id = leader_id
+        self.nodes0: dict[int, float] = {}
+        self.client0 = 0.0
+
+    def start(self) -> None:
+        self.nodes0 = cluster_cpu(self.cluster)
+        self.client0 = time.process_time()
+
+    def stop(self, commits: int) -> dict[str, float]:
+        client_ms = (time.process_time() - self.client0) * 1000 / max(1, commits)
+        out = cpu_per_commit(self.nodes0, cluster_cpu(self.cluster), self.leader_id, commits)
+        out["client_cpu_ms_per_commit"] = round(client_ms, 3)
+        return out
+
+
+def start_profilers(cluster: cl.ClusterFile, leader_id: int, args: argparse.Namespace,
+                    subdir: str) -> profile.Profilers | None:
+    """py-spy on every node and on this process (the load generator) for one phase."""
+    if not getattr(args, "profile", None):
+        return None
+    pids = {f"{'leader' if n.id == leader_id else 'follower'}-{n.id}": n.pid
+            for n in cluster.nodes if n.pid is not None}
+    pids["client"] = os.getpid()
+    profilers = profile.start(Path(args.profile) / subdir, pids, args.syscalls)
+    time.sleep(0.5)  # let the samplers attach
+    return profilers
 
 
 def measure(cluster: cl.ClusterFile, leader_id: int, path: str,
             args: argparse.Namespace) -> dict[str, Any]:
-    """Sequential then concurrent phases over one client path, with CPU per commit."""
+    """Sequential then concurrent phases over one client path, with CPU per commit (nodes and
+    this process); with `args.profile`, py-spy samples both phases (DIR/PATH/sequential,
+    DIR/PATH/throughput)."""
     leader = cluster.node(leader_id)
-    profilers = None
-    if args.profile:
-        pids = {f"{'leader' if n.id == leader_id else 'follower'}-{n.id}": n.pid
-                for n in cluster.nodes if n.pid is not None}
-        profilers = profile.start(Path(args.profile) / path, pids, args.syscalls)
-        time.sleep(0.5)  # let the samplers attach
-    cpu0 = cluster_cpu(cluster)
+    meter = CpuMeter(cluster, leader_id)
+    profilers = start_profilers(cluster, leader_id, args, f"{path}/sequential")
+    meter.start()
     if path == "http":
-        seq = sequential(leader, args.seq_writes, args.warmup)
+        seq = run_loop(http_sequential(leader, args.seq_writes, args.warmup))
     else:
-        seq = asyncio.run(native_sequential(leader, cluster.cluster_id, args.seq_writes,
-                                            args.warmup))
-    seq.update(cpu_per_commit(cpu0, cluster_cpu(cluster), leader_id,
-                              args.seq_writes + args.warmup))
+        seq = run_loop(native_sequential(leader, cluster.cluster_id, args.seq_writes,
+                                         args.warmup))
+    seq.update(meter.stop(args.seq_writes + args.warmup))
     if profilers is not None:
         profilers.stop()
         seq["profile"] = profile_report(profilers, args.seq_writes + args.warmup, args.json)
-    cpu0 = cluster_cpu(cluster)
+    profilers = start_profilers(cluster, leader_id, args, f"{path}/throughput")
     if path == "http":
-        tput = asyncio.run(concurrent(leader, args.proposers, args.duration))
+        tput = run_loop(http_concurrent(leader, args.proposers, args.duration, meter))
     else:
-        tput = asyncio.run(native_concurrent(leader, cluster.cluster_id, args.proposers,
-                                             args.duration))
-    # Includes the warm-up's commits in the CPU but not in the count: a slight overestimate.
-    tput.update(cpu_per_commit(cpu0, cluster_cpu(cluster), leader_id, tput["commits"]))
+        tput = run_loop(native_concurrent(leader, cluster.cluster_id, args.proposers,
+                                          args.duration, meter))
+    if profilers is not None:
+        profilers.stop()
+        tput["profile"] = profile_report(profilers, tput["commits"] + tput["warmup_commits"],
+                                         args.json)
     if not args.json:
         print(f"[{path}] sequential: {seq['writes']} writes, p50 {seq['p50_ms']} ms, "
               f"p99 {seq['p99_ms']} ms, max {seq['max_ms']} ms; CPU per commit: leader "
               f"{seq['leader_cpu_ms_per_commit']} ms, follower "
-              f"{seq['follower_cpu_ms_per_commit']} ms", flush=True)
+              f"{seq['follower_cpu_ms_per_commit']} ms, client "
+              f"{seq['client_cpu_ms_per_commit']} ms", flush=True)
         print(f"[{path}] throughput: {tput['commits_per_s']} commits/s with {tput['proposers']} "
               f"proposers (p50 {tput['p50_ms']} ms, p99 {tput['p99_ms']} ms, "
               f"{tput['errors']} errors); CPU per commit: leader "
               f"{tput['leader_cpu_ms_per_commit']} ms, follower "
-              f"{tput['follower_cpu_ms_per_commit']} ms", flush=True)
+              f"{tput['follower_cpu_ms_per_commit']} ms, client "
+              f"{tput['client_cpu_ms_per_commit']} ms", flush=True)
     return {"sequential": seq, "throughput": tput}
 
 

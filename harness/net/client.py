@@ -14,6 +14,7 @@ linearizable (read barrier); errors are Kafka error names.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from harness.net.pipelined import PipelinedConnection
@@ -62,14 +63,24 @@ class NativeKvClient:
         if self._conn is not None:
             self._conn.close()
 
-    async def call(self, op: str, key: str, value: str | None = None,
-                   expected: str | None = None) -> KvResponse:
-        if self._conn is None or not self._conn.is_open:
+    def submit(self, op: str, key: str, value: str | None = None,
+               expected: str | None = None) -> asyncio.Future[KvResponse]:
+        """Send one request; the future resolves with its KvResponse whatever its `error` (the
+        caller checks it), or fails with ConnectionResetError when the connection is lost. No
+        coroutine per request: load generators chain the next request from a done callback."""
+        conn = self._conn
+        if conn is None or not conn.is_open:
             raise ConnectionResetError("not connected")
         request_id = self._next_id
-        self._next_id += 1
-        response: KvResponse = await self._conn.submit(
+        self._next_id = request_id + 1
+        future: asyncio.Future[KvResponse] = conn.submit(
             KvRequest(request_id, op, key, value, expected))
+        return future
+
+    async def call(self, op: str, key: str, value: str | None = None,
+                   expected: str | None = None) -> KvResponse:
+        """One request; raises ClientError unless its error is NONE."""
+        response = await self.submit(op, key, value, expected)
         if response.error != "NONE":
             raise ClientError(response)
         return response

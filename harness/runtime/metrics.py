@@ -357,15 +357,28 @@ class NodeMetrics:
             "admin API request time per route (ms), from arrival to response",
             ["method", "route"], registry=self.registry, buckets=LATENCY_BUCKETS_MS,
         )
+        self._request_children: dict[tuple[str, str], Histogram] = {}
 
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
+    def observe_request(self, request: web.Request, started: float) -> None:
+        """Time one admin request (`started`: its time.perf_counter() on arrival) under its route
+        template (`/kv/{key}`; an unmatched path counts as `unmatched` and an unknown method as
+        `other`, so fuzzed requests cannot grow the label set). The labelled child is looked up
+        once per (method, route): `labels()` validates and locks on every call."""
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        resource = request.match_info.route.resource
+        template = resource.canonical if resource is not None else "unmatched"
+        method = request.method if request.method in _METHODS else "other"
+        child = self._request_children.get((method, template))
+        if child is None:
+            child = self._request_children[(method, template)] = self.request_time_ms.labels(
+                method, template)
+        child.observe(elapsed_ms)
+
     def middleware(self) -> Callable[..., Awaitable[web.StreamResponse]]:
-        """aiohttp middleware timing every request under its route template (`/kv/{key}`; an
-        unmatched path counts as `unmatched` and an unknown method as `other`, so fuzzed requests
-        cannot grow the label set)."""
-        histogram = self.request_time_ms
+        """aiohttp middleware timing every request (`observe_request`)."""
 
         @web.middleware
         async def timed(
@@ -375,10 +388,6 @@ class NodeMetrics:
             try:
                 return await handler(request)
             finally:
-                route = request.match_info.route.resource
-                template = route.canonical if route is not None else "unmatched"
-                method = request.method if request.method in _METHODS else "other"
-                histogram.labels(method, template).observe(
-                    (time.perf_counter() - started) * 1000)
+                self.observe_request(request, started)
 
         return timed
