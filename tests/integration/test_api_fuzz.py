@@ -221,8 +221,12 @@ def request(draw: st.DrawFn, doc: dict[str, Any], node_ids: list[int]) -> dict[s
     for p in params:
         if p["in"] == "path":
             value = draw(param_value(p, method))
+            # "." and ".." are dot-segments: every URL parser removes them (RFC 3986 5.2.4), so
+            # /kv/. is /kv/ by the time a router sees it; like "", they cannot name a resource.
+            if value in ("", ".", ".."):
+                value = "x"
             values[p["name"]] = value
-            url = url.replace("{" + p["name"] + "}", urllib.parse.quote(value, safe="") or "x")
+            url = url.replace("{" + p["name"] + "}", urllib.parse.quote(value, safe=""))
         elif draw(st.integers(0, 2)) == 0:
             query[p["name"]] = draw(param_value(p, method))
     if draw(st.integers(0, 7)) == 0:
