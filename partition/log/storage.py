@@ -144,8 +144,10 @@ class _OsFile:
 
     def append(self, *buffers: Buffer) -> int:
         position = self._size
-        total = sum(map(len, buffers))  # byte buffers only: len() is their size
-        if total <= _JOIN_BELOW_BYTES:
+        if len(buffers) == 1:  # the log's small appends come joined already: one write(2)
+            total = len(buffers[0])  # byte buffers only: len() is their size
+            written = _write(self._fd, buffers[0])
+        elif (total := sum(map(len, buffers))) <= _JOIN_BELOW_BYTES:
             # One small write: joining a few hundred bytes and calling write(2) costs about half
             # of Python's writev (which allocates iovec and buffer arrays per call); a one-record
             # append is mostly this call (`kraftlab bench log`, 1-record batches).
