@@ -42,7 +42,9 @@ class LogSegment:
         self.log_path = f"{directory}/{segment_name(base_offset, '.log')}"
         self.offset_index = OffsetIndex(storage, f"{directory}/{segment_name(base_offset, '.index')}")
         self.time_index = TimeIndex(storage, f"{directory}/{segment_name(base_offset, '.timeindex')}")
-        self.file: StorageFile = storage.open(self.log_path)
+        # Appended to for as long as the segment is active: blocks may be reserved ahead of its
+        # end (storage.py, preallocate), and `seal` gives back what was not used.
+        self.file: StorageFile = storage.open(self.log_path, preallocate=True)
         self.size = self.file.size()
         self.next_offset = base_offset
         self.max_timestamp_ms = NO_TIMESTAMP
@@ -198,9 +200,11 @@ class LogSegment:
         self.next_offset = last_offset + 1
 
     def seal(self) -> None:
-        """The segment stops being active: record its max timestamp as the last time entry."""
+        """The segment stops being active: record its max timestamp as the last time entry, and
+        give back the space reserved past its end (Kafka trims a preallocated segment on roll)."""
         if self.max_timestamp_ms != NO_TIMESTAMP:
             self.time_index.maybe_append(self.max_timestamp_ms, self._max_ts_relative_offset)
+        self.file.truncate(self.size)
         self.offset_index.flush()
         self.time_index.flush()
 

@@ -189,8 +189,8 @@ class ReadSpy:
         self.sim = sim
         self.reads: list[tuple[str, int, int]] = []
 
-    def open(self, path: str, *, create: bool = True):  # type: ignore[no-untyped-def]
-        inner = self.sim.open(path, create=create)
+    def open(self, path: str, *, create: bool = True, preallocate: bool = False):  # type: ignore[no-untyped-def]
+        inner = self.sim.open(path, create=create, preallocate=preallocate)
         spy = self
 
         class File:
@@ -306,3 +306,27 @@ def test_recovery_reports_what_it_cut() -> None:
     cut = [e for e in logs if e["event"] == "log.recovery_truncated"]
     assert cut == [{"event": "log.recovery_truncated", "log_level": "warning", "topic": "t",
                     "partition": 0, "segment": 0, "bytes_cut": end - 3 - start}]
+
+
+def test_real_files_recover_a_torn_tail_with_space_reserved_past_it(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A crash leaves the active segment with blocks reserved past its end (preallocation keeps
+    the size, so nothing of it is read): a torn last write is cut as on any file, and appends go
+    on after it."""
+    import os
+
+    storage = FileStorage(str(tmp_path))
+    crashed = build(storage)  # never closed: its reservation stays, as after a kill -9
+    path = f"{tmp_path}{SEG0}"
+    size = os.stat(path).st_size
+    with open(path, "ab") as f:  # a torn write after the last good batch
+        f.write(rb.encode_batch([rb.Record(b"torn" * 10)])[:30])
+    log = PartitionLog.open(storage, "/d", "t", 0, CFG, recovery_point=0)
+    check_consistent(log, 36)
+    assert os.stat(path).st_size == log.segments[-1].size == size
+    log.append_as_leader(rb.encode_batch([rb.Record(b"after")]), 3)
+    assert log.read_records(36, 100)[0].value == b"after"
+    assert os.stat(path).st_size == log.segments[-1].size
+    crashed.segments[-1].file.close()  # a stale handle gives its reservation back, cuts nothing
+    assert os.stat(path).st_size == log.segments[-1].size
+    log.close()
+    assert PartitionLog.open(storage, "/d", "t", 0, CFG).log_end_offset == 37
