@@ -177,26 +177,39 @@ class _OsFile:
 
     def append(self, *buffers: Buffer) -> int:
         position = self._size
-        one = len(buffers) == 1  # the log's small appends come joined already: one write(2)
-        total = len(buffers[0]) if one else sum(map(len, buffers))  # byte buffers: len() is size
+        if len(buffers) == 1:  # the log's small appends come joined already: one write(2)
+            data = buffers[0]
+            end = position + len(data)  # byte buffers only: len() is their size
+            if end > self._reserved and self._preallocate:
+                self._reserve(end)
+            written = _write(self._fd, data)
+            if written < end - position:
+                self._write_rest(data, written)
+            self._size = end
+            return position
+        return self._append_buffers(position, buffers)
+
+    def _append_buffers(self, position: int, buffers: tuple[Buffer, ...]) -> int:
+        total = sum(map(len, buffers))
         if position + total > self._reserved and self._preallocate:
             self._reserve(position + total)
-        if one:
-            written = _write(self._fd, buffers[0])
-        elif total <= _JOIN_BELOW_BYTES:
+        if total <= _JOIN_BELOW_BYTES:
             # One small write: joining a few hundred bytes and calling write(2) costs about half
-            # of Python's writev (which allocates iovec and buffer arrays per call); a one-record
-            # append is mostly this call (`kraftlab bench log`, 1-record batches).
+            # of Python's writev (which allocates iovec and buffer arrays per call).
             buffers = (b"".join(buffers),)
             written = _write(self._fd, buffers[0])
         else:
             written = _writev(self._fd, buffers)
-        if written < total:  # short write: finish the rest, in order
-            rest = memoryview(b"".join(buffers))[written:]
-            while rest:
-                rest = rest[os.write(self._fd, rest):]
+        if written < total:
+            self._write_rest(b"".join(buffers), written)
         self._size = position + total
         return position
+
+    def _write_rest(self, data: Buffer, written: int) -> None:
+        """A short write: finish the rest of `data`, in order."""
+        rest = memoryview(data)[written:]
+        while rest:
+            rest = rest[os.write(self._fd, rest) :]
 
     def _reserve(self, end: int) -> None:
         """Reserve blocks from the end of the file to past `end`, keeping the size (module
