@@ -279,10 +279,11 @@ class PartitionLog:
         config = self.config
         if config.max_message_bytes is not None and size > config.max_message_bytes:
             raise RecordTooLargeError(f"batch of {size} bytes > max.message.bytes {config.max_message_bytes}")
-        if active.size and (active.size + size > config.segment_bytes
-                            or (active.first_batch_max_timestamp_ms >= 0
-                                and first[8] - active.first_batch_max_timestamp_ms > config.segment_ms)
-                            or next_offset - active.base_offset > _INT32_MAX):  # fmt: skip
+        # Roll as `_append` does (`roll` leaves an empty segment alone: no size check here).
+        if (active.size + size > config.segment_bytes
+                or (active.first_batch_max_timestamp_ms >= 0
+                    and first[8] - active.first_batch_max_timestamp_ms > config.segment_ms)
+                or next_offset - active.base_offset > _INT32_MAX):  # fmt: skip
             self.roll()
             active = self.segments[-1]
         if new_epoch:

@@ -162,12 +162,12 @@ class LogSegment:
         self.size = self.file.size()
         return start
 
-    def append_batch(self, base_offset: int, header: tuple[int, ...], *buffers: Buffer) -> int:
-        """Append one batch given as `buffers` (concatenated: a new 16-byte prefix and the rest,
-        or both already joined) whose final base offset is `base_offset` (the header, a
-        BatchHeader or its 13 fields as a plain tuple, may still carry the producer's offsets).
+    def append_batch(self, base_offset: int, header: tuple[int, ...], data: Buffer, rest: Buffer | None = None) -> int:
+        """Append one batch given as `data` (+ `rest`: a new 16-byte prefix and the rest of the
+        batch, or the whole batch in `data`) whose final base offset is `base_offset` (the header,
+        a BatchHeader or its 13 fields as a plain tuple, may still carry the producer's offsets).
         The leader's fast path: nothing rebuilt."""
-        position = self.file.append(*buffers)
+        position = self.file.append(data) if rest is None else self.file.append(data, rest)
         size = header[1] + _LOG_OVERHEAD
         if (header[8] > self.max_timestamp_ms or self._bytes_since_index > self.index_interval_bytes
                 or self.first_batch_max_timestamp_ms == NO_TIMESTAMP):  # fmt: skip
