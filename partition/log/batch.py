@@ -238,6 +238,7 @@ def encode_batch(
 _UNPACK_HEADER = _HEADER.unpack_from
 _SMALL_BATCH = 2048  # below this, slicing bytes (a copy) beats a memoryview (two objects)
 _make_header = BatchHeader._make
+_crc = _crc32c.crc32c
 
 
 def read_header(buf: bytes | bytearray | memoryview, position: int = 0) -> BatchHeader:
@@ -293,6 +294,27 @@ def validate_fields(buf: bytes | bytearray | memoryview, position: int = 0, *,
         raise CorruptRecordError(f"record count {record_count} vs last offset delta {last_offset_delta}")
     if fields[5] & COMPRESSION_MASK:
         raise InvalidRecordError("compressed batches are not supported (compression must be none)")
+    return fields
+
+
+def validate_one(buf: bytes | bytearray | memoryview, check_crc: bool) -> tuple[int, ...] | None:
+    """The leader's one-batch fast path: the header's 13 fields (as `validate_fields`) when `buf`
+    is exactly one batch of at least one record passing every check `validate_fields` makes,
+    else None, whatever the reason (several batches, or a bad one): the caller then takes the
+    general path, which says what is wrong. One call, positional, no error formatting: this runs
+    once per produced batch."""
+    size = len(buf)
+    if size < HEADER_SIZE:
+        return None
+    fields = _UNPACK_HEADER(buf)
+    # batchLength covers the whole buffer (so it is >= 49), magic 2, no compression, and
+    # 0 < recordCount <= lastOffsetDelta + 1 (stricter than validate_fields, which lets an empty
+    # batch through: the general path takes that one).
+    if (fields[1] != size - LOG_OVERHEAD or fields[3] != MAGIC or fields[5] & COMPRESSION_MASK
+            or not 0 < fields[12] <= fields[6] + 1):  # fmt: skip
+        return None
+    if check_crc and _crc(buf[CRC_START:] if size <= _SMALL_BATCH else memoryview(buf)[CRC_START:]) != fields[4]:
+        return None
     return fields
 
 

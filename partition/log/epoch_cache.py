@@ -49,13 +49,16 @@ class LeaderEpochCache:
         self._entries: list[EpochEntry] = []
         if storage is not None and path is not None:
             self._entries = [EpochEntry(e, o) for e, o in read_epochs(storage, path)]
+        # The latest epoch (-1 when empty) as a plain attribute, for the leader's append path;
+        # every change of the entries goes through `_persist`, which keeps it in step.
+        self.latest = self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
 
     @property
     def entries(self) -> tuple[EpochEntry, ...]:
         return tuple(self._entries)
 
     def latest_epoch(self) -> int:
-        return self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
+        return self.latest
 
     def earliest(self) -> EpochEntry | None:
         return self._entries[0] if self._entries else None
@@ -145,6 +148,7 @@ class LeaderEpochCache:
             self._write()
 
     def _persist(self) -> None:
+        self.latest = self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
         if self._on_flush:
             self._changed = True
         else:

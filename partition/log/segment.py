@@ -24,6 +24,7 @@ from partition.log.storage import Buffer, Storage, StorageFile
 RECOVERY_CHUNK_BYTES = 1 << 20
 _INT32_MAX = (1 << 31) - 1
 NO_TIMESTAMP = -1
+_LOG_OVERHEAD = rb.LOG_OVERHEAD
 
 
 def segment_name(base_offset: int, suffix: str) -> str:
@@ -41,7 +42,9 @@ class LogSegment:
         self.log_path = f"{directory}/{segment_name(base_offset, '.log')}"
         self.offset_index = OffsetIndex(storage, f"{directory}/{segment_name(base_offset, '.index')}")
         self.time_index = TimeIndex(storage, f"{directory}/{segment_name(base_offset, '.timeindex')}")
-        self.file: StorageFile = storage.open(self.log_path)
+        # Appended to for as long as the segment is active: blocks may be reserved ahead of its
+        # end (storage.py, preallocate), and `seal` gives back what was not used.
+        self.file: StorageFile = storage.open(self.log_path, preallocate=True)
         self.size = self.file.size()
         self.next_offset = base_offset
         self.max_timestamp_ms = NO_TIMESTAMP
@@ -159,13 +162,20 @@ class LogSegment:
         self.size = self.file.size()
         return start
 
-    def append_batch(self, base_offset: int, header: tuple[int, ...], prefix: bytes, rest: Buffer) -> int:
-        """Append one batch given as `prefix` + `rest` whose final base offset is `base_offset`
-        (the header, a BatchHeader or its 13 fields as a plain tuple, may still carry the
-        producer's offsets). The leader's fast path: nothing rebuilt."""
-        position = self.file.append(prefix, rest)
-        self._index_batch(base_offset, header, position)
-        self.size = position + header[1] + rb.LOG_OVERHEAD
+    def append_batch(self, base_offset: int, header: tuple[int, ...], data: Buffer, rest: Buffer | None = None) -> int:
+        """Append one batch given as `data` (+ `rest`: a new 16-byte prefix and the rest of the
+        batch, or the whole batch in `data`) whose final base offset is `base_offset` (the header,
+        a BatchHeader or its 13 fields as a plain tuple, may still carry the producer's offsets).
+        The leader's fast path: nothing rebuilt."""
+        position = self.file.append(data) if rest is None else self.file.append(data, rest)
+        size = header[1] + _LOG_OVERHEAD
+        if (header[8] > self.max_timestamp_ms or self._bytes_since_index > self.index_interval_bytes
+                or self.first_batch_max_timestamp_ms == NO_TIMESTAMP):  # fmt: skip
+            self._index_batch(base_offset, header, position)
+        else:  # what _index_batch does when there is no entry to add and no new max timestamp
+            self._bytes_since_index += size
+            self.next_offset = base_offset + header[6] + 1
+        self.size = position + size
         return position
 
     def _index_batch(self, base_offset: int, header: tuple[int, ...], position: int) -> None:
@@ -186,13 +196,15 @@ class LogSegment:
                 if not times or self.max_timestamp_ms > times[-1]:
                     self.time_index.maybe_append(self.max_timestamp_ms, self._max_ts_relative_offset)
             self._bytes_since_index = 0
-        self._bytes_since_index += header[1] + rb.LOG_OVERHEAD
+        self._bytes_since_index += header[1] + _LOG_OVERHEAD
         self.next_offset = last_offset + 1
 
     def seal(self) -> None:
-        """The segment stops being active: record its max timestamp as the last time entry."""
+        """The segment stops being active: record its max timestamp as the last time entry, and
+        give back the space reserved past its end (Kafka trims a preallocated segment on roll)."""
         if self.max_timestamp_ms != NO_TIMESTAMP:
             self.time_index.maybe_append(self.max_timestamp_ms, self._max_ts_relative_offset)
+        self.file.truncate(self.file.size())  # its own size: this cuts nothing, whatever happens
         self.offset_index.flush()
         self.time_index.flush()
 

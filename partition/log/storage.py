@@ -9,7 +9,16 @@ empty directory, exists, fsync a directory).
 Two implementations:
 
 - `FileStorage`: the real thing (os.open/os.writev/os.pread/os.fsync). `fsync_dir` opens the
-  directory and fsyncs it, so a create, rename or remove survives power loss.
+  directory and fsyncs it, so a create, rename or remove survives power loss. A file opened with
+  `preallocate=True` (the segments' .log files) reserves disk blocks ahead of its end as it grows,
+  with fallocate(2) and FALLOC_FL_KEEP_SIZE where the platform has it (Linux): the file's size
+  and content are exactly what was appended, so readers, truncation, recovery and the crash model
+  see nothing of it; only the filesystem's per-append block reservation is saved (delayed
+  allocation on ext4: a buffered append into reserved blocks costs about a fifth less, see
+  docs/benchmarks.md "Log storage"). How far ahead: as much as the file holds, between
+  PREALLOCATE_MIN_BYTES and PREALLOCATE_MAX_BYTES, so a quiet log reserves little. The blocks
+  past the end are given back by `truncate(size)` (the log cuts a sealed segment to its size)
+  and by `close`; a crash leaves them to the segment's next truncation or close.
 - `BufferedFileStorage`: FileStorage whose appends stay in process memory until fsync, so that
   kill -9 of a real process loses the unflushed tail (the real-process nemesis crash-unflushed).
 - `SimStorage`: bytes in memory for harness/sim and crash tests. It models what a crash can lose:
@@ -35,9 +44,11 @@ fewer bytes only at end of file.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import posixpath
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias
 
@@ -73,7 +84,7 @@ class StorageFile(Protocol):
         ...
 
     def truncate(self, size: int) -> None:
-        """Cut the file to `size` bytes (never grows it)."""
+        """Cut the file to `size` bytes (never grows it), giving back space preallocated past it."""
         ...
 
     def close(self) -> None: ...
@@ -82,8 +93,10 @@ class StorageFile(Protocol):
 class Storage(Protocol):
     """A filesystem. Paths are strings joined with '/'."""
 
-    def open(self, path: str, *, create: bool = True) -> StorageFile:
-        """Open a file for append and read, creating it (empty) if `create` and missing."""
+    def open(self, path: str, *, create: bool = True, preallocate: bool = False) -> StorageFile:
+        """Open a file for append and read, creating it (empty) if `create` and missing.
+        `preallocate`: a hint that the file grows by appends for a long time (a segment), so
+        disk space may be reserved past its end; its size and content are unaffected."""
         ...
 
     def exists(self, path: str) -> bool: ...
@@ -124,12 +137,30 @@ def read_whole(storage: Storage, path: str) -> bytes:
 _writev = os.writev  # bound once: append is on the hot path
 _write = os.write
 _JOIN_BELOW_BYTES = 4096
+PREALLOCATE_MIN_BYTES = 64 << 10
+PREALLOCATE_MAX_BYTES = 8 << 20
+_FALLOC_FL_KEEP_SIZE = 0x01  # linux/falloc.h
+
+
+def _find_fallocate() -> Callable[[int, int, int, int], int] | None:
+    """fallocate(2) of the C library (glibc's 64-bit-offset entry point), None where there is
+    none: the os module offers only posix_fallocate, which grows the file's size."""
+    try:
+        function = ctypes.CDLL(None, use_errno=True).fallocate64
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = (ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64)
+    function.restype = ctypes.c_int
+    return function
+
+
+_FALLOCATE = _find_fallocate()
 
 
 class _OsFile:
-    __slots__ = ("_fd", "_path", "_size")
+    __slots__ = ("_fd", "_path", "_preallocate", "_reserved", "_size")
 
-    def __init__(self, path: str, create: bool) -> None:
+    def __init__(self, path: str, create: bool, preallocate: bool = False) -> None:
         flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
         try:
             self._fd = os.open(path, flags, 0o644)
@@ -137,6 +168,8 @@ class _OsFile:
             raise StorageError(f"no such file: {path}") from exc
         self._path = path
         self._size = os.fstat(self._fd).st_size
+        self._preallocate = preallocate and _FALLOCATE is not None
+        self._reserved = 0  # end of the space this handle reserved; <= _size: none past the end
 
     @property
     def path(self) -> str:
@@ -144,21 +177,50 @@ class _OsFile:
 
     def append(self, *buffers: Buffer) -> int:
         position = self._size
-        total = sum(map(len, buffers))  # byte buffers only: len() is their size
+        if len(buffers) == 1:  # the log's small appends come joined already: one write(2)
+            data = buffers[0]
+            end = position + len(data)  # byte buffers only: len() is their size
+            if end > self._reserved and self._preallocate:
+                self._reserve(end)
+            written = _write(self._fd, data)
+            if written < end - position:
+                self._write_rest(data, written)
+            self._size = end
+            return position
+        return self._append_buffers(position, buffers)
+
+    def _append_buffers(self, position: int, buffers: tuple[Buffer, ...]) -> int:
+        total = sum(map(len, buffers))
+        if position + total > self._reserved and self._preallocate:
+            self._reserve(position + total)
         if total <= _JOIN_BELOW_BYTES:
             # One small write: joining a few hundred bytes and calling write(2) costs about half
-            # of Python's writev (which allocates iovec and buffer arrays per call); a one-record
-            # append is mostly this call (`kraftlab bench log`, 1-record batches).
+            # of Python's writev (which allocates iovec and buffer arrays per call).
             buffers = (b"".join(buffers),)
             written = _write(self._fd, buffers[0])
         else:
             written = _writev(self._fd, buffers)
-        if written < total:  # short write: finish the rest, in order
-            rest = memoryview(b"".join(buffers))[written:]
-            while rest:
-                rest = rest[os.write(self._fd, rest):]
+        if written < total:
+            self._write_rest(b"".join(buffers), written)
         self._size = position + total
         return position
+
+    def _write_rest(self, data: Buffer, written: int) -> None:
+        """A short write: finish the rest of `data`, in order."""
+        rest = memoryview(data)[written:]
+        while rest:
+            rest = rest[os.write(self._fd, rest) :]
+
+    def _reserve(self, end: int) -> None:
+        """Reserve blocks from the end of the file to past `end`, keeping the size (module
+        docstring). A failure (no space left, a filesystem without fallocate) only ends the
+        preallocation for this handle: the append itself goes on, as it would without it."""
+        ahead = min(PREALLOCATE_MAX_BYTES, max(PREALLOCATE_MIN_BYTES, end))
+        assert _FALLOCATE is not None  # _preallocate is False without it
+        if _FALLOCATE(self._fd, _FALLOC_FL_KEEP_SIZE, self._size, end + ahead - self._size) != 0:
+            self._preallocate = False
+            return
+        self._reserved = end + ahead
 
     def read(self, position: int, size: int) -> bytes:
         return os.pread(self._fd, size, position)
@@ -171,11 +233,23 @@ class _OsFile:
 
     def truncate(self, size: int) -> None:
         if size < self._size:
-            os.ftruncate(self._fd, size)
+            os.ftruncate(self._fd, size)  # frees blocks reserved past `size` too (ext4, xfs)
             self._size = size
+            self._reserved = min(self._reserved, size)
+        elif size == self._size and self._reserved > size:
+            self._release()
+
+    def _release(self) -> None:
+        """Give back the blocks reserved past the end: a truncate to the size the file has on
+        disk (not the one this handle believes: a stale handle must never cut what another
+        handle appended since)."""
+        os.ftruncate(self._fd, os.fstat(self._fd).st_size)
+        self._reserved = 0
 
     def close(self) -> None:
         if self._fd >= 0:
+            if self._reserved > self._size:
+                self._release()
             os.close(self._fd)
             self._fd = -1
 
@@ -190,8 +264,8 @@ class FileStorage:
     def _p(self, path: str) -> str:
         return posixpath.join(self._root, path.lstrip("/")) if self._root else path
 
-    def open(self, path: str, *, create: bool = True) -> StorageFile:
-        return _OsFile(self._p(path), create)
+    def open(self, path: str, *, create: bool = True, preallocate: bool = False) -> StorageFile:
+        return _OsFile(self._p(path), create, preallocate)
 
     def exists(self, path: str) -> bool:
         return os.path.exists(self._p(path))
@@ -283,8 +357,8 @@ class BufferedFileStorage(FileStorage):
     kill -9 loses the unflushed tail as a power loss would (the nemesis's crash-unflushed;
     broker config `kraftlab.log.unflushed.in.process=1`). Directory operations are FileStorage's."""
 
-    def open(self, path: str, *, create: bool = True) -> StorageFile:
-        return _BufferedOsFile(self._p(path), create)
+    def open(self, path: str, *, create: bool = True, preallocate: bool = False) -> StorageFile:
+        return _BufferedOsFile(self._p(path), create)  # appends wait in memory: nothing to reserve
 
 
 # ---------------------------------------------------------------------------------- simulated
@@ -388,7 +462,7 @@ class SimStorage:
         if parent not in self._dirs:
             raise StorageError(f"no such directory: {parent}")
 
-    def open(self, path: str, *, create: bool = True) -> StorageFile:
+    def open(self, path: str, *, create: bool = True, preallocate: bool = False) -> StorageFile:
         path = self._norm(path)
         inode = self._files.get(path)
         if inode is None:

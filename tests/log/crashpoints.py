@@ -56,10 +56,10 @@ class CrashAt:
             raise Crashed(name)
         self.steps.append(name)
 
-    def open(self, path: str, *, create: bool = True) -> StorageFile:
+    def open(self, path: str, *, create: bool = True, preallocate: bool = False) -> StorageFile:
         if create and not self.sim.exists(path):
             self.step("create")
-        return _File(self, self.sim.open(path, create=create))
+        return _File(self, self.sim.open(path, create=create, preallocate=preallocate))
 
     def exists(self, path: str) -> bool:
         return self.sim.exists(path)

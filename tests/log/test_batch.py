@@ -159,3 +159,51 @@ def test_iter_headers_over_several_batches() -> None:
     assert [(h.position, h.base_offset, h.last_offset) for h in headers] == [(0, 0, 1), (len(a), 2, 4)]
     with pytest.raises(CorruptRecordError):
         list(rb.iter_headers(a + b[:-3]))
+
+
+def _with_fields(data: bytes, **fields: int) -> bytes:
+    """`data` with header fields overwritten (offsets 12/16/21/23/57) and the CRC recomputed."""
+    out = bytearray(data)
+    layout = {"magic": (">b", 16), "attributes": (">h", 21), "last_offset_delta": (">i", 23),
+              "record_count": (">i", 57)}  # fmt: skip
+    for name, value in fields.items():
+        fmt, at = layout[name]
+        struct.pack_into(fmt, out, at, value)
+    struct.pack_into(">I", out, 17, google_crc32c.value(bytes(out[21:])))
+    return bytes(out)
+
+
+def _one_batch_variants() -> list[bytes]:
+    """One batch, and ways for a buffer to be more, less or other than one good batch."""
+    small = rb.encode_batch([rb.Record(b"v", timestamp_ms=3)] * 3)
+    large = rb.encode_batch([rb.Record(bytes(100), timestamp_ms=3)] * 40)  # CRC over a view
+    out = []
+    for good in (small, large):
+        flipped = bytearray(good)
+        flipped[-1] ^= 1
+        out += [good, good + good, good[:-1], good[:60], b"", bytes(flipped), good + b"\0",
+                _with_fields(good, magic=1), _with_fields(good, attributes=1),
+                _with_fields(good, record_count=0), _with_fields(good, record_count=4000),
+                _with_fields(good, record_count=-1), _with_fields(good, last_offset_delta=-1),
+                _with_fields(good, last_offset_delta=-1, record_count=0)]  # fmt: skip
+    return out
+
+
+@pytest.mark.parametrize("buf_type", [bytes, bytearray, memoryview])
+def test_validate_one_accepts_only_one_batch_that_validate_accepts(buf_type: type) -> None:
+    """The leader's fast check never lets through what the general path would refuse, and gives
+    the same fields; what it declines (several batches, any bad one) goes to the general path."""
+    accepted = 0
+    for data in _one_batch_variants():
+        buf = buf_type(data) if buf_type is not memoryview else memoryview(bytearray(data))
+        fields = rb.validate_one(buf, True)
+        if fields is None:
+            continue
+        accepted += 1
+        assert fields == rb.validate_fields(buf)
+        assert fields[1] + rb.LOG_OVERHEAD == len(data)
+        assert fields[12] > 0
+    assert accepted == 2  # the two good batches, and nothing else
+    flipped = bytearray(_one_batch_variants()[0])
+    flipped[-1] ^= 1  # a bad CRC passes only when the caller says it checked the CRC already
+    assert rb.validate_one(bytes(flipped), False) == rb.validate_fields(bytes(flipped), check_crc=False)

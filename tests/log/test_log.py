@@ -56,6 +56,9 @@ def test_rejected_appends_change_nothing() -> None:
         log.append_as_leader(batch(1), 2)
     with pytest.raises(UnexpectedAppendOffsetError):
         log.append_as_follower(batch(1, base_offset=5, partition_leader_epoch=3))
+    for torn in (b"", batch(1)[:40], batch(1)[:-1], batch(1) + batch(1)[:-1]):
+        with pytest.raises(CorruptRecordError):  # the fast path declines; the general one refuses
+            log.append_as_leader(torn, 3)
     assert log.log_end_offset == 2 and log.segments[-1].size == len(batch(2))
 
 

@@ -105,3 +105,36 @@ def test_both_storages_same_interface(make, tmp_path) -> None:  # type: ignore[n
         storage.open("x/y/missing", create=False)
     with pytest.raises(StorageError):
         storage.remove("x/y/missing")
+
+
+def test_preallocated_file_keeps_its_exact_size_and_gives_the_space_back(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """`preallocate=True` reserves blocks past the end (FALLOC_FL_KEEP_SIZE): size and content
+    stay exactly what was appended; truncate(size) and close give the reserved blocks back."""
+    import os
+
+    storage = FileStorage(str(tmp_path))
+    f = storage.open("seg.log", preallocate=True)
+    chunks = [bytes([i]) * (1000 + i) for i in range(100)]
+    for chunk in chunks:
+        f.append(chunk)
+    expected = b"".join(chunks)
+    path = f"{tmp_path}/seg.log"
+    assert f.size() == os.stat(path).st_size == len(expected)
+    assert f.read(0, len(expected) + 100) == expected
+    if os.stat(path).st_blocks * 512 <= len(expected) + 4096:
+        pytest.skip("no fallocate here: appends go on without a reservation")
+    f.truncate(f.size())  # same size: only the reservation goes
+    assert os.stat(path).st_size == len(expected) and f.read(0, 1 << 20) == expected
+    assert os.stat(path).st_blocks * 512 < len(expected) + 4096
+    f.append(b"tail")  # reserves again, from the end
+    assert os.stat(path).st_blocks * 512 > len(expected) + 4096
+    f.truncate(500)  # a real cut: content and reservation both go
+    assert f.read(0, 1 << 20) == expected[:500] and os.stat(path).st_size == 500
+    f.append(b"more")
+    f.close()
+    assert os.stat(path).st_size == 504 and os.stat(path).st_blocks * 512 <= 4096 * 2
+    assert read_whole(storage, "seg.log") == expected[:500] + b"more"
+    plain = storage.open("plain")  # not asked to preallocate: nothing reserved
+    plain.append(expected)
+    assert os.stat(f"{tmp_path}/plain").st_blocks * 512 < len(expected) + 4096
+    plain.close()
