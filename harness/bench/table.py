@@ -361,7 +361,9 @@ def log_append(run: Run) -> None:
     run.figures.append(Figure(
         "append", "log append / raw write of the same bytes, 1,000-record batches",
         f"{rows[1000]['append_to_raw_ratio']:.2f} (1-record batches "
-        f"{rows[1]['append_to_raw_ratio']:.2f})", ">= 0.85 (1-record batches >= 0.3)"))
+        f"{rows[1]['append_to_raw_ratio']:.2f}); in CPU time "
+        f"{rows[1000]['append_to_raw_ratio_cpu']:.2f} ({rows[1]['append_to_raw_ratio_cpu']:.2f})",
+        ">= 0.85 (1-record batches >= 0.3)"))
     run.say(f"[append] {json.dumps(rows)}")
 
 
