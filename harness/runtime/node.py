@@ -55,7 +55,12 @@ from harness.runtime.broker import BrokerLifecycle
 from harness.runtime.client_requests import answer_client_request
 from harness.runtime.clock import ClockTimer, NodeClock
 from harness.runtime.config import NodeConfig
-from harness.runtime.context import NotLeaderError, OutcomeUnknownError, VoterChangeError
+from harness.runtime.context import (
+    NotLeaderError,
+    OutcomeUnknownError,
+    ResultSink,
+    VoterChangeError,
+)
 from harness.runtime.controller_rpc import (
     ActiveController,
     ControllerRpcRequest,
@@ -95,7 +100,7 @@ APPLY_READ_BYTES = 4 << 20
 
 @dataclass(slots=True)
 class _Waiter:
-    future: asyncio.Future[ApplyResult]
+    future: ResultSink
     epoch: int
     started: float
 
@@ -149,7 +154,7 @@ class ControllerNode:
         self.high_watermark = 0
         self._was_leader = False
         self._waiters: dict[int, _Waiter] = {}
-        self._proposals: list[tuple[bytes, asyncio.Future[ApplyResult]]] = []
+        self._proposals: list[tuple[bytes, ResultSink]] = []
         self._proposal_flush_scheduled = False
         self._reads: dict[int, asyncio.Future[int]] = {}
         self._reads_waiting_apply: deque[tuple[int, asyncio.Future[int]]] = deque()
@@ -187,6 +192,7 @@ class ControllerNode:
             decode_errors=(codec.DecodeError,),
             on_client_request=self.on_client_request,
         )
+        self.transport.on_delivered = self._on_delivered
         self.on_voters_changed(self.core.voters_record)  # the log may know voters config does not
         self.active: ActiveController | None = None
         self.rpc_server: ControllerRpcServer | None = None
@@ -347,7 +353,14 @@ class ControllerNode:
 
     def _run(self, effects: list[Any]) -> None:
         if effects:
-            execute_effects(effects, self)
+            # Held: the Sends of these effects (and answers they complete) are written when the
+            # step ends, not one loop iteration later (harness/net/transport.py).
+            transport = self.transport
+            transport.hold()
+            try:
+                execute_effects(effects, self)
+            finally:
+                transport.release()
             self._maybe_rebind_context()
         self._arm_timer()
 
@@ -399,11 +412,25 @@ class ControllerNode:
         if not self.is_leader:
             raise NotLeaderError(self.leader_id, self.epoch)
         future: asyncio.Future[ApplyResult] = self.loop.create_future()
-        self._proposals.append((encode_record(record), future))
+        self._queue_proposal(record, future)
+        return future
+
+    def submit_to(self, record: Any, sink: ResultSink) -> None:
+        """`submit` without a future: `sink` is completed synchronously when the record is
+        applied (or fails), so an answer can be written in the same loop iteration as the Fetch
+        that committed it (harness/runtime/client_requests.py). Raises NotLeaderError."""
+        if not self.is_leader:
+            raise NotLeaderError(self.leader_id, self.epoch)
+        self._queue_proposal(record, sink)
+
+    def _queue_proposal(self, record: Any, sink: ResultSink) -> None:
+        self._proposals.append((encode_record(record), sink))
         if not self._proposal_flush_scheduled:
             self._proposal_flush_scheduled = True
-            self.loop.call_soon(self._flush_proposals)
-        return future
+            if not self.transport.is_held:
+                # Inside a delivery the release proposes (`_on_delivered`): every request of
+                # the chunk in one batch, no extra pass of the loop.
+                self.loop.call_soon(self._flush_proposals)
 
     async def propose(self, record: Any) -> ApplyResult:
         """Commit one metadata record; returns the image's result of applying it."""
@@ -414,6 +441,11 @@ class ControllerNode:
             raise OutcomeUnknownError(
                 f"not committed within {self.config.request_timeout_ms} ms"
             ) from None
+
+    def _on_delivered(self) -> None:
+        """The transport's release hook: propose what this delivery submitted."""
+        if self._proposals:
+            self._flush_proposals()
 
     def _flush_proposals(self) -> None:
         self._proposal_flush_scheduled = False
