@@ -154,7 +154,7 @@ def encode(obj: Any) -> bytes:
         spec = _BY_CLASS.get(type(obj))
         if spec is None:
             return packer.pack(obj)  # type: ignore[no-any-return]
-        payload = packer.pack((spec.tag, *spec.getter(obj)))
+        payload: bytes = packer.pack((spec.tag, *spec.getter(obj)))
         return _ext_header(_EXT_RECORD, len(payload)) + payload
     except EncodeError:
         raise
