@@ -270,14 +270,10 @@ def _checker_for(hint: Any, name: str) -> _Checker:  # noqa: C901 - one branch p
         return _exact(name, "bool", lambda v: v is True or v is False)
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return _enum_checker(hint, name)
-    if hint is int:
-        return _exact(name, "int", lambda v: type(v) is int)
     if hint is float:
         return lambda v: float(v) if type(v) in (int, float) else _raise(_fail(name, "float", v))
-    if hint is str:
-        return _exact(name, "str", lambda v: type(v) is str)
-    if hint is bytes:
-        return _exact(name, "bytes", lambda v: type(v) is bytes)
+    if hint in (int, str, bytes):
+        return _type_is(hint, name)
     if origin is tuple:
         return _tuple_checker(typing.get_args(hint), name)
     if origin is dict:
@@ -332,6 +328,18 @@ def _exact(name: str, want: str, ok: Callable[[Any], bool]) -> _Checker:
     return check
 
 
+def _type_is(cls: type[Any], name: str) -> _Checker:
+    """Exactly `cls` (no subclass: a bool is not an int here), one call per field."""
+    want = cls.__name__
+
+    def check(v: Any) -> Any:
+        if type(v) is not cls:
+            raise _fail(name, want, v)
+        return v
+
+    return check
+
+
 def _enum_checker(enum_cls: type[enum.Enum], name: str) -> _Checker:
     def check(v: Any) -> Any:
         try:
@@ -342,11 +350,28 @@ def _enum_checker(enum_cls: type[enum.Enum], name: str) -> _Checker:
     return check
 
 
+def _rejects_none(hint: Any) -> bool:
+    """The checker of `hint` refuses None whatever the class (an Enum might have a None value,
+    Any and Literal may allow it: those are not counted)."""
+    if hint in (int, str, bytes, bool, float):
+        return True
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return True
+    return typing.get_origin(hint) in (tuple, dict)
+
+
 def _union_checker(args: tuple[Any, ...], name: str) -> _Checker:
     checkers = [_checker_for(a, name) for a in args]
     want = " | ".join(getattr(a, "__name__", str(a)) for a in args)
+    # `X | None` holding None (most optional fields, most of the time): what trying X first
+    # would end in, without raising and catching X's DecodeError.
+    none_first = type(None) in args and all(
+        _rejects_none(a) for a in args[: args.index(type(None))]
+    )
 
     def check(v: Any) -> Any:
+        if v is None and none_first:
+            return None
         for c in checkers:
             try:
                 return c(v)

@@ -5,6 +5,7 @@ directly and must accept, reject and build exactly as unpacking the frame throug
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import msgpack
@@ -13,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from quorum import codec
-from quorum.raft.log import Entry
+from quorum.raft.log import Entry, OffsetAndEpoch
 from quorum.raft.messages import ErrorCode, FetchResponse
 from tests.raft.test_codec import SAMPLES
 
@@ -80,3 +81,30 @@ def test_decode_agrees_with_the_general_path_on_corrupted_frames(
     extra = data.draw(st.binary(max_size=3))
     raw = bytes(frame[:cut]) + extra
     assert outcome(codec.decode, raw) == outcome(reference_decode, raw)
+
+
+@codec.register("test.fast_paths.Optionals")
+@dataclass(frozen=True, slots=True)
+class Optionals:
+    count: int | None
+    where: OffsetAndEpoch | None
+    name: str | None = None
+
+
+def frame_of(*fields: Any) -> bytes:
+    payload = msgpack.packb(("test.fast_paths.Optionals", *fields), use_bin_type=True)
+    return msgpack.packb(msgpack.ExtType(1, payload))  # type: ignore[no-any-return]
+
+
+def test_optional_fields_take_none_and_still_refuse_wrong_types() -> None:
+    assert codec.decode(frame_of(None, None, None)) == Optionals(None, None, None)
+    assert codec.decode(frame_of(3, ("raft.OffsetAndEpoch", 5, 2))) == Optionals(
+        3, OffsetAndEpoch(5, 2)
+    )
+    for bad, message in (
+        ((True, None), "field count: expected int | NoneType, got bool"),
+        ((None, "x"), "field where: expected OffsetAndEpoch | NoneType, got str"),
+        ((None, None, b"n"), "field name: expected str | NoneType, got bytes"),
+    ):
+        with pytest.raises(codec.DecodeError, match=message.replace("|", r"\|")):
+            codec.decode(frame_of(*bad))
