@@ -41,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import typing
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, NoReturn, assert_never
@@ -88,11 +89,13 @@ from quorum.raft.effects import (
     VoterChangeCompleted,
 )
 from quorum.raft.log import Entry, OffsetAndEpoch
-from quorum.raft.messages import ErrorCode, RaftMessage
+from quorum.raft.messages import ErrorCode, RaftMessage, RaftRequest, RaftResponse
 from quorum.raft.snapshot import decode_snapshot, encode_snapshot
 from quorum.raft.voters import Voter, VotersRecord
 
 log = structlog.get_logger()
+
+_RAFT_MESSAGE_TYPES = frozenset(typing.get_args(RaftRequest) + typing.get_args(RaftResponse))
 
 # Entries read from the log per apply step (bytes), so catching up never builds one huge list.
 APPLY_READ_BYTES = 4 << 20
@@ -283,6 +286,10 @@ class ControllerNode:
     # --- inputs -----------------------------------------------------------------------------
 
     def _on_message(self, src: int, message: Any) -> None:
+        if type(message) in _RAFT_MESSAGE_TYPES:  # nearly every frame: straight to the core
+            self._heard_s[src] = self.loop.time()
+            self._step(self.core.handle, src, message)
+            return
         if isinstance(message, ControllerRpcRequest):
             if self.rpc_server is None:
                 raise FrameError("a broker does not serve controller requests")
@@ -334,6 +341,11 @@ class ControllerNode:
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_deadline_ms = None
+        if self.core.next_deadline_ms() > self.now_ms():
+            # The kept earlier timer (`_arm_timer`): the deadline it was armed for has moved
+            # later (a parked Fetch was answered by an append). A tick now would do nothing.
+            self._arm_timer()
+            return
         self._step(self.core.tick)
 
     def _step(self, fn: Any, *args: Any) -> None:
