@@ -458,6 +458,10 @@ class ControllerNode:
         """The transport's release hook: propose what this delivery submitted."""
         if self._proposals:
             self._flush_proposals()
+            if self._proposals:
+                # Submitted while that batch ran (a quorum of one commits and applies within
+                # it): no release follows this hook, so the loop's next pass proposes them.
+                self.loop.call_soon(self._flush_proposals)
 
     def _flush_proposals(self) -> None:
         self._proposal_flush_scheduled = False

@@ -95,3 +95,37 @@ def test_a_timer_for_a_deadline_that_moved_later_rearms_without_a_tick(tmp_path:
         await node.stop(resign=False)
 
     asyncio.run(main())
+
+
+class ChainedSink(Sink):
+    """Submits a second write when the first is applied (as code reacting to an applied record
+    does), from inside the step that applied it."""
+
+    def __init__(self, node: ControllerNode, then: Sink) -> None:
+        super().__init__()
+        self.node = node
+        self.then = then
+
+    def set_result(self, result: ApplyResult, /) -> None:
+        super().set_result(result)
+        self.node.submit_to(KvPut("k2", "v2"), self.then)
+
+
+def test_a_write_submitted_while_a_batch_commits_is_proposed_on_the_next_pass(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        node = await leading_node(tmp_path)
+        second = Sink()
+        first = ChainedSink(node, second)
+        node.transport.hold()
+        node.submit_to(KvPut("k1", "v1"), first)
+        node.transport.release()
+        assert first.done() and not second.done()  # queued inside the hook, after its batch
+        await asyncio.sleep(0)  # the loop's next pass (not the next timer, up to 500 ms away)
+        await asyncio.sleep(0)
+        [result] = second.results
+        assert isinstance(result, ApplyResult) and node.image.get("k2") == ("v2", result.version)
+        await node.stop(resign=False)
+
+    asyncio.run(main())
