@@ -21,8 +21,10 @@ and a follower whose leader leaves one unanswered for kraftlab.quorum.liveness.t
 `peer_unreachable(leader)` to the core, as for a refused connection.
 
 Invariants:
-- Proposals are batched per event-loop iteration: all `propose()` calls made before the loop
-  runs `_flush_proposals` become ONE `core.propose` (one append, one fsync).
+- Proposals are batched: all `submit()` calls made while one delivery is held (the frames of one
+  chunk a connection read, or one step: harness/net/transport.py) become ONE `core.propose` (one
+  append, one fsync) at its release; outside a delivery, all made before the loop runs
+  `_flush_proposals` (`call_soon`).
 - A proposal waiter resolves only when its offset is applied, with the image's ApplyResult. If
   this node stops leading first, the waiter fails as indeterminate (OutcomeUnknownError): the
   entry may still commit under the next leader.
