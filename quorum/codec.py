@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import struct
 import types
 import typing
 from collections.abc import Callable
@@ -118,18 +119,49 @@ def _default(obj: Any) -> Any:
     raise EncodeError(f"cannot encode {type(obj).__name__}: register it with quorum.codec")
 
 
+# Packers are reused (`packb` builds a new one, with its buffer, on every call): a pool rather
+# than one shared packer, so a nested or concurrent encode takes its own (list pop/append are
+# atomic). A packer resets its buffer after each pack, also when packing raises.
+_PACKERS: list[Any] = []
+
+_FIXEXT = {1: 0xD4, 2: 0xD5, 4: 0xD6, 8: 0xD7, 16: 0xD8}
+_EXT8 = struct.Struct(">BBb")
+_EXT16 = struct.Struct(">BHb")
+_EXT32 = struct.Struct(">BIb")
+
+
+def _ext_header(code: int, size: int) -> bytes:
+    """The msgpack ext header msgpack itself writes for a payload of `size` bytes (fixext for
+    sizes 1, 2, 4, 8, 16; else ext 8/16/32), so `header + payload` is what packing
+    ExtType(code, payload) gives, without a second packb."""
+    fixed = _FIXEXT.get(size)
+    if fixed is not None:
+        return bytes((fixed, code))
+    if size < 1 << 8:
+        return _EXT8.pack(0xC7, size, code)
+    if size < 1 << 16:
+        return _EXT16.pack(0xC8, size, code)
+    return _EXT32.pack(0xC9, size, code)
+
+
 def encode(obj: Any) -> bytes:
     """Encode a registered record (or any value built from supported types)."""
     try:
+        packer = _PACKERS.pop()
+    except IndexError:
+        packer = msgpack.Packer(default=_default, use_bin_type=True)
+    try:
         spec = _BY_CLASS.get(type(obj))
         if spec is None:
-            return msgpack.packb(obj, default=_default, use_bin_type=True)  # type: ignore[no-any-return]
-        payload = msgpack.packb((spec.tag, *spec.getter(obj)), default=_default, use_bin_type=True)
-        return msgpack.packb(msgpack.ExtType(_EXT_RECORD, payload))  # type: ignore[no-any-return]
+            return packer.pack(obj)  # type: ignore[no-any-return]
+        payload: bytes = packer.pack((spec.tag, *spec.getter(obj)))
+        return _ext_header(_EXT_RECORD, len(payload)) + payload
     except EncodeError:
         raise
     except (TypeError, ValueError, OverflowError) as exc:
         raise EncodeError(f"cannot encode {type(obj).__name__}: {exc}") from exc
+    finally:
+        _PACKERS.append(packer)
 
 
 # ---------------------------------------------------------------------------------------- decode
@@ -172,7 +204,14 @@ def decode(data: bytes, expected: type[T] | None = None) -> T:
     if not isinstance(data, bytes | bytearray | memoryview):
         raise DecodeError(f"expected bytes, got {type(data).__name__}")
     try:
-        obj = msgpack.unpackb(data, ext_hook=_ext_hook, use_list=False, raw=False)
+        start = _record_payload_start(data)
+        if start:
+            # One top-level record (every frame): its payload is unpacked directly, without
+            # a first unpackb that only finds the ext and calls back into Python.
+            obj = _build(msgpack.unpackb(data[start:], ext_hook=_ext_hook, use_list=False,
+                                         raw=False), None)  # fmt: skip
+        else:
+            obj = msgpack.unpackb(data, ext_hook=_ext_hook, use_list=False, raw=False)
     except DecodeError:
         raise
     except Exception as exc:  # the edge: any malformed input becomes one typed error
@@ -182,6 +221,28 @@ def decode(data: bytes, expected: type[T] | None = None) -> T:
     if expected is not None and not isinstance(obj, expected):
         raise DecodeError(f"expected {expected.__name__}, got {type(obj).__name__}")
     return obj  # type: ignore[no-any-return]
+
+
+def _record_payload_start(data: bytes | bytearray | memoryview) -> int:
+    """Where the payload starts if `data` is exactly one record ext (fixext or ext 8/16/32 of
+    code 1 whose length is the rest of `data`), else 0 (then the general path decides, errors included)."""
+    size = len(data)
+    if size < 3:
+        return 0
+    first = data[0]
+    if 0xD4 <= first <= 0xD8:  # fixext 1, 2, 4, 8, 16
+        start, length = 2, 1 << (first - 0xD4)
+    elif first == 0xC7:
+        start, length = 3, data[1]
+    elif first == 0xC8 and size >= 4:
+        start, length = 4, (data[1] << 8) | data[2]
+    elif first == 0xC9 and size >= 6:
+        start, length = 6, int.from_bytes(data[1:5], "big")
+    else:
+        return 0
+    if data[start - 1] != _EXT_RECORD or start + length != size:
+        return 0
+    return start
 
 
 # ------------------------------------------------------------------------------ type checkers
@@ -209,14 +270,10 @@ def _checker_for(hint: Any, name: str) -> _Checker:  # noqa: C901 - one branch p
         return _exact(name, "bool", lambda v: v is True or v is False)
     if isinstance(hint, type) and issubclass(hint, enum.Enum):
         return _enum_checker(hint, name)
-    if hint is int:
-        return _exact(name, "int", lambda v: type(v) is int)
     if hint is float:
         return lambda v: float(v) if type(v) in (int, float) else _raise(_fail(name, "float", v))
-    if hint is str:
-        return _exact(name, "str", lambda v: type(v) is str)
-    if hint is bytes:
-        return _exact(name, "bytes", lambda v: type(v) is bytes)
+    if hint in (int, str, bytes):
+        return _type_is(hint, name)
     if origin is tuple:
         return _tuple_checker(typing.get_args(hint), name)
     if origin is dict:
@@ -271,6 +328,18 @@ def _exact(name: str, want: str, ok: Callable[[Any], bool]) -> _Checker:
     return check
 
 
+def _type_is(cls: type[Any], name: str) -> _Checker:
+    """Exactly `cls` (no subclass: a bool is not an int here), one call per field."""
+    want = cls.__name__
+
+    def check(v: Any) -> Any:
+        if type(v) is not cls:
+            raise _fail(name, want, v)
+        return v
+
+    return check
+
+
 def _enum_checker(enum_cls: type[enum.Enum], name: str) -> _Checker:
     def check(v: Any) -> Any:
         try:
@@ -281,11 +350,28 @@ def _enum_checker(enum_cls: type[enum.Enum], name: str) -> _Checker:
     return check
 
 
+def _rejects_none(hint: Any) -> bool:
+    """The checker of `hint` refuses None whatever the class (an Enum might have a None value,
+    Any and Literal may allow it: those are not counted)."""
+    if hint in (int, str, bytes, bool, float):
+        return True
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        return True
+    return typing.get_origin(hint) in (tuple, dict)
+
+
 def _union_checker(args: tuple[Any, ...], name: str) -> _Checker:
     checkers = [_checker_for(a, name) for a in args]
     want = " | ".join(getattr(a, "__name__", str(a)) for a in args)
+    # `X | None` holding None (most optional fields, most of the time): what trying X first
+    # would end in, without raising and catching X's DecodeError.
+    none_first = type(None) in args and all(
+        _rejects_none(a) for a in args[: args.index(type(None))]
+    )
 
     def check(v: Any) -> Any:
+        if v is None and none_first:
+            return None
         for c in checkers:
             try:
                 return c(v)

@@ -18,7 +18,13 @@ Invariants and failure handling:
 - A refused (or reset) connect to a peer is reported once per attempt through `on_unreachable(peer)`
   so the driver can call `RaftCore.peer_unreachable` (fast failure detection).
 - Sends never block and never spawn a task per message: frames are appended to a per-peer buffer
-  and written with one `transport.write` per loop iteration (`call_soon` flush).
+  (answers to a client to a per-connection one) and written with one `transport.write` per
+  buffer. While a delivery is held (`hold`/`release`: the frames of one `data_received` on an
+  inbound connection, or one step of the node) the write waits for the release, which runs the
+  `on_delivered` hook and then writes every buffer that gained bytes; outside a hold it waits for
+  the end of this loop iteration (`call_soon`). So what one input causes (records to two
+  followers, the answer to the client who asked) leaves in the same loop iteration as that input,
+  without a second pass of the loop, and a chunk of frames still costs one write per buffer.
 - Memory per connection is bounded, whatever the other side does: what waits for a peer (our
   pending buffer plus the asyncio transport's own write buffer, `get_write_buffer_size()`) stays
   within MAX_PENDING_BYTES; a frame that does not fit is dropped (counted in `dropped_out`; the
@@ -222,6 +228,16 @@ class _InboundProtocol(FrameProtocol):
         super().connection_made(transport)
         self.remote = str(transport.get_extra_info("peername"))
 
+    def data_received(self, data: bytes) -> None:
+        # Every frame of this chunk is handled before anything is written: what they caused
+        # leaves at the release, one write per buffer (the module docstring).
+        owner = self.owner
+        owner._held += 1
+        try:
+            FrameProtocol.data_received(self, data)
+        finally:
+            owner.release()
+
     def on_frame(self, payload: bytes) -> None:
         owner = self.owner
         if self.is_client:
@@ -307,7 +323,11 @@ class _InboundProtocol(FrameProtocol):
         self._replies += data
         if not self._reply_scheduled:
             self._reply_scheduled = True
-            self.owner.loop.call_soon(self._flush_replies)
+            owner = self.owner
+            if owner._held:
+                owner._dirty_replies.append(self)  # written at the release
+            else:
+                owner.loop.call_soon(self._flush_replies)
 
     def _flush_replies(self) -> None:
         self._reply_scheduled = False
@@ -376,7 +396,11 @@ class _PeerLink:
     def schedule_flush(self) -> None:
         if self.protocol is not None and not self.flush_scheduled:
             self.flush_scheduled = True
-            self.owner.loop.call_soon(self.flush)
+            owner = self.owner
+            if owner._held:
+                owner._dirty_links.append(self)  # written at the release
+            else:
+                owner.loop.call_soon(self.flush)
 
     def enqueue(self, data: bytes) -> None:
         if self.queued_bytes() + len(data) > MAX_PENDING_BYTES or (
@@ -528,6 +552,13 @@ class Transport:
         self.slow_clients_closed = 0
         self._links_changed = asyncio.Event()
         self.sent = 0
+        # Delivery holds (`hold`/`release`): while > 0, writes wait for the release.
+        self._held = 0
+        self._dirty_links: list[_PeerLink] = []
+        self._dirty_replies: list[_InboundProtocol] = []
+        # Called at the outermost release, before the writes (the node proposes what the
+        # delivery submitted, so the records go out in the same writes).
+        self.on_delivered: Callable[[], None] | None = None
 
     async def start(self) -> None:
         def factory() -> _InboundProtocol:
@@ -555,6 +586,37 @@ class Transport:
             self.loop.call_later(delay_ms / 1000, link.enqueue, data)
         else:
             link.enqueue(data)
+
+    @property
+    def is_held(self) -> bool:
+        """Inside a delivery: what is written now leaves at its release."""
+        return self._held > 0
+
+    def hold(self) -> None:
+        """Start (or nest) a delivery: writes wait for the matching `release`."""
+        self._held += 1
+
+    def release(self) -> None:
+        """End a delivery; the outermost release runs `on_delivered`, then writes every buffer
+        that gained bytes meanwhile (peers first, then client answers)."""
+        self._held -= 1
+        if self._held:
+            return
+        if self.on_delivered is not None:
+            self._held = 1  # what the hook causes joins these writes
+            try:
+                self.on_delivered()
+            finally:
+                self._held = 0
+        if self._dirty_links:
+            links, self._dirty_links = self._dirty_links, []
+            for link in links:
+                if link.flush_scheduled:
+                    link.flush()
+        if self._dirty_replies:
+            conns, self._dirty_replies = self._dirty_replies, []
+            for conn in conns:
+                conn._flush_replies()
 
     def flush_now(self) -> None:
         """Hand every peer's queued frames to the kernel now instead of at the end of this loop

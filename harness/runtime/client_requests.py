@@ -2,8 +2,10 @@
 controller, and the data protocol (harness/net/data_protocol.py: produce, fetch, metadata, producer
 ids) on a broker, answered by its replica manager.
 
-Requests are answered through future callbacks, never a task per request, and replies are
-batched per loop iteration by the transport. Semantics match the admin API: writes answer once
+Requests are answered without a task per request, and replies are batched by the transport. A
+write's answer is a `_WriteAnswer` sink (NodeContext.submit_to): it is written the moment the
+record is applied, inside the delivery of the Fetch that committed it, so it leaves in that same
+loop iteration (a future's done-callback would run one iteration later, its reply another). Semantics match the admin API: writes answer once
 committed and applied; `get` is linearizable (read barrier, then the image); only the leader
 serves, others answer NOT_CONTROLLER with the leader hint; an outcome lost to a leadership change
 or timeout is REQUEST_TIMED_OUT (indeterminate).
@@ -20,6 +22,7 @@ from harness.runtime.broker import BrokerNode
 from harness.runtime.context import NotLeaderError
 from harness.runtime.data_requests import answer_data_call
 from quorum.metadata import KvCas, KvDelete, KvPut
+from quorum.metadata.image import ApplyResult
 
 
 def answer_client_request(node: BrokerNode, conn: Any, request: Any) -> None:
@@ -34,19 +37,49 @@ def answer_client_request(node: BrokerNode, conn: Any, request: Any) -> None:
         match request.op:
             case "get":
                 future: asyncio.Future[Any] = node.begin_read()
+                future.add_done_callback(lambda f: conn.reply(_answer(node, request, f)))
+                return
             case "put" if request.value is not None:
-                future = node.submit(KvPut(request.key, request.value))
+                record: Any = KvPut(request.key, request.value)
             case "cas" if request.value is not None:
-                future = node.submit(KvCas(request.key, request.expected, request.value))
+                record = KvCas(request.key, request.expected, request.value)
             case "delete":
-                future = node.submit(KvDelete(request.key))
+                record = KvDelete(request.key)
             case _:
                 conn.reply(KvResponse(rid, "INVALID_REQUEST"))
                 return
+        node.submit_to(record, _WriteAnswer(node, conn, rid))
     except NotLeaderError as exc:
         conn.reply(KvResponse(rid, "NOT_CONTROLLER", leader_id=exc.leader_id))
-        return
-    future.add_done_callback(lambda f: conn.reply(_answer(node, request, f)))
+
+
+class _WriteAnswer:
+    """The answer to one write, written when the node completes it (a ResultSink): the
+    image's result once applied; NOT_CONTROLLER or REQUEST_TIMED_OUT (indeterminate) as
+    `_answer` maps a failed future."""
+
+    __slots__ = ("_conn", "_done", "_node", "_rid")
+
+    def __init__(self, node: BrokerNode, conn: Any, rid: int) -> None:
+        self._node = node
+        self._conn = conn
+        self._rid = rid
+        self._done = False
+
+    def done(self) -> bool:
+        return self._done
+
+    def set_result(self, result: ApplyResult, /) -> None:
+        self._done = True
+        self._conn.reply(KvResponse(self._rid, result.error.name, result.version))
+
+    def set_exception(self, exception: BaseException, /) -> None:
+        self._done = True
+        if isinstance(exception, NotLeaderError):
+            answer = KvResponse(self._rid, "NOT_CONTROLLER", leader_id=exception.leader_id)
+        else:
+            answer = KvResponse(self._rid, "REQUEST_TIMED_OUT", leader_id=self._node.leader_id)
+        self._conn.reply(answer)
 
 
 def _answer(node: BrokerNode, request: KvRequest, future: asyncio.Future[Any]) -> KvResponse:

@@ -54,6 +54,17 @@ class VoterChangeError(Exception):
         self.message = message
 
 
+class ResultSink(Protocol):
+    """Where a proposal's outcome goes: an asyncio.Future, or an answer written as soon as the
+    record is applied (NodeContext.submit_to)."""
+
+    def done(self) -> bool: ...
+
+    def set_result(self, result: ApplyResult, /) -> None: ...
+
+    def set_exception(self, exception: BaseException, /) -> None: ...
+
+
 class NodeContext(Protocol):
     """One node process as its helpers see it, on its running event loop.
 
@@ -109,6 +120,11 @@ class NodeContext(Protocol):
 
     def submit(self, record: Any) -> asyncio.Future[ApplyResult]:
         """Propose one metadata record; resolves once applied. Raises NotLeaderError."""
+        ...
+
+    def submit_to(self, record: Any, sink: ResultSink) -> None:
+        """`submit`, completing `sink` synchronously once applied (or failed), without a
+        future and its extra loop iteration. Raises NotLeaderError."""
         ...
 
     def begin_read(self) -> asyncio.Future[int]:

@@ -21,8 +21,10 @@ and a follower whose leader leaves one unanswered for kraftlab.quorum.liveness.t
 `peer_unreachable(leader)` to the core, as for a refused connection.
 
 Invariants:
-- Proposals are batched per event-loop iteration: all `propose()` calls made before the loop
-  runs `_flush_proposals` become ONE `core.propose` (one append, one fsync).
+- Proposals are batched: all `submit()` calls made while one delivery is held (the frames of one
+  chunk a connection read, or one step: harness/net/transport.py) become ONE `core.propose` (one
+  append, one fsync) at its release; outside a delivery, all made before the loop runs
+  `_flush_proposals` (`call_soon`).
 - A proposal waiter resolves only when its offset is applied, with the image's ApplyResult. If
   this node stops leading first, the waiter fails as indeterminate (OutcomeUnknownError): the
   entry may still commit under the next leader.
@@ -41,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import typing
 from collections import deque
 from dataclasses import dataclass
 from typing import Any, NoReturn, assert_never
@@ -55,7 +58,12 @@ from harness.runtime.broker import BrokerLifecycle
 from harness.runtime.client_requests import answer_client_request
 from harness.runtime.clock import ClockTimer, NodeClock
 from harness.runtime.config import NodeConfig
-from harness.runtime.context import NotLeaderError, OutcomeUnknownError, VoterChangeError
+from harness.runtime.context import (
+    NotLeaderError,
+    OutcomeUnknownError,
+    ResultSink,
+    VoterChangeError,
+)
 from harness.runtime.controller_rpc import (
     ActiveController,
     ControllerRpcRequest,
@@ -83,11 +91,13 @@ from quorum.raft.effects import (
     VoterChangeCompleted,
 )
 from quorum.raft.log import Entry, OffsetAndEpoch
-from quorum.raft.messages import ErrorCode, RaftMessage
+from quorum.raft.messages import ErrorCode, RaftMessage, RaftRequest, RaftResponse
 from quorum.raft.snapshot import decode_snapshot, encode_snapshot
 from quorum.raft.voters import Voter, VotersRecord
 
 log = structlog.get_logger()
+
+_RAFT_MESSAGE_TYPES = frozenset(typing.get_args(RaftRequest) + typing.get_args(RaftResponse))
 
 # Entries read from the log per apply step (bytes), so catching up never builds one huge list.
 APPLY_READ_BYTES = 4 << 20
@@ -95,7 +105,7 @@ APPLY_READ_BYTES = 4 << 20
 
 @dataclass(slots=True)
 class _Waiter:
-    future: asyncio.Future[ApplyResult]
+    future: ResultSink
     epoch: int
     started: float
 
@@ -149,7 +159,7 @@ class ControllerNode:
         self.high_watermark = 0
         self._was_leader = False
         self._waiters: dict[int, _Waiter] = {}
-        self._proposals: list[tuple[bytes, asyncio.Future[ApplyResult]]] = []
+        self._proposals: list[tuple[bytes, ResultSink]] = []
         self._proposal_flush_scheduled = False
         self._reads: dict[int, asyncio.Future[int]] = {}
         self._reads_waiting_apply: deque[tuple[int, asyncio.Future[int]]] = deque()
@@ -187,6 +197,7 @@ class ControllerNode:
             decode_errors=(codec.DecodeError,),
             on_client_request=self.on_client_request,
         )
+        self.transport.on_delivered = self._on_delivered
         self.on_voters_changed(self.core.voters_record)  # the log may know voters config does not
         self.active: ActiveController | None = None
         self.rpc_server: ControllerRpcServer | None = None
@@ -277,6 +288,10 @@ class ControllerNode:
     # --- inputs -----------------------------------------------------------------------------
 
     def _on_message(self, src: int, message: Any) -> None:
+        if type(message) in _RAFT_MESSAGE_TYPES:  # nearly every frame: straight to the core
+            self._heard_s[src] = self.loop.time()
+            self._step(self.core.handle, src, message)
+            return
         if isinstance(message, ControllerRpcRequest):
             if self.rpc_server is None:
                 raise FrameError("a broker does not serve controller requests")
@@ -328,6 +343,11 @@ class ControllerNode:
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_deadline_ms = None
+        if self.core.next_deadline_ms() > self.now_ms():
+            # The kept earlier timer (`_arm_timer`): the deadline it was armed for has moved
+            # later (a parked Fetch was answered by an append). A tick now would do nothing.
+            self._arm_timer()
+            return
         self._step(self.core.tick)
 
     def _step(self, fn: Any, *args: Any) -> None:
@@ -347,7 +367,14 @@ class ControllerNode:
 
     def _run(self, effects: list[Any]) -> None:
         if effects:
-            execute_effects(effects, self)
+            # Held: the Sends of these effects (and answers they complete) are written when the
+            # step ends, not one loop iteration later (harness/net/transport.py).
+            transport = self.transport
+            transport.hold()
+            try:
+                execute_effects(effects, self)
+            finally:
+                transport.release()
             self._maybe_rebind_context()
         self._arm_timer()
 
@@ -399,11 +426,25 @@ class ControllerNode:
         if not self.is_leader:
             raise NotLeaderError(self.leader_id, self.epoch)
         future: asyncio.Future[ApplyResult] = self.loop.create_future()
-        self._proposals.append((encode_record(record), future))
+        self._queue_proposal(record, future)
+        return future
+
+    def submit_to(self, record: Any, sink: ResultSink) -> None:
+        """`submit` without a future: `sink` is completed synchronously when the record is
+        applied (or fails), so an answer can be written in the same loop iteration as the Fetch
+        that committed it (harness/runtime/client_requests.py). Raises NotLeaderError."""
+        if not self.is_leader:
+            raise NotLeaderError(self.leader_id, self.epoch)
+        self._queue_proposal(record, sink)
+
+    def _queue_proposal(self, record: Any, sink: ResultSink) -> None:
+        self._proposals.append((encode_record(record), sink))
         if not self._proposal_flush_scheduled:
             self._proposal_flush_scheduled = True
-            self.loop.call_soon(self._flush_proposals)
-        return future
+            if not self.transport.is_held:
+                # Inside a delivery the release proposes (`_on_delivered`): every request of
+                # the chunk in one batch, no extra pass of the loop.
+                self.loop.call_soon(self._flush_proposals)
 
     async def propose(self, record: Any) -> ApplyResult:
         """Commit one metadata record; returns the image's result of applying it."""
@@ -414,6 +455,15 @@ class ControllerNode:
             raise OutcomeUnknownError(
                 f"not committed within {self.config.request_timeout_ms} ms"
             ) from None
+
+    def _on_delivered(self) -> None:
+        """The transport's release hook: propose what this delivery submitted."""
+        if self._proposals:
+            self._flush_proposals()
+            if self._proposals:
+                # Submitted while that batch ran (a quorum of one commits and applies within
+                # it): no release follows this hook, so the loop's next pass proposes them.
+                self.loop.call_soon(self._flush_proposals)
 
     def _flush_proposals(self) -> None:
         self._proposal_flush_scheduled = False

@@ -68,6 +68,11 @@ __all__ = ["Accepted", "NotLeader", "ProposeResult", "QuorumStatus", "RaftCore",
 
 OBSERVER_SESSION_TIMEOUT_MS = 300_000
 
+_ROLE_NAMES: dict[type, str] = {
+    cls: "leader" if cls is LeaderRole else cls.__name__.lower()
+    for cls in (Unattached, Voted, Prospective, Candidate, Follower, Resigned, LeaderRole)
+}
+
 
 @dataclass(frozen=True, slots=True)
 class Accepted:
@@ -156,7 +161,7 @@ class RaftCore:
 
     @property
     def epoch(self) -> int:
-        return self._member.epoch
+        return self._member.qs.election.epoch
 
     @property
     def leader_id(self) -> int | None:
@@ -178,8 +183,8 @@ class RaftCore:
 
     @property
     def role_name(self) -> str:
-        role = self._member.qs.role
-        return "leader" if isinstance(role, LeaderRole) else type(role).__name__.lower()
+        # A table, not isinstance and a str.lower(): drivers ask after every input.
+        return _ROLE_NAMES[type(self._member.qs.role)]
 
     def status(self) -> QuorumStatus:
         """DescribeQuorum: role, epoch, HW; on the leader, one row per voter and live observer.

@@ -193,14 +193,17 @@ class LeaderState:
 
     def check_quorum_deadline_ms(self) -> int:
         """When has_quorum_contact may next turn false."""
-        fetch_times = sorted(
-            (p.last_fetch_ms or 0 for v, p in self.voter_progress.items() if v != self.node_id),
-            reverse=True,
-        )
-        needed = self.majority - (1 if self.counts_self else 0)  # others needed besides us
+        me = self.node_id
+        fetch_times = [p.last_fetch_ms or 0 for v, p in self.voter_progress.items() if v != me]
+        needed = self.majority - (1 if me in self.voters else 0)  # others needed besides us
         if needed <= 0 or len(fetch_times) < needed:
             return 1 << 62
-        return fetch_times[needed - 1] + self.config.check_quorum_timeout_ms + 1
+        if needed == 1:  # three voters: the newest fetch of either other voter
+            newest = max(fetch_times)
+        else:
+            fetch_times.sort(reverse=True)
+            newest = fetch_times[needed - 1]
+        return newest + self.config.check_quorum_timeout_ms + 1
 
     def confirmed_round(self) -> int:
         """The newest read round a majority (counting us, always current) has echoed."""
@@ -218,19 +221,23 @@ class LeaderState:
         return tuple(p.node_id for p in others)
 
     def next_deadline_ms(self) -> int:
-        deadlines = [self.check_quorum_deadline_ms()]
-        if self.unacked_begin:
-            deadlines.append(self.begin_resend_ms)
-        if self.parked:
-            deadlines.append(min(p.deadline_ms for p in self.parked))
-        if self.batch_deadline_ms is not None:
-            deadlines.append(self.batch_deadline_ms)
-        if self.voter_change is not None:
-            deadlines.append(self.voter_change.deadline_ms)
+        # Asked by the driver after every input: plain comparisons, no list per call.
+        deadline = self.check_quorum_deadline_ms()
+        if self.unacked_begin and self.begin_resend_ms < deadline:
+            deadline = self.begin_resend_ms
+        for p in self.parked:
+            if p.deadline_ms < deadline:
+                deadline = p.deadline_ms
+        batch_deadline = self.batch_deadline_ms
+        if batch_deadline is not None and batch_deadline < deadline:
+            deadline = batch_deadline
+        change = self.voter_change
+        if change is not None and change.deadline_ms < deadline:
+            deadline = change.deadline_ms
         idle_interval_ms = self.config.max_idle_interval_ms
         if idle_interval_ms > 0 and not self.batch:  # a lingering batch is the next append
-            deadlines.append(self.last_append_ms + idle_interval_ms)
-        return min(deadlines)
+            deadline = min(deadline, self.last_append_ms + idle_interval_ms)
+        return deadline
 
     # ---------------------------------------------------------------- the epoch's life
 

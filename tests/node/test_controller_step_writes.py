@@ -1,0 +1,131 @@
+"""A real ControllerNode, alone in its quorum (a voter set of one commits on its own fsync), in
+one process: a native write's answer is completed inside the step that commits the record (no
+future, no later loop iteration), and a timer that fires for a deadline that has since moved
+later does not tick the core (`_on_timer`: a tick before a deadline does nothing)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from pathlib import Path
+from typing import Any
+
+from harness.runtime.config import Endpoint, NodeConfig
+from harness.runtime.node import ControllerNode
+from quorum.metadata import KvPut
+from quorum.metadata.image import ApplyResult, Errors
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Sink:
+    def __init__(self) -> None:
+        self.results: list[Any] = []
+
+    def done(self) -> bool:
+        return bool(self.results)
+
+    def set_result(self, result: ApplyResult, /) -> None:
+        self.results.append(result)
+
+    def set_exception(self, exception: BaseException, /) -> None:
+        self.results.append(exception)
+
+
+def single_voter(tmp_path: Path) -> NodeConfig:
+    port = free_port()
+    return NodeConfig(node_id=1, cluster_id="c1", voters={1: Endpoint("127.0.0.1", port)},
+                      admin_listeners={1: Endpoint("127.0.0.1", free_port())},
+                      metadata_log_dir=tmp_path, seed=7)  # fmt: skip
+
+
+async def leading_node(tmp_path: Path) -> ControllerNode:
+    node = ControllerNode(single_voter(tmp_path))
+    await node.start()
+    for _ in range(200):
+        if node.is_leader and node.image.applied_offset >= 0:
+            return node
+        await asyncio.sleep(0.01)
+    raise AssertionError("a voter set of one did not elect itself")
+
+
+def test_a_write_is_answered_inside_the_step_that_commits_it(tmp_path: Path) -> None:
+    async def main() -> None:
+        node = await leading_node(tmp_path)
+        sink = Sink()
+        node.transport.hold()  # as the delivery of a client's frame
+        node.submit_to(KvPut("k", "v"), sink)
+        assert not sink.done()  # queued for the delivery's end, not proposed yet
+        node.transport.release()  # proposes, appends, fsyncs, commits, applies: all in here
+        [result] = sink.results
+        assert isinstance(result, ApplyResult) and result.error == Errors.NONE
+        assert node.image.get("k") == ("v", result.version)
+        await node.stop(resign=False)
+
+    asyncio.run(main())
+
+
+def test_a_timer_for_a_deadline_that_moved_later_rearms_without_a_tick(tmp_path: Path) -> None:
+    async def main() -> None:
+        node = await leading_node(tmp_path)
+        ticks: list[int] = []
+        real_tick = node.core.tick
+
+        def counting_tick(now_ms: int) -> Any:
+            ticks.append(now_ms)
+            return real_tick(now_ms)
+
+        node.core.tick = counting_tick  # type: ignore[method-assign]
+        assert node._timer is not None
+        node._timer.cancel()
+        deadline = node.core.next_deadline_ms()
+        assert deadline > node.now_ms()
+        node._on_timer()  # fired early: the deadline it was armed for has moved
+        assert ticks == []
+        assert node._timer_deadline_ms == deadline and node._timer is not None
+        node._timer.cancel()  # from here on only this test fires the timer
+        await asyncio.sleep((node.core.next_deadline_ms() - node.now_ms() + 2) / 1000)
+        assert node.core.next_deadline_ms() <= node.now_ms()
+        node._on_timer()  # now it is due: the core ticks
+        assert len(ticks) == 1
+        await node.stop(resign=False)
+
+    asyncio.run(main())
+
+
+class ChainedSink(Sink):
+    """Submits a second write when the first is applied (as code reacting to an applied record
+    does), from inside the step that applied it."""
+
+    def __init__(self, node: ControllerNode, then: Sink) -> None:
+        super().__init__()
+        self.node = node
+        self.then = then
+
+    def set_result(self, result: ApplyResult, /) -> None:
+        super().set_result(result)
+        self.node.submit_to(KvPut("k2", "v2"), self.then)
+
+
+def test_a_write_submitted_while_a_batch_commits_is_proposed_on_the_next_pass(
+    tmp_path: Path,
+) -> None:
+    async def main() -> None:
+        node = await leading_node(tmp_path)
+        second = Sink()
+        first = ChainedSink(node, second)
+        node.transport.hold()
+        node.submit_to(KvPut("k1", "v1"), first)
+        node.transport.release()
+        assert first.done() and not second.done()  # queued inside the hook, after its batch
+        await asyncio.sleep(0)  # the loop's next pass (not the next timer, up to 500 ms away)
+        await asyncio.sleep(0)
+        [result] = second.results
+        assert isinstance(result, ApplyResult) and node.image.get("k2") == ("v2", result.version)
+        await node.stop(resign=False)
+
+    asyncio.run(main())
