@@ -125,6 +125,13 @@ def raft_config(config: NodeConfig) -> RaftConfig:
     )
 
 
+
+def _expire(future: asyncio.Future[Any], timeout_ms: int) -> None:
+    """`ControllerNode.propose`'s timer: the record was not applied in time; whether it will
+    still commit is unknown to the caller."""
+    if not future.done():
+        future.set_exception(OutcomeUnknownError(f"not committed within {timeout_ms} ms"))
+
 class ControllerNode:
     """One node process: Raft core + log + image + transport, on the running loop.
 
@@ -449,12 +456,15 @@ class ControllerNode:
     async def propose(self, record: Any) -> ApplyResult:
         """Commit one metadata record; returns the image's result of applying it."""
         future = self.submit(record)
+        # One timer on the future itself rather than asyncio.wait_for (a second future, a
+        # callback and a cancellation per request on the admin API's write path). Whoever
+        # completes the future later checks done() first (`_apply_entry`, `_fail_waiters`).
+        expiry = self.loop.call_later(self.config.request_timeout_ms / 1000, _expire, future,
+                                      self.config.request_timeout_ms)
         try:
-            return await asyncio.wait_for(future, self.config.request_timeout_ms / 1000)
-        except TimeoutError:
-            raise OutcomeUnknownError(
-                f"not committed within {self.config.request_timeout_ms} ms"
-            ) from None
+            return await future
+        finally:
+            expiry.cancel()
 
     def _on_delivered(self) -> None:
         """The transport's release hook: propose what this delivery submitted."""

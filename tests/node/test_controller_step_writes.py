@@ -6,6 +6,7 @@ later does not tick the core (`_on_timer`: a tick before a deadline does nothing
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import socket
 from pathlib import Path
 from typing import Any
@@ -126,6 +127,33 @@ def test_a_write_submitted_while_a_batch_commits_is_proposed_on_the_next_pass(
         await asyncio.sleep(0)
         [result] = second.results
         assert isinstance(result, ApplyResult) and node.image.get("k2") == ("v2", result.version)
+        await node.stop(resign=False)
+
+    asyncio.run(main())
+
+
+def test_a_write_not_applied_in_time_is_outcome_unknown_and_may_still_commit(tmp_path: Path) -> None:
+    """`propose` gives up after controller.quorum.request.timeout.ms with OutcomeUnknownError
+    (the record may still commit: the caller cannot know), and the record's later commit neither
+    fails nor answers twice."""
+    from harness.runtime.context import OutcomeUnknownError
+
+    async def main() -> None:
+        node = ControllerNode(dataclasses.replace(single_voter(tmp_path), request_timeout_ms=50))
+        await node.start()
+        for _ in range(200):
+            if node.is_leader and node.image.applied_offset >= 0:
+                break
+            await asyncio.sleep(0.01)
+        node.transport.hold()  # as inside a delivery: the proposal waits for the release
+        try:
+            await node.propose(KvPut("late", "v"))
+        except OutcomeUnknownError as e:
+            assert "not committed within 50 ms" in str(e)
+        else:
+            raise AssertionError("a write held past its timeout was answered")
+        node.transport.release()  # now it is proposed, committed and applied
+        assert node.image.get("late") is not None and node.image.get("late")[0] == "v"
         await node.stop(resign=False)
 
     asyncio.run(main())
