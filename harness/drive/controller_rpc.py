@@ -34,3 +34,26 @@ class ControllerRpcResponse:
     request_id: int
     response: Any  # a ControllerResponse
     leader_id: int = -1  # hint: the active controller this node knows (-1: none)
+
+
+@codec.register("node.DescribeQuorumCall")
+@dataclass(frozen=True, slots=True)
+class DescribeQuorumCall:
+    """A broker's DescribeQuorum on its way to the active controller, which alone knows every
+    replica's log end offset and fetch times (KIP-595; Kafka's brokers forward the request:
+    KafkaApis.handleDescribeQuorumRequest). Answered by the Raft leader's node, not by the
+    controller service: it asks the Raft core, not the metadata."""
+
+    wanted: bool = True  # carries nothing; a field keeps the envelope a plain tagged record
+
+
+@codec.register("node.DescribeQuorumAnswer")
+@dataclass(frozen=True, slots=True)
+class DescribeQuorumAnswer:
+    """The Raft leader's view for DescribeQuorum: per replica (node id, log end offset, last
+    fetch and last caught-up timestamps in Unix epoch ms or -1, voter?), voters first."""
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    replicas: tuple[tuple[int, int, int, int, bool], ...]

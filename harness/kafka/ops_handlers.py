@@ -8,10 +8,10 @@ quorum view, the active controller.
 - OffsetForLeaderEpoch: on the partition's leader only, the end offset of the largest epoch <=
   the one asked (the log's epoch cache, as a follower's truncation uses); current_leader_epoch is
   checked as for Fetch (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH).
-- DescribeQuorum: `__cluster_metadata` partition 0, as this broker's Raft observer sees it
-  (leader, epoch, high watermark; voters and registered brokers as observers, with their log end
-  offsets where this node knows them: its own always). Kafka's brokers forward it to the active
-  controller, which knows every follower's; `kraftlab quorum describe` asks the controllers.
+- DescribeQuorum: `__cluster_metadata` partition 0, forwarded to the active controller as Kafka's
+  brokers do (KafkaApis.handleDescribeQuorumRequest): the Raft leader alone knows every voter's
+  and live observer's log end offset and fetch times (KIP-595, KIP-836 timestamps);
+  REQUEST_TIMED_OUT when no controller answers.
 - ElectLeaders: each partition forwarded to the active controller as the admin API's
   ElectLeadersRequest (preferred = 0, unclean = 1; a null partition list: every partition of
   every topic).
@@ -41,6 +41,7 @@ from kafka.protocol.consumer import (  # type: ignore[import-untyped]
     OffsetForLeaderEpochResponse,
 )
 
+from harness.drive.controller_rpc import DescribeQuorumAnswer, DescribeQuorumCall
 from harness.kafka.answer import Reply
 from harness.runtime.broker import BrokerNode
 from quorum.controller.messages import ElectLeadersRequest as CoreElect
@@ -95,45 +96,51 @@ def describe_quorum(node: BrokerNode, version: int, request: Any, reply: Reply) 
     cls = DescribeQuorumResponse[version]
     tcls = cls.TopicData
     pcls = tcls.PartitionData
-    status = node.raft_status()
     asked = [(t.topic_name, p.partition_index) for t in request.topics for p in t.partitions]
     if asked != [(METADATA_TOPIC, 0)]:
         reply(cls(error_code=Errors.INVALID_REQUEST.code, error_message="only "
                   f"{METADATA_TOPIC}-0 has a quorum", topics=[], nodes=[]))  # fmt: skip
         return
-    known = {r.node_id: r for r in status.replicas}  # filled on the Raft leader only
-
-    def state(node_id: int) -> Any:
-        r = known.get(node_id)
-        if node_id == status.node_id:
-            leo = status.log_end_offset
-        else:
-            leo = r.log_end_offset if r is not None else -1
-        return pcls.ReplicaState(replica_id=node_id, replica_directory_id=None, log_end_offset=leo,
-                                 last_fetch_timestamp=-1, last_caught_up_timestamp=-1)  # fmt: skip
-
+    assert node.broker is not None
+    broker = node.broker
+    status = node.raft_status()
     voters = sorted(status.voters)  # the voter set in force (KIP-853), not the bootstrap one
     endpoints = dict(status.voter_endpoints)
-    observers = sorted(b.broker_id for b in node.image.brokers())
-    leader = node.leader_id if node.leader_id is not None else -1
-    part = pcls(partition_index=0, error_code=0, error_message=None, leader_id=leader,
-                leader_epoch=node.epoch, high_watermark=status.high_watermark,
-                current_voters=[state(v) for v in voters],
-                observers=[state(o) for o in observers])  # fmt: skip
-    nodes = []
-    if version >= 2:
-        ncls = cls.Node
-        for v in voters:
-            host, _, port = endpoints.get(v, "").rpartition(":")
-            e = node.config.voters.get(v)
-            if e is not None:
-                host, port = e.host, str(e.port)
-            if not (host and port.isdigit()):
-                continue  # a voter whose address this node does not know
-            nodes.append(ncls(node_id=v, listeners=[ncls.Listener(name="CONTROLLER", host=host,
-                                                                   port=int(port))]))  # fmt: skip
-    reply(cls(error_code=0, error_message=None,
-              topics=[tcls(topic_name=METADATA_TOPIC, partitions=[part])], nodes=nodes))
+
+    def state(row: tuple[int, int, int, int, bool]) -> Any:
+        node_id, leo, last_fetch, last_caught_up, _ = row
+        return pcls.ReplicaState(replica_id=node_id, replica_directory_id=None, log_end_offset=leo,
+                                 last_fetch_timestamp=last_fetch,
+                                 last_caught_up_timestamp=last_caught_up)  # fmt: skip
+
+    async def run() -> None:
+        # Only the Raft leader knows every replica's log end offset and fetch times: ask it.
+        answer = await broker.call_controller(DescribeQuorumCall())
+        if not isinstance(answer, DescribeQuorumAnswer):
+            reply(cls(error_code=Errors.REQUEST_TIMED_OUT.code, error_message="no answer from "
+                      "the active controller", topics=[], nodes=[]))  # fmt: skip
+            return
+        part = pcls(partition_index=0, error_code=0, error_message=None,
+                    leader_id=answer.leader_id, leader_epoch=answer.leader_epoch,
+                    high_watermark=answer.high_watermark,
+                    current_voters=[state(r) for r in answer.replicas if r[4]],
+                    observers=[state(r) for r in answer.replicas if not r[4]])  # fmt: skip
+        nodes = []
+        if version >= 2:
+            ncls = cls.Node
+            for v in voters:
+                host, _, port = endpoints.get(v, "").rpartition(":")
+                e = node.config.voters.get(v)
+                if e is not None:
+                    host, port = e.host, str(e.port)
+                if not (host and port.isdigit()):
+                    continue  # a voter whose address this node does not know
+                nodes.append(ncls(node_id=v, listeners=[ncls.Listener(
+                    name="CONTROLLER", host=host, port=int(port))]))  # fmt: skip
+        reply(cls(error_code=0, error_message=None,
+                  topics=[tcls(topic_name=METADATA_TOPIC, partitions=[part])], nodes=nodes))
+
+    node.loop.create_task(run())
 
 
 def elect_leaders(node: BrokerNode, version: int, request: Any, reply: Reply) -> None:

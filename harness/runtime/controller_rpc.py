@@ -29,8 +29,14 @@ from typing import Any
 import structlog
 
 from harness.drive.active_controller import ControllerSeat, run_outputs
-from harness.drive.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
+from harness.drive.controller_rpc import (
+    ControllerRpcRequest,
+    ControllerRpcResponse,
+    DescribeQuorumAnswer,
+    DescribeQuorumCall,
+)
 from harness.runtime.context import NodeContext
+from harness.runtime.status import quorum_replication
 from quorum.controller import (
     ControllerConfig,
     ControllerRequest,
@@ -186,6 +192,9 @@ class ControllerRpcServer:
 
     def on_request(self, src: int, message: ControllerRpcRequest) -> None:
         node = self.node
+        if node.is_leader and isinstance(message.request, DescribeQuorumCall):
+            self._reply(message.origin, message.request_id, describe_quorum_answer(node))
+            return
         if node.is_leader:
             future = self.active.call(message.request)
             future.add_done_callback(
@@ -194,6 +203,8 @@ class ControllerRpcServer:
             return
         leader = node.leader_id
         if leader is None or message.forwarded or leader == node.node_id:
+            if isinstance(message.request, DescribeQuorumCall):
+                return  # no controller error shape: the broker's call times out and says so
             response = error_response(message.request, Errors.NOT_CONTROLLER)
             self._reply(message.origin, message.request_id, response)
             return
@@ -214,6 +225,18 @@ class ControllerRpcServer:
         self.node.send(origin, ControllerRpcResponse(request_id, message.response, message.leader_id))
         return True
 
-    def _reply(self, origin: int, request_id: int, response: ControllerResponse) -> None:
+    def _reply(self, origin: int, request_id: int,
+               response: ControllerResponse | DescribeQuorumAnswer) -> None:
         leader = self.node.leader_id
         self.node.send(origin, ControllerRpcResponse(request_id, response, -1 if leader is None else leader))
+
+
+def describe_quorum_answer(node: NodeContext) -> DescribeQuorumAnswer:
+    """This (leading) node's Raft view for a broker's DescribeQuorum: quorum_replication's rows,
+    the voters first, as kafka-metadata-quorum --replication prints them."""
+    status = node.raft_status()
+    rows = tuple((r["node_id"], r["log_end_offset"], r["last_fetch_timestamp"],
+                  r["last_caught_up_timestamp"], r["status"] != "Observer")
+                 for r in quorum_replication(node))  # fmt: skip
+    leader = -1 if status.leader_id is None else status.leader_id
+    return DescribeQuorumAnswer(leader, status.epoch, status.high_watermark, rows)

@@ -71,6 +71,13 @@ def test_describe_quorum_names_the_metadata_leader(kcluster: KafkaCluster) -> No
     assert sorted(v.replica_id for v in p.current_voters) == [1, 2, 3]
     assert sorted(o.replica_id for o in p.observers) == BROKERS
     assert sorted(n.node_id for n in r.nodes) == [1, 2, 3]
+    # Forwarded to the active controller (KafkaApis.handleDescribeQuorumRequest): every voter's
+    # and observer's log end offset and fetch time is known, not just this broker's own.
+    for replica in [*p.current_voters, *p.observers]:
+        assert 0 <= replica.log_end_offset <= p.high_watermark + 1_000, replica
+        assert replica.last_fetch_timestamp > 0 and replica.last_caught_up_timestamp > 0, replica
+    [leader] = [v for v in p.current_voters if v.replica_id == p.leader_id]
+    assert leader.log_end_offset >= p.high_watermark > 0
 
 
 def test_elect_leaders_preferred_goes_through_the_controller(kcluster: KafkaCluster) -> None:
