@@ -20,12 +20,9 @@ import pytest
 
 from harness.admin.client import AdminError
 from tests.integration.conftest import (
-    BROKER_SESSION_TIMEOUT_MS,
-    FAST,
     LiveCluster,
+    broker_cluster,
     cli,
-    kill_recorded,
-    kraftlab,
     poll,
 )
 
@@ -41,18 +38,10 @@ DELETE_DELAY_MS = 1500
 
 @pytest.fixture(scope="module")
 def rcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    data_dir = tmp_path_factory.mktemp("retention")
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "3", "--brokers", "3",
-                      "--data-dir", str(data_dir), *FAST,
-                      "--config", f"broker.session.timeout.ms={BROKER_SESSION_TIMEOUT_MS}",
-                      "--config", "broker.heartbeat.interval.ms=500",
-                      "--config", "log.retention.check.interval.ms=300",
-                      "--config", f"log.segment.delete.delay.ms={DELETE_DELAY_MS}")  # fmt: skip
-        assert up.returncode == 0, up.stderr + up.stdout
-        yield LiveCluster(data_dir)
-    finally:
-        kill_recorded(data_dir)
+    with broker_cluster(tmp_path_factory.mktemp("retention"),
+                        "log.retention.check.interval.ms=300",
+                        f"log.segment.delete.delay.ms={DELETE_DELAY_MS}") as live:
+        yield live
 
 
 def replica_dirs(c: LiveCluster, name: str) -> dict[int, list[Path]]:
