@@ -14,8 +14,9 @@ ends POST_HEAL_S after its fault's heal (`RunOptions.stop_when`), not at the tim
   log); with leader epochs (min.insync.replicas=2) neither happens.
 
 Each assertion names the elected broker too, so a run that did not stage what it claims fails
-for that reason, not for a verdict that happens to match. A finalizer SIGKILLs every PID of
-both clusters still alive.
+for that reason, not for a verdict that happens to match. The runs without ELR share the
+package's queue cluster (tests/jepsen/conftest.py); the ELR cluster is this module's own, and a
+finalizer SIGKILLs every PID of it still alive.
 """
 
 from __future__ import annotations
@@ -54,11 +55,6 @@ def _cluster(tmp_path_factory: pytest.TempPathFactory, name: str,
         yield data_dir
     finally:
         kill_recorded(data_dir)
-
-
-@pytest.fixture(scope="module")
-def plain_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from _cluster(tmp_path_factory, "staged-plain", dict(DEFAULT_OVERRIDES))
 
 
 @pytest.fixture(scope="module")
@@ -113,9 +109,9 @@ def anomaly_counts(result: RunResult) -> dict[str, int]:
 
 
 def test_staggered_drop_unclean_election_loses_what_elr_keeps(
-    tmp_path: Path, plain_cluster: Path, elr_cluster: Path
+    tmp_path: Path, queue_cluster: Path, elr_cluster: Path
 ) -> None:
-    lossy = staged_run(tmp_path / "unclean", plain_cluster, "staggered-isr-drop", "stagger-u",
+    lossy = staged_run(tmp_path / "unclean", queue_cluster, "staggered-isr-drop", "stagger-u",
                        STAGGER_LEAD_IN_S)
     applied, healed = stages(tmp_path / "unclean")
     first, second = applied["followers"]
@@ -138,17 +134,17 @@ def test_staggered_drop_unclean_election_loses_what_elr_keeps(
 
 
 def test_kip101_pre_0_11_truncation_loses_and_diverges_leader_epochs_do_not(
-    tmp_path: Path, plain_cluster: Path
+    tmp_path: Path, queue_cluster: Path
 ) -> None:
     nemesis = "truncate-restart-then-leader-crash"
-    loss = staged_run(tmp_path / "loss", plain_cluster, nemesis, "kip101-loss", KIP101_LEAD_IN_S,
+    loss = staged_run(tmp_path / "loss", queue_cluster, nemesis, "kip101-loss", KIP101_LEAD_IN_S,
                       replication_factor=2, min_insync_replicas=2, leader_epoch_enable=False)
     applied, healed = stages(tmp_path / "loss")
     assert healed["leader"] == applied["followers"][0], (applied, healed)
     assert (loss.exit_code, loss.verdict) == (1, "invalid")
     assert anomaly_counts(loss)["lost-write"] > 0
 
-    diverge = staged_run(tmp_path / "diverge", plain_cluster, nemesis, "kip101-div", KIP101_LEAD_IN_S,
+    diverge = staged_run(tmp_path / "diverge", queue_cluster, nemesis, "kip101-div", KIP101_LEAD_IN_S,
                          replication_factor=2, min_insync_replicas=1, leader_epoch_enable=False)
     applied, healed = stages(tmp_path / "diverge")
     assert healed["leader"] == applied["followers"][0], (applied, healed)
@@ -158,7 +154,7 @@ def test_kip101_pre_0_11_truncation_loses_and_diverges_leader_epochs_do_not(
     assert example["partition"] == f"kip101-div-{applied['partition']}"
     assert len(set(example["values"].values())) == 2  # the two replicas disagree
 
-    fixed = staged_run(tmp_path / "fixed", plain_cluster, nemesis, "kip101-fixed", KIP101_LEAD_IN_S,
+    fixed = staged_run(tmp_path / "fixed", queue_cluster, nemesis, "kip101-fixed", KIP101_LEAD_IN_S,
                        replication_factor=2, min_insync_replicas=2)
     applied, healed = stages(tmp_path / "fixed")
     assert healed["leader"] == applied["followers"][0], (applied, healed)
