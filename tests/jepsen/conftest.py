@@ -1,4 +1,8 @@
-"""The queue workload's cluster, shared by the real-process queue runs of this package.
+"""Clusters for the real-process runs of this package.
+
+`data_dir`: a test's own cluster directory (for a run that lays out and brings up its own
+cluster); afterwards every PID recorded there that still runs our node is SIGKILLed, whatever
+the run did.
 
 `queue_cluster`: 3 controllers + brokers 101-103 as `kraftlab jepsen run --workload queue` lays
 them out (DEFAULT_OVERRIDES, the queue workload's fast fencing and ISR shrink), started once for
@@ -18,6 +22,13 @@ import pytest
 
 from harness.jepsen.runner import RunOptions, bring_up
 from tests.integration.conftest import kill_recorded
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "cluster"
+    yield path
+    kill_recorded(path)  # nothing to do where no cluster.json was written
 
 
 @pytest.fixture(scope="package")
