@@ -1,9 +1,10 @@
 """Real controller processes on loopback for the integration tests.
 
-`cluster` starts 3 controllers with `kraftlab cluster up` (the real CLI, in a subprocess) in a
-temporary directory and, in its finalizer, SIGKILLs every PID recorded in cluster.json that still
-runs our node, whatever the test did. Helpers poll conditions with deadlines (never sleep to
-synchronise).
+`started_cluster` is how every test module starts one: `kraftlab cluster up` (the real CLI, in a
+subprocess) in a temporary directory, and afterwards a SIGKILL of every PID recorded in
+cluster.json that still runs our node, whatever the test did. `cluster` is 3 controllers for a
+module, `broker_cluster` adds brokers 101-103 with fast fencing. Helpers poll conditions with
+deadlines (never sleep to synchronise).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -90,32 +91,37 @@ def kill_recorded(data_dir: Path) -> None:
             os.kill(node.pid, signal.SIGKILL)
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    data_dir = tmp_path_factory.mktemp("cluster")
+@contextlib.contextmanager
+def started_cluster(data_dir: Path, *, controllers: int = 3, brokers: int = 0,
+                    configs: Sequence[str] = (), fast: bool = True) -> Iterator[LiveCluster]:
+    """`kraftlab cluster up` in data_dir (FAST elections unless fast=False, then each of
+    `configs` as a `--config`); every PID it recorded is SIGKILLed afterwards, whatever the
+    test did. The one way every test module starts its cluster."""
+    layout = ["--controllers", str(controllers)] + (["--brokers", str(brokers)] if brokers else [])
+    settings = [arg for kv in configs for arg in ("--config", kv)]
     try:
-        up = kraftlab("cluster", "up", "--controllers", "3", "--data-dir", str(data_dir), *FAST)
+        up = kraftlab("cluster", "up", *layout, "--data-dir", str(data_dir),
+                      *(FAST if fast else []), *settings)
         assert up.returncode == 0, up.stderr + up.stdout
         yield LiveCluster(data_dir)
     finally:
         kill_recorded(data_dir)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
+    with started_cluster(tmp_path_factory.mktemp("cluster")) as live:
+        yield live
 
 
 BROKER_SESSION_TIMEOUT_MS = 3000  # fast fencing for tests (Kafka's default: 9000)
+BROKER_CONFIGS = (f"broker.session.timeout.ms={BROKER_SESSION_TIMEOUT_MS}",
+                  "broker.heartbeat.interval.ms=500")
 
 
-@contextlib.contextmanager
-def broker_cluster(data_dir: Path) -> Iterator[LiveCluster]:
-    """3 controllers + brokers 101-103 with fast elections and fencing, killed afterwards."""
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "3", "--brokers", "3",
-                      "--data-dir", str(data_dir), *FAST,
-                      "--config", f"broker.session.timeout.ms={BROKER_SESSION_TIMEOUT_MS}",
-                      "--config", "broker.heartbeat.interval.ms=500")
-        assert up.returncode == 0, up.stderr + up.stdout
-        yield LiveCluster(data_dir)
-    finally:
-        kill_recorded(data_dir)
+def broker_cluster(data_dir: Path, *configs: str) -> contextlib.AbstractContextManager[LiveCluster]:
+    """3 controllers + brokers 101-103 with fast elections and fencing (then `configs`)."""
+    return started_cluster(data_dir, brokers=3, configs=(*BROKER_CONFIGS, *configs))
 
 
 def cli(c: LiveCluster, *args: str, timeout_s: float = 60) -> str:

@@ -36,7 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.launcher import cluster as cl
-from tests.integration.conftest import FAST, LiveCluster, kill_recorded, kraftlab
+from tests.integration.conftest import LiveCluster, started_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -64,14 +64,8 @@ def allowed_5xx(method: str, url: str, error: str | None) -> bool:
 
 @pytest.fixture(scope="module")
 def fcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    data_dir = tmp_path_factory.mktemp("fuzz")
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "1", "--brokers", "2",
-                      "--data-dir", str(data_dir), *FAST)
-        assert up.returncode == 0, up.stderr + up.stdout
-        yield LiveCluster(data_dir)
-    finally:
-        kill_recorded(data_dir)
+    with started_cluster(tmp_path_factory.mktemp("fuzz"), controllers=1, brokers=2) as live:
+        yield live
 
 
 class Http:

@@ -33,11 +33,9 @@ from harness.launcher import cluster as cl
 from harness.runtime.clean_shutdown import CLEAN_SHUTDOWN_FILE
 from tests.integration.conftest import (
     BROKER_SESSION_TIMEOUT_MS,
-    FAST,
     LiveCluster,
+    broker_cluster,
     cli,
-    kill_recorded,
-    kraftlab,
     poll,
 )
 
@@ -50,18 +48,9 @@ WAIT_S = BROKER_SESSION_TIMEOUT_MS / 1000 + 27  # a fencing plus an election, on
 
 @pytest.fixture(scope="module")
 def ecluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    data_dir = tmp_path_factory.mktemp("elr")
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "3", "--brokers", "3",
-                      "--data-dir", str(data_dir), *FAST,
-                      "--config", "eligible.leader.replicas.enable=true",
-                      "--config", f"broker.session.timeout.ms={BROKER_SESSION_TIMEOUT_MS}",
-                      "--config", "broker.heartbeat.interval.ms=500",
-                      "--config", "kraftlab.controlled.shutdown.timeout.ms=20000")
-        assert up.returncode == 0, up.stderr + up.stdout
-        yield LiveCluster(data_dir)
-    finally:
-        kill_recorded(data_dir)
+    with broker_cluster(tmp_path_factory.mktemp("elr"), "eligible.leader.replicas.enable=true",
+                        "kraftlab.controlled.shutdown.timeout.ms=20000") as live:
+        yield live
 
 
 def partition(c: LiveCluster, topic: str) -> dict[str, Any]:

@@ -15,27 +15,21 @@ import pytest
 from harness.admin.client import AdminError
 from harness.launcher import cluster as cl
 from harness.net.client import NativeKvClient
-from tests.integration.conftest import LiveCluster, kill_recorded, kraftlab, poll
+from tests.integration.conftest import LiveCluster, kraftlab, poll, started_cluster
 
 pytestmark = pytest.mark.integration
 
 # The fetch timeout (and so check-quorum) is far beyond every wait below: an election within
 # them can only come from the probe (interval 20 ms, timeout 200 ms).
-SETTINGS = ["--config", "controller.quorum.election.timeout.ms=500",
-            "--config", "controller.quorum.fetch.timeout.ms=60000",
-            "--config", "kraftlab.quorum.liveness.interval.ms=20",
-            "--config", "kraftlab.quorum.liveness.timeout.ms=200"]
+QUORUM = ("controller.quorum.election.timeout.ms=500", "controller.quorum.fetch.timeout.ms=60000")
+SETTINGS = (*QUORUM, "kraftlab.quorum.liveness.interval.ms=20",
+            "kraftlab.quorum.liveness.timeout.ms=200")
 
 
 @pytest.fixture(scope="module")
 def lcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    data_dir = tmp_path_factory.mktemp("liveness")
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "3", "--data-dir", str(data_dir), *SETTINGS)
-        assert up.returncode == 0, up.stderr + up.stdout
-        yield LiveCluster(data_dir)
-    finally:
-        kill_recorded(data_dir)
+    with started_cluster(tmp_path_factory.mktemp("liveness"), configs=SETTINGS, fast=False) as c:
+        yield c
 
 
 def events(c: LiveCluster, node_id: int, name: str) -> list[dict[str, object]]:
@@ -98,12 +92,10 @@ def test_a_follower_does_not_forward_to_a_leader_that_stopped_answering_pings(
     # The probe pings but never reports (60 s): the leader stays leader while it is stopped, and
     # a write sent to a follower is answered 503 at once instead of hanging in a forward.
     data_dir = tmp_path / "silent"
-    settings = [*SETTINGS[:4], "--config", "kraftlab.quorum.liveness.interval.ms=20",
-                "--config", "kraftlab.quorum.liveness.timeout.ms=60000"]
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "3", "--data-dir", str(data_dir), *settings)
-        assert up.returncode == 0, up.stderr + up.stdout
-        c = LiveCluster(data_dir)
+    settings = (*QUORUM, "kraftlab.quorum.liveness.interval.ms=20",
+                "kraftlab.quorum.liveness.timeout.ms=60000")
+    # SIGKILL at the end ends a stopped process too
+    with started_cluster(data_dir, configs=settings, fast=False) as c:
         leader = c.agreed_leader()
         follower = next(i for i in c.ids() if i != leader)
         assert c.client(follower).kv_put("before", "v")["version"] > 0  # forwarded while it answers
@@ -119,5 +111,3 @@ def test_a_follower_does_not_forward_to_a_leader_that_stopped_answering_pings(
 
         body = poll(refused, 30, "a 503 from the follower while the leader is stopped")
         assert body["error"] == "LEADER_NOT_AVAILABLE"
-    finally:
-        kill_recorded(data_dir)  # SIGKILL ends a stopped process too

@@ -21,20 +21,21 @@ import pytest
 
 from harness.admin.client import AdminClient, AdminError
 from harness.launcher import cluster as cl
-from tests.integration.conftest import FAST, LiveCluster, cli, kill_recorded, kraftlab, poll
+from tests.integration.conftest import (
+    LiveCluster,
+    cli,
+    kraftlab,
+    poll,
+    started_cluster,
+)
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
 def mcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    data_dir = tmp_path_factory.mktemp("membership")
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "3", "--data-dir", str(data_dir), *FAST)
-        assert up.returncode == 0, up.stderr + up.stdout
-        yield LiveCluster(data_dir)
-    finally:
-        kill_recorded(data_dir)
+    with started_cluster(tmp_path_factory.mktemp("membership")) as live:
+        yield live
 
 
 class Writer(threading.Thread):

@@ -26,7 +26,13 @@ import pytest
 
 from harness.admin.client import AdminClient
 from harness.launcher import cluster as cl
-from tests.integration.conftest import FAST, LiveCluster, cli, kill_recorded, kraftlab, poll
+from tests.integration.conftest import (
+    LiveCluster,
+    cli,
+    kraftlab,
+    poll,
+    started_cluster,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -37,19 +43,11 @@ RECORDS = 150  # per partition, produced before the restart
 
 @pytest.fixture(scope="module")
 def ocluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    data_dir = tmp_path_factory.mktemp("ops")
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "1", "--brokers", "2",
-                      "--data-dir", str(data_dir), *FAST,
-                      "--config", f"kraftlab.bind.host={BIND}",
-                      "--config", f"broker.session.timeout.ms={SESSION_TIMEOUT_MS}",
-                      "--config", "broker.heartbeat.interval.ms=300",
-                      "--config", "broker.101.rack=a",
-                      "--config", "controller.1.controller.quorum.election.timeout.ms=600")
-        assert up.returncode == 0, up.stderr + up.stdout
-        yield LiveCluster(data_dir)
-    finally:
-        kill_recorded(data_dir)
+    with started_cluster(tmp_path_factory.mktemp("ops"), controllers=1, brokers=2, configs=(
+            f"kraftlab.bind.host={BIND}", f"broker.session.timeout.ms={SESSION_TIMEOUT_MS}",
+            "broker.heartbeat.interval.ms=300", "broker.101.rack=a",
+            "controller.1.controller.quorum.election.timeout.ms=600")) as live:
+        yield live
 
 
 def raw(port: int, method: str, path: str, body: Any = None,

@@ -12,7 +12,7 @@ import pytest
 from harness.launcher import cluster as cl
 from harness.runtime.config import TUNABLES
 from quorum.metadata.configs import TOPIC_CONFIG_DEFAULTS
-from tests.integration.conftest import FAST, LiveCluster, kill_recorded, kraftlab
+from tests.integration.conftest import LiveCluster, kraftlab, started_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -98,14 +98,9 @@ def test_per_node_overrides_are_checked_against_the_brokers_too(
 
 @pytest.fixture(scope="module")
 def one(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    data_dir = tmp_path_factory.mktemp("operator")
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "1", "--data-dir", str(data_dir), *FAST,
-                      "--config", "auto.leader.rebalance.enable=false")
-        assert up.returncode == 0, up.stderr + up.stdout
-        yield LiveCluster(data_dir)
-    finally:
-        kill_recorded(data_dir)
+    with started_cluster(tmp_path_factory.mktemp("operator"), controllers=1,
+                         configs=["auto.leader.rebalance.enable=false"]) as live:
+        yield live
 
 
 def test_cluster_logs_prints_the_node_log_as_json_lines(one: LiveCluster) -> None:

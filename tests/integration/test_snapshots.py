@@ -20,28 +20,27 @@ import pytest
 
 from harness.drive.raftlog import METADATA_PARTITION, METADATA_TOPIC, SNAPSHOT_SUFFIX
 from harness.launcher import cluster as cl
-from tests.integration.conftest import FAST, LiveCluster, kill_recorded, kraftlab, poll
+from tests.integration.conftest import (
+    LiveCluster,
+    poll,
+    started_cluster,
+)
 
 pytestmark = pytest.mark.integration
 
-SNAPSHOT_CONFIG = [
-    "--config", "metadata.log.max.record.bytes.between.snapshots=2048",
-    "--config", "kraftlab.snapshot.retention.records=0",
-    "--config", "metadata.log.segment.bytes=4096",
-]
+SNAPSHOT_CONFIG = (
+    "metadata.log.max.record.bytes.between.snapshots=2048",
+    "kraftlab.snapshot.retention.records=0",
+    "metadata.log.segment.bytes=4096",
+)
 BROKER = 101
 
 
 @pytest.fixture(scope="module")
 def snap_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    data_dir = tmp_path_factory.mktemp("snapshots")
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "3", "--brokers", "1",
-                      "--data-dir", str(data_dir), *FAST, *SNAPSHOT_CONFIG)
-        assert up.returncode == 0, up.stderr + up.stdout
-        yield LiveCluster(data_dir)
-    finally:
-        kill_recorded(data_dir)
+    with started_cluster(tmp_path_factory.mktemp("snapshots"), brokers=1,
+                         configs=SNAPSHOT_CONFIG) as live:
+        yield live
 
 
 def metadata_dir(c: LiveCluster, node_id: int) -> Path:

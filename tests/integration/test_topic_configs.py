@@ -25,7 +25,13 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import FAST, LiveCluster, cli, kill_recorded, kraftlab, poll
+from tests.integration.conftest import (
+    LiveCluster,
+    cli,
+    kraftlab,
+    poll,
+    started_cluster,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -37,19 +43,13 @@ RETENTION_BYTES = 2 * SEGMENT_BYTES
 
 @pytest.fixture(scope="module")
 def ccluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    data_dir = tmp_path_factory.mktemp("topic-configs")
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "1", "--brokers", "2",
-                      "--data-dir", str(data_dir), *FAST,
-                      "--config", "log.retention.check.interval.ms=200",
-                      "--config", "log.segment.delete.delay.ms=500",
-                      # Kafka's "unlimited" broker defaults (refused by `cluster up` before).
-                      "--config", "log.retention.ms=-1",
-                      "--config", "log.retention.bytes=-1")  # fmt: skip
-        assert up.returncode == 0, up.stderr + up.stdout
-        yield LiveCluster(data_dir)
-    finally:
-        kill_recorded(data_dir)
+    with started_cluster(tmp_path_factory.mktemp("topic-configs"), controllers=1, brokers=2,
+                         configs=("log.retention.check.interval.ms=200",
+                                  "log.segment.delete.delay.ms=500",
+                                  # Kafka's "unlimited" broker defaults (refused by `cluster
+                                  # up` before).
+                                  "log.retention.ms=-1", "log.retention.bytes=-1")) as live:
+        yield live
 
 
 def leader_view(c: LiveCluster) -> dict[str, Any] | None:

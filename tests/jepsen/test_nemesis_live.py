@@ -37,11 +37,9 @@ from harness.jepsen.nemesis import ClusterNemesis, Schedule
 from harness.jepsen.recorder import Recorder
 from harness.net.pipelined import PipelinedConnection
 from tests.integration.conftest import (
-    BROKER_SESSION_TIMEOUT_MS,
-    FAST,
     LiveCluster,
+    broker_cluster,
     cli,
-    kill_recorded,
     kraftlab,
     poll,
 )
@@ -54,18 +52,9 @@ CONTROLLERS = [1, 2, 3]
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    data_dir = tmp_path_factory.mktemp("nemesis")
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "3", "--brokers", "3",
-                      "--data-dir", str(data_dir), *FAST,
-                      "--config", f"broker.session.timeout.ms={BROKER_SESSION_TIMEOUT_MS}",
-                      "--config", "broker.heartbeat.interval.ms=500",
-                      "--config", "replica.lag.time.max.ms=1500",
-                      "--config", "kraftlab.log.unflushed.in.process=1")
-        assert up.returncode == 0, up.stderr + up.stdout
-        yield LiveCluster(data_dir)
-    finally:
-        kill_recorded(data_dir)
+    with broker_cluster(tmp_path_factory.mktemp("nemesis"), "replica.lag.time.max.ms=1500",
+                        "kraftlab.log.unflushed.in.process=1") as live:
+        yield live
 
 
 def create_topic(c: LiveCluster, name: str) -> None:

@@ -26,7 +26,13 @@ from harness.check.history import NEMESIS, load_history
 from harness.jepsen.nemesis import CLOCK_FAULTS
 from harness.jepsen.runner import DEFAULT_OVERRIDES, RunOptions, run
 from harness.jepsen.workload_kv import KvOptions
-from tests.integration.conftest import FAST, LiveCluster, cli, kill_recorded, kraftlab, poll
+from tests.integration.conftest import (
+    LiveCluster,
+    cli,
+    kraftlab,
+    poll,
+    started_cluster,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -36,13 +42,8 @@ SKEW = re.compile(r"skew ([+-]\d+) ms, rate ([\d.]+)")  # the nemesis' record of
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    data_dir = tmp_path_factory.mktemp("clock")
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "3", "--data-dir", str(data_dir), *FAST)
-        assert up.returncode == 0, up.stderr + up.stdout
-        yield LiveCluster(data_dir)
-    finally:
-        kill_recorded(data_dir)
+    with started_cluster(tmp_path_factory.mktemp("clock")) as live:
+        yield live
 
 
 def events(live: LiveCluster, node_id: int, name: str) -> list[dict[str, Any]]:

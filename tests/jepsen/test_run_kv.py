@@ -12,11 +12,8 @@ PID of the run's own cluster.json still alive, whatever happened.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,20 +27,6 @@ from harness.launcher import cluster as cl
 from harness.results.schema import read_dataset
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "cluster"
-    yield path
-    try:
-        cluster = cl.ClusterFile.load(path)
-    except cl.ClusterError:
-        return
-    for node in cluster.nodes:
-        if cl.is_our_process(node.pid, node.config_file):
-            assert node.pid is not None
-            os.kill(node.pid, signal.SIGKILL)
 
 
 def no_node_running(data_dir: Path) -> bool:

@@ -14,10 +14,7 @@ netns`).
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -38,20 +35,6 @@ needs_netns = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
 def namespaces() -> set[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
     return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
-
-
-@pytest.fixture
-def data_dir(tmp_path: Path) -> Iterator[Path]:
-    path = tmp_path / "cluster"
-    yield path
-    try:
-        cluster = cl.ClusterFile.load(path)
-    except cl.ClusterError:
-        return
-    for node in cluster.nodes:
-        if cl.is_our_process(node.pid, node.config_file):
-            assert node.pid is not None
-            os.kill(node.pid, signal.SIGKILL)
 
 
 @needs_netns

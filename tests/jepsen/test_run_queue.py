@@ -1,10 +1,10 @@
 """Real-process Jepsen runs of the `queue` workload: 3 controllers + 3 brokers on loopback.
 
-One cluster serves the whole module (starting one takes ~10 s); every run creates its own
-topic, so runs never see each other's values. Runs are short (time limit 7-9 s, fault 3.5-4.5 s:
-longer than broker.session.timeout.ms=3000 and replica.lag.time.max.ms=2000, so a cut-off or
-killed leader is really fenced and replaced). A finalizer SIGKILLs every PID of the cluster
-still alive, whatever happened.
+One cluster (tests/jepsen/conftest.py `queue_cluster`, shared with test_run_queue_raft.py and
+test_run_staged.py) serves every run; every run creates its own topic, so runs never see each
+other's values. Runs are short (time limit 7-9 s, fault 3.5-4.5 s: longer than
+broker.session.timeout.ms=3000 and replica.lag.time.max.ms=2000, so a cut-off or killed leader
+is really fenced and replaced).
 
 - (a) the safe configuration (acks=all, min.insync.replicas=2, RF 3, unclean off, idempotence
   on) under no fault and under each broker-aware nemesis that exists in harness/jepsen/nemesis.py
@@ -24,7 +24,6 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,11 +33,10 @@ from harness.admin.client import AdminClient
 from harness.check.history import load_history
 from harness.check.queue import check_queue
 from harness.jepsen.nemesis import FAULTS, ClusterNemesis
-from harness.jepsen.runner import RunOptions, bring_up, run
+from harness.jepsen.runner import RunOptions, run
 from harness.jepsen.workload_queue import QueueOptions
 from harness.launcher import cluster as cl
 from harness.results.schema import read_dataset
-from tests.integration.conftest import kill_recorded
 
 pytestmark = pytest.mark.integration
 
@@ -50,16 +48,6 @@ WANTED = ("kill-partition-leader", "pause-partition-leader", "isolate-partition-
 SAFE_NEMESES = ("none",) + tuple(n for n in WANTED if n in FAULTS)
 SAFE: dict[str, Any] = dict(acks="all", min_insync_replicas=2, replication_factor=3,
                             unclean_leader_election=False, idempotence=True)
-
-
-@pytest.fixture(scope="module")
-def shared_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    data_dir = tmp_path_factory.mktemp("queue-cluster")
-    try:
-        bring_up(RunOptions(out_dir=data_dir, workload="queue"), data_dir)
-        yield data_dir
-    finally:
-        kill_recorded(data_dir)
 
 
 def queue_run(out: Path, data_dir: Path, nemesis: str, topic: str, seed: int,
@@ -117,11 +105,11 @@ def leader_log(data_dir: Path, topic: str, partition: int) -> list[tuple[int, An
 
 @pytest.mark.parametrize("nemesis", SAFE_NEMESES)
 def test_safe_configuration_finds_no_anomaly(
-    tmp_path: Path, shared_cluster: Path, nemesis: str
+    tmp_path: Path, queue_cluster: Path, nemesis: str
 ) -> None:
     out = tmp_path / "out"
     topic = f"safe-{nemesis}"
-    result = queue_run(out, shared_cluster, nemesis, topic, seed=21, **SAFE)
+    result = queue_run(out, queue_cluster, nemesis, topic, seed=21, **SAFE)
     r = result.results
     assert r["anomalies"] == {}, json.dumps(r["anomalies"], default=str)[:3000]
     assert (result.exit_code, result.verdict) == (0, "valid")
@@ -159,14 +147,14 @@ def test_safe_configuration_finds_no_anomaly(
 
 
 def test_acks_1_under_leader_cut_from_followers_loses_acknowledged_writes(
-    tmp_path: Path, shared_cluster: Path
+    tmp_path: Path, queue_cluster: Path
 ) -> None:
     out = tmp_path / "out"
     topic = "acks1-cut"
     # One cut, held until the controllers have fenced the cut-off leader (3 s broker session)
     # and elected a follower, while the old leader still acknowledges acks=1 writes; only then
     # healed. A condition, not a guessed duration: the 30 s limit only bounds a broken run.
-    result = queue_run(out, shared_cluster, "leader-cut-from-followers", topic, seed=3,
+    result = queue_run(out, queue_cluster, "leader-cut-from-followers", topic, seed=3,
                        fault_s=(60.0, 60.0), time_limit_s=30.0, stop_when=cut_leader_replaced,
                        acks="1", min_insync_replicas=1, replication_factor=3,
                        unclean_leader_election=False, idempotence=False)
@@ -193,7 +181,7 @@ def test_acks_1_under_leader_cut_from_followers_loses_acknowledged_writes(
     assert sum(len(v) for v in lost_values.values()) == lost
     for p in range(3):
         tp = f"{topic}-{p}"
-        log = leader_log(shared_cluster, topic, p)
+        log = leader_log(queue_cluster, topic, p)
         assert log == drain[tp]  # the drain read exactly the log
         assert not lost_values.get(tp, set()) & {v for _, v in log}
     [row] = read_dataset(out / "summary")
@@ -201,12 +189,12 @@ def test_acks_1_under_leader_cut_from_followers_loses_acknowledged_writes(
     assert row.recovery_time_ms is not None and row.fault_start_ms is not None
 
 
-def test_queue_run_through_the_command(tmp_path: Path, shared_cluster: Path) -> None:
+def test_queue_run_through_the_command(tmp_path: Path, queue_cluster: Path) -> None:
     out = tmp_path / "out"
     cmd = [sys.executable, "-m", "harness", "jepsen", "run", "--workload", "queue",
            "--nemesis", "none", "--time-limit", "3", "--seed", "5", "--partitions", "2",
            "--consumers", "1", "--concurrency", "2", "--rate", "40", "--acks", "all",
-           "--min-insync-replicas", "2", "--out", str(out), "--data-dir", str(shared_cluster)]
+           "--min-insync-replicas", "2", "--out", str(out), "--data-dir", str(queue_cluster)]
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     # the topic name is the default one; this is the only test that uses it
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False, env=env)
@@ -221,13 +209,13 @@ def test_queue_run_through_the_command(tmp_path: Path, shared_cluster: Path) -> 
     [row] = read_dataset(out / "summary")
     assert row.nemesis == "none" and row.run_id == r["summary_row"]["run_id"]
     # the cluster was already running: the run left it running
-    assert cl.running_nodes(cl.ClusterFile.load(shared_cluster))
+    assert cl.running_nodes(cl.ClusterFile.load(queue_cluster))
     bad = subprocess.run(cmd[:-4] + ["--acks", "1", "--idempotence", "--out", str(tmp_path / "x"),
-                                     "--data-dir", str(shared_cluster)],
+                                     "--data-dir", str(queue_cluster)],
                          capture_output=True, text=True, timeout=60, check=False, env=env)
     assert bad.returncode == 3 and "idempotence needs acks=all" in bad.stderr
     # the same topic again: its old records would pollute the new history, so it is refused
     again = subprocess.run(cmd[:-4] + ["--out", str(tmp_path / "y"), "--data-dir",
-                                       str(shared_cluster)],
+                                       str(queue_cluster)],
                            capture_output=True, text=True, timeout=60, check=False, env=env)
     assert again.returncode == 3 and "already exists" in again.stderr, again.stderr[-2000:]

@@ -1,6 +1,7 @@
 """Real-process Jepsen runs of the `queue` workload on replication.mode=raft topics: 3 controllers
-+ 3 brokers on loopback (one cluster for the module), acks=all with idempotent producers, short
-runs under each broker nemesis of harness/jepsen/nemesis.py. Every run must find no anomaly,
++ 3 brokers on loopback (tests/jepsen/conftest.py `queue_cluster`, shared with the ISR-mode
+runs), acks=all with idempotent producers, short runs under each broker nemesis of
+harness/jepsen/nemesis.py. Every run must find no anomaly,
 drain every partition, and find every acknowledged write at the offset its producer was told.
 
 Two nemeses run in the default suite: `kill-partition-leader` (the voters elect a successor
@@ -13,7 +14,6 @@ election). The others are marked jepsen and slow (`-m "jepsen and slow"`).
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +22,7 @@ import pytest
 from harness.check.history import load_history
 from harness.check.queue import check_queue
 from harness.jepsen.nemesis import FAULTS
-from harness.jepsen.runner import RunOptions, bring_up
 from harness.results.schema import read_dataset
-from tests.integration.conftest import kill_recorded
 from tests.jepsen.test_run_queue import drained, queue_run
 
 pytestmark = pytest.mark.integration
@@ -41,23 +39,13 @@ NEMESES = [pytest.param(n, id=n) for n in DEFAULT if n in FAULTS] + [
     for n in SLOW if n == "none" or n in FAULTS]  # fmt: skip
 
 
-@pytest.fixture(scope="module")
-def raft_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    data_dir = tmp_path_factory.mktemp("raft-queue-cluster")
-    try:
-        bring_up(RunOptions(out_dir=data_dir, workload="queue"), data_dir)
-        yield data_dir
-    finally:
-        kill_recorded(data_dir)
-
-
 @pytest.mark.parametrize("nemesis", NEMESES)
 def test_raft_topics_under_broker_nemeses_find_no_anomaly(
-    tmp_path: Path, raft_cluster: Path, nemesis: str
+    tmp_path: Path, queue_cluster: Path, nemesis: str
 ) -> None:
     out = tmp_path / "out"
     topic = f"raft-{nemesis}"
-    result = queue_run(out, raft_cluster, nemesis, topic, seed=31, **SAFE)
+    result = queue_run(out, queue_cluster, nemesis, topic, seed=31, **SAFE)
     r = result.results
     assert r["anomalies"] == {}, json.dumps(r["anomalies"], default=str)[:3000]
     assert (result.exit_code, result.verdict) == (0, "valid")

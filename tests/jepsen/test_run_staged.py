@@ -1,6 +1,7 @@
 """Real-process Jepsen queue runs of the staged faults (harness/jepsen/staged.py): the recipes of
-docs/jepsen.md "Recipes", each one run, bounded (time limit 20-25 s, every stage's wait bounded
-by staged.STAGE_TIMEOUT_S, the run by the runner's own timeout), on 3 controllers + 3 brokers.
+docs/jepsen.md "Recipes", each one run, bounded (time limit 30 s, every stage's wait bounded by
+staged.STAGE_TIMEOUT_S, the run by the runner's own timeout), on 3 controllers + 3 brokers. A run
+ends POST_HEAL_S after its fault's heal (`RunOptions.stop_when`), not at the time limit.
 
 - KIP-966 (`staggered-isr-drop`, RF 3, min.insync.replicas=2, acks=all, unclean election on):
   without ELR the controller elects the follower that left the ISR first and the writes the
@@ -13,14 +14,16 @@ by staged.STAGE_TIMEOUT_S, the run by the runner's own timeout), on 3 controller
   log); with leader epochs (min.insync.replicas=2) neither happens.
 
 Each assertion names the elected broker too, so a run that did not stage what it claims fails
-for that reason, not for a verdict that happens to match. A finalizer SIGKILLs every PID of
-both clusters still alive.
+for that reason, not for a verdict that happens to match. The runs without ELR share the
+package's queue cluster (tests/jepsen/conftest.py); the ELR cluster is this module's own, and a
+finalizer SIGKILLs every PID of it still alive.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +31,7 @@ import pytest
 
 from harness.check.history import load_history
 from harness.check.queue import check_queue
+from harness.jepsen.nemesis import ClusterNemesis
 from harness.jepsen.runner import DEFAULT_OVERRIDES, RunOptions, RunResult, bring_up, run
 from harness.jepsen.workload_queue import QueueOptions
 from tests.integration.conftest import kill_recorded
@@ -35,6 +39,12 @@ from tests.integration.conftest import kill_recorded
 pytestmark = pytest.mark.integration
 
 ELR = {**DEFAULT_OVERRIDES, "eligible.leader.replicas.enable": "true"}
+POST_HEAL_S = 3.0  # writes after the heal, to the newly elected leader
+# The staggered drop needs only writes before the fault (docs/jepsen.md's recipe: --lead-in 2);
+# KIP-101's follower truncates to a high watermark checkpointed every 5 s
+# (replica.high.watermark.checkpoint.interval.ms), so its lead-in outlasts one checkpoint.
+STAGGER_LEAD_IN_S = 2.0
+KIP101_LEAD_IN_S = 6.0
 
 
 def _cluster(tmp_path_factory: pytest.TempPathFactory, name: str,
@@ -48,25 +58,39 @@ def _cluster(tmp_path_factory: pytest.TempPathFactory, name: str,
 
 
 @pytest.fixture(scope="module")
-def plain_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    yield from _cluster(tmp_path_factory, "staged-plain", dict(DEFAULT_OVERRIDES))
-
-
-@pytest.fixture(scope="module")
 def elr_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield from _cluster(tmp_path_factory, "staged-elr", ELR)
 
 
-def staged_run(out: Path, data_dir: Path, nemesis: str, topic: str,
+def healed_then_written(seconds: float) -> Callable[[ClusterNemesis], Awaitable[bool]]:
+    """`RunOptions.stop_when`: the one staged fault has been healed (its heal returns once the
+    controller elected a new leader and the killed one is started again), and the workload has
+    written for `seconds` since, so the new leader took writes (at the offsets the old leader
+    kept, for KIP-101's divergence). The run ends there instead of idling to its time limit."""
+    healed_at: list[float] = []
+
+    async def condition(nemesis: ClusterNemesis) -> bool:
+        if nemesis.applied == 0 or nemesis.active is not None:
+            return False
+        if not healed_at:
+            healed_at.append(time.monotonic())
+        return time.monotonic() - healed_at[0] >= seconds
+
+    return condition
+
+
+def staged_run(out: Path, data_dir: Path, nemesis: str, topic: str, lead_in_s: float,
                overrides: dict[str, str] | None = None, **queue: Any) -> RunResult:
     options = RunOptions(
-        out_dir=out, workload="queue", nemesis=nemesis, time_limit_s=22.0, seed=1,
+        out_dir=out, workload="queue", nemesis=nemesis, time_limit_s=30.0, seed=1,
         data_dir=data_dir, overrides=overrides or dict(DEFAULT_OVERRIDES),
         queue=QueueOptions(topic=topic, partitions=3, producers=3, consumers=2, rate=60.0,
                            op_timeout_s=2.5, acks="all", unclean_leader_election=True,
                            **queue),
-        # one fault: a lead-in for writes, the stages, a short hold, then no second fault
-        fault_s=(2.0, 2.0), quiet_s=(60.0, 60.0), lead_in_s=6.0,
+        # one fault: a lead-in for writes, the stages, a short hold, then no second fault; the
+        # phase ends POST_HEAL_S after the heal (the time limit only bounds a slow run)
+        fault_s=(2.0, 2.0), quiet_s=(60.0, 60.0), lead_in_s=lead_in_s,
+        stop_when=healed_then_written(POST_HEAL_S),
     )
     return run(options)
 
@@ -85,9 +109,10 @@ def anomaly_counts(result: RunResult) -> dict[str, int]:
 
 
 def test_staggered_drop_unclean_election_loses_what_elr_keeps(
-    tmp_path: Path, plain_cluster: Path, elr_cluster: Path
+    tmp_path: Path, queue_cluster: Path, elr_cluster: Path
 ) -> None:
-    lossy = staged_run(tmp_path / "unclean", plain_cluster, "staggered-isr-drop", "stagger-u")
+    lossy = staged_run(tmp_path / "unclean", queue_cluster, "staggered-isr-drop", "stagger-u",
+                       STAGGER_LEAD_IN_S)
     applied, healed = stages(tmp_path / "unclean")
     first, second = applied["followers"]
     # the follower that left first (and missed what the other acknowledged) was elected
@@ -98,7 +123,7 @@ def test_staggered_drop_unclean_election_loses_what_elr_keeps(
         "lost-write"] == anomaly_counts(lossy)["lost-write"]
 
     safe = staged_run(tmp_path / "elr", elr_cluster, "staggered-isr-drop", "stagger-e",
-                      overrides=ELR)
+                      STAGGER_LEAD_IN_S, overrides=ELR)
     applied, healed = stages(tmp_path / "elr")
     first, second = applied["followers"]
     assert healed["leader"] == second, (applied, healed)  # the eligible replica
@@ -109,17 +134,17 @@ def test_staggered_drop_unclean_election_loses_what_elr_keeps(
 
 
 def test_kip101_pre_0_11_truncation_loses_and_diverges_leader_epochs_do_not(
-    tmp_path: Path, plain_cluster: Path
+    tmp_path: Path, queue_cluster: Path
 ) -> None:
     nemesis = "truncate-restart-then-leader-crash"
-    loss = staged_run(tmp_path / "loss", plain_cluster, nemesis, "kip101-loss",
+    loss = staged_run(tmp_path / "loss", queue_cluster, nemesis, "kip101-loss", KIP101_LEAD_IN_S,
                       replication_factor=2, min_insync_replicas=2, leader_epoch_enable=False)
     applied, healed = stages(tmp_path / "loss")
     assert healed["leader"] == applied["followers"][0], (applied, healed)
     assert (loss.exit_code, loss.verdict) == (1, "invalid")
     assert anomaly_counts(loss)["lost-write"] > 0
 
-    diverge = staged_run(tmp_path / "diverge", plain_cluster, nemesis, "kip101-div",
+    diverge = staged_run(tmp_path / "diverge", queue_cluster, nemesis, "kip101-div", KIP101_LEAD_IN_S,
                          replication_factor=2, min_insync_replicas=1, leader_epoch_enable=False)
     applied, healed = stages(tmp_path / "diverge")
     assert healed["leader"] == applied["followers"][0], (applied, healed)
@@ -129,7 +154,7 @@ def test_kip101_pre_0_11_truncation_loses_and_diverges_leader_epochs_do_not(
     assert example["partition"] == f"kip101-div-{applied['partition']}"
     assert len(set(example["values"].values())) == 2  # the two replicas disagree
 
-    fixed = staged_run(tmp_path / "fixed", plain_cluster, nemesis, "kip101-fixed",
+    fixed = staged_run(tmp_path / "fixed", queue_cluster, nemesis, "kip101-fixed", KIP101_LEAD_IN_S,
                        replication_factor=2, min_insync_replicas=2)
     applied, healed = stages(tmp_path / "fixed")
     assert healed["leader"] == applied["followers"][0], (applied, healed)

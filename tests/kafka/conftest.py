@@ -3,7 +3,7 @@ Kafka wire client (kafka-python's message classes over a plain socket) to send r
 client libraries would never send (bad sequences, stale leader epochs, garbage).
 
 The cluster is shared by every test in tests/kafka (session scope) and torn down by PID
-(tests/integration/conftest.kill_recorded) whatever the tests did.
+(tests/integration/conftest.broker_cluster) whatever the tests did.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from harness.launcher import cluster as cl
-from tests.integration.conftest import FAST, LiveCluster, kill_recorded, kraftlab, poll
+from tests.integration.conftest import LiveCluster, broker_cluster, kraftlab, poll
 
 BROKERS = [101, 102, 103]
 
@@ -124,17 +124,8 @@ class Wire:
 
 @pytest.fixture(scope="session")
 def kcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaCluster]:
-    data_dir = tmp_path_factory.mktemp("kafka")
-    try:
-        up = kraftlab("cluster", "up", "--controllers", "3", "--brokers", "3",
-                      "--data-dir", str(data_dir), *FAST,
-                      "--config", "broker.session.timeout.ms=3000",
-                      "--config", "broker.heartbeat.interval.ms=500",
-                      # Groups (test_groups.py): fewer offsets partitions than Kafka's 50 for 2
-                      # cores, and a short initial rebalance delay (Kafka's test default is 0).
-                      "--config", "offsets.topic.num.partitions=10",
-                      "--config", "group.initial.rebalance.delay.ms=300")  # fmt: skip
-        assert up.returncode == 0, up.stderr + up.stdout
-        yield KafkaCluster(data_dir)
-    finally:
-        kill_recorded(data_dir)
+    # Groups (test_groups.py): fewer offsets partitions than Kafka's 50 for 2 cores, and a
+    # short initial rebalance delay (Kafka's test default is 0).
+    with broker_cluster(tmp_path_factory.mktemp("kafka"), "offsets.topic.num.partitions=10",
+                        "group.initial.rebalance.delay.ms=300") as live:
+        yield KafkaCluster(live.data_dir)
