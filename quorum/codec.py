@@ -26,6 +26,8 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
+import math
 import struct
 import types
 import typing
@@ -59,6 +61,10 @@ class _Spec:
     getter: Callable[[Any], Any]
     required: int  # fields without defaults: a payload must carry at least these
     checkers: tuple[_Checker, ...] | None = None  # compiled lazily (forward references)
+    # Every tuple of field types the checkers would pass unchanged, when each field is a plain
+    # int/str/bytes/bool or a union of those and None (compiled with the checkers; else None):
+    # a payload whose types are one of them is built without a call per field.
+    exact_types: frozenset[tuple[type[Any], ...]] | None = None
 
 
 _BY_CLASS: dict[type[Any], _Spec] = {}
@@ -192,6 +198,11 @@ def _build(payload: Any, want: _Spec | None) -> Any:
     checkers = spec.checkers
     if checkers is None:
         checkers = _compile(spec)
+    exact = spec.exact_types
+    if exact is not None and n == len(checkers):
+        fields = payload[1:]
+        if tuple(map(type, fields)) in exact:
+            return spec.cls(*fields)
     try:
         checked = [check(v) for check, v in zip(checkers, payload[1:], strict=False)]
     except DecodeError as exc:
@@ -250,8 +261,29 @@ def _record_payload_start(data: bytes | bytearray | memoryview) -> int:
 
 def _compile(spec: _Spec) -> tuple[_Checker, ...]:
     hints = typing.get_type_hints(spec.cls)
+    spec.exact_types = _exact_types([hints[name] for name in spec.names])
     spec.checkers = tuple(_checker_for(hints[name], name) for name in spec.names)
     return spec.checkers
+
+
+_PASSED_AS_IS = (int, str, bytes, bool, type(None))  # types whose checkers return the value
+_MAX_EXACT_TYPE_TUPLES = 256
+
+
+def _exact_types(hints: list[Any]) -> frozenset[tuple[type[Any], ...]] | None:
+    """The field type tuples `_build` may take without checking each field, or None when a
+    field's checker converts or looks inside its value (enums, floats, tuples, records...).
+    Exact types only: a bool is not an int here, as `_type_is` has it."""
+    per_field: list[tuple[type[Any], ...]] = []
+    for hint in hints:
+        origin = typing.get_origin(hint)
+        args = typing.get_args(hint) if origin is typing.Union or origin is types.UnionType else (hint,)
+        if not all(a in _PASSED_AS_IS for a in args):
+            return None
+        per_field.append(args)
+    if math.prod(len(a) for a in per_field) > _MAX_EXACT_TYPE_TUPLES:
+        return None
+    return frozenset(itertools.product(*per_field))
 
 
 def _fail(name: str, want: str, value: Any) -> DecodeError:
@@ -389,7 +421,7 @@ def _tuple_checker(args: tuple[Any, ...], name: str) -> _Checker:
         def check_var(v: Any) -> Any:
             if type(v) is not tuple:
                 raise _fail(name, "array", v)
-            return tuple(item(x) for x in v)
+            return tuple(map(item, v))
 
         return check_var
     items = [_checker_for(a, name) for a in args]

@@ -245,14 +245,26 @@ class RaftLogStore:
 
     @staticmethod
     def _encode(entries: Sequence[Entry]) -> list[bytes]:
+        """One RecordBatch per run of entries with the same epoch and kind, up to
+        MAX_BATCH_DATA_BYTES of data each; the values-only encoder, no Record per entry."""
+        first = entries[0]
+        epoch, control = first.epoch, first.control
+        datas = [e.data for e in entries]
+        # append() has checked that epochs never decrease: equal ends mean one epoch throughout.
+        if entries[-1].epoch == epoch and sum(map(len, datas)) <= MAX_BATCH_DATA_BYTES and all(
+            e.control == control for e in entries
+        ):
+            # The usual append: one proposal batch or one Fetch's records.
+            return [rb.encode_values_batch(datas, base_offset=first.offset,
+                                           partition_leader_epoch=epoch, is_control=control)]  # fmt: skip
         batches: list[bytes] = []
         group: list[Entry] = []
         size = 0
         for entry in [*entries, None]:
             if group and (entry is None or entry.epoch != group[0].epoch or entry.control != group[0].control
                           or size + len(entry.data) > MAX_BATCH_DATA_BYTES):  # fmt: skip
-                batches.append(rb.encode_batch(
-                    [rb.Record(e.data) for e in group], base_offset=group[0].offset,
+                batches.append(rb.encode_values_batch(
+                    [e.data for e in group], base_offset=group[0].offset,
                     partition_leader_epoch=group[0].epoch, is_control=group[0].control))  # fmt: skip
                 group, size = [], 0
             if entry is not None:

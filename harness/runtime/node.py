@@ -78,7 +78,15 @@ from partition.log.config import LogConfig
 from partition.log.storage import FileStorage
 from partition.raft import RaftEnvelope
 from quorum import codec
-from quorum.metadata import DecodeError, ImageError, MetadataImage, encode_record
+from quorum.metadata import (
+    DecodeError,
+    ImageError,
+    KvCas,
+    KvDelete,
+    KvPut,
+    MetadataImage,
+    encode_record,
+)
 from quorum.metadata.image import ApplyResult
 from quorum.raft import QuorumStatus
 from quorum.raft.config import RaftConfig
@@ -97,6 +105,7 @@ from quorum.raft.voters import Voter, VotersRecord
 
 log = structlog.get_logger()
 
+_KV_RECORDS = (KvPut, KvDelete, KvCas)
 _RAFT_MESSAGE_TYPES = frozenset(typing.get_args(RaftRequest) + typing.get_args(RaftResponse))
 
 # Entries read from the log per apply step (bytes), so catching up never builds one huge list.
@@ -108,6 +117,10 @@ class _Waiter:
     future: ResultSink
     epoch: int
     started: float
+    # The proposal's bytes and, for a key/value write, the record they were encoded from: the
+    # apply of the leader's own entry (the same bytes object) skips decoding them again.
+    data: bytes
+    record: Any
 
 
 def raft_config(config: NodeConfig) -> RaftConfig:
@@ -166,7 +179,8 @@ class ControllerNode:
         self.high_watermark = 0
         self._was_leader = False
         self._waiters: dict[int, _Waiter] = {}
-        self._proposals: list[tuple[bytes, ResultSink]] = []
+        self._proposals: list[tuple[bytes, ResultSink, Any]] = []
+        self._apply_scheduled = False
         self._proposal_flush_scheduled = False
         self._reads: dict[int, asyncio.Future[int]] = {}
         self._reads_waiting_apply: deque[tuple[int, asyncio.Future[int]]] = deque()
@@ -445,7 +459,7 @@ class ControllerNode:
         self._queue_proposal(record, sink)
 
     def _queue_proposal(self, record: Any, sink: ResultSink) -> None:
-        self._proposals.append((encode_record(record), sink))
+        self._proposals.append((encode_record(record), sink, record if type(record) in _KV_RECORDS else None))
         if not self._proposal_flush_scheduled:
             self._proposal_flush_scheduled = True
             if not self.transport.is_held:
@@ -481,17 +495,17 @@ class ControllerNode:
         if not batch:
             return
         try:
-            result, effects = self.core.propose(tuple(data for data, _ in batch), self.now_ms())
+            result, effects = self.core.propose(tuple(data for data, _, _ in batch), self.now_ms())
         except Exception as exc:
             self.crash(exc)
         match result:
             case Accepted(first_offset=base, epoch=epoch):
                 started = self.loop.time()
-                for i, (_, future) in enumerate(batch):
-                    self._waiters[base + i] = _Waiter(future, epoch, started)
+                for i, (data, future, record) in enumerate(batch):
+                    self._waiters[base + i] = _Waiter(future, epoch, started, data, record)
             case NotLeader(leader_id=leader_id, epoch=epoch):
                 error = NotLeaderError(leader_id, epoch)
-                for _, future in batch:
+                for _, future, _ in batch:
                     if not future.done():
                         future.set_exception(error)
             case _:
@@ -540,6 +554,19 @@ class ControllerNode:
 
     def on_commit_advanced(self, high_watermark: int) -> None:
         self.high_watermark = high_watermark
+        if self.transport.is_held and not self.core.is_leader:
+            # A follower learns the HW with the next records, whose Fetch (the acknowledgement)
+            # the core queues after this effect: apply once that Fetch is written, so the
+            # leader's next commit does not wait for this apply. Nothing here waits on a
+            # follower's apply; the leader applies at once (its answers come from the apply).
+            if not self._apply_scheduled:
+                self._apply_scheduled = True
+                self.loop.call_soon(self._apply_scheduled_entries)
+            return
+        self._apply_committed()
+
+    def _apply_scheduled_entries(self) -> None:
+        self._apply_scheduled = False
         self._apply_committed()
 
     def on_leader_changed(self, effect: LeaderChanged) -> None:
@@ -664,8 +691,15 @@ class ControllerNode:
             self._take_snapshot()
 
     def _apply_entry(self, entry: Entry) -> None:
+        waiter = self._waiters.pop(entry.offset, None)
         try:
-            result = self.image.apply_entry(entry)
+            if (waiter is not None and waiter.record is not None and entry.data is waiter.data
+                    and entry.epoch == waiter.epoch):
+                # Our own proposal, still the very bytes encoded from this record (a data entry:
+                # control records are built by the core): decoding them would rebuild it.
+                result = self.image.apply_record(entry.offset, entry.epoch, waiter.record)
+            else:
+                result = self.image.apply_entry(entry)
         except DecodeError as exc:
             # A committed entry that is not a record: consume its offset, loudly (every replica
             # does the same, so images stay equal).
@@ -678,7 +712,6 @@ class ControllerNode:
             self.metadata_counters.observe(result, self.image)
         self._records_since_snapshot += 1
         self._bytes_since_snapshot += len(entry.data)
-        waiter = self._waiters.pop(entry.offset, None)
         if waiter is None or waiter.future.done():
             return
         if result is None or entry.epoch != waiter.epoch:
@@ -717,7 +750,7 @@ class ControllerNode:
         for waiter in waiters.values():
             if not waiter.future.done():
                 waiter.future.set_exception(OutcomeUnknownError(reason))
-        for _, future in self._proposals:
+        for _, future, _ in self._proposals:
             if not future.done():
                 future.set_exception(NotLeaderError(self.leader_id, self.epoch))
         self._proposals = []

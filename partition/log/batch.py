@@ -233,6 +233,56 @@ def encode_batch(
     return bytes(out)
 
 
+def _unsigned_varint(n: int) -> bytes:
+    out = bytearray()
+    write_varint(out, n)
+    return bytes(out)
+
+
+# The varints of small non-negative ints (offset deltas, lengths), built once: the values-only
+# encoder below writes two or three per record.
+_SMALL_VARINTS = tuple(_unsigned_varint(n) for n in range(1 << 14))
+_SMALL_VARINT_LIMIT = len(_SMALL_VARINTS)
+
+
+def encode_values_batch(
+    values: Sequence[bytes],
+    *,
+    base_offset: int = 0,
+    partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+    is_control: bool = False,
+) -> bytes:
+    """`encode_batch([Record(v) for v in values], ...)` byte for byte, without a Record or a
+    record buffer per value: keyless, headerless records, timestamps 0, no producer. The metadata
+    log's append encodes every Raft entry this way (harness/drive/raftlog.py)."""
+    if not values:
+        raise InvalidRecordError("a batch needs at least one record")
+    small, limit = _SMALL_VARINTS, _SMALL_VARINT_LIMIT
+    parts: list[bytes] = [bytes(HEADER_SIZE)]
+    add = parts.append
+    for delta, value in enumerate(values):
+        n = len(value)
+        d = small[delta] if delta < limit else _unsigned_varint(delta)
+        length = small[n] if n < limit else _unsigned_varint(n)
+        # attributes 0, timestamp delta 0 | offset delta | key null (-1) | value | 0 headers
+        body = 4 + len(d) + len(length) + n
+        add(small[body] if body < limit else _unsigned_varint(body))
+        add(b"\x00\x00")
+        add(d)
+        add(b"\x01")
+        add(length)
+        add(value)
+        add(b"\x00")
+    out = bytearray().join(parts)
+    _HEADER.pack_into(
+        out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0,
+        CONTROL_BIT if is_control else 0, len(values) - 1, 0, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
+        NO_SEQUENCE, len(values),
+    )  # fmt: skip
+    struct.pack_into(">I", out, 17, crc32c(out, CRC_START, len(out)))
+    return bytes(out)
+
+
 # -------------------------------------------------------------------------------- reading
 
 _UNPACK_HEADER = _HEADER.unpack_from

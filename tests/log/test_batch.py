@@ -207,3 +207,34 @@ def test_validate_one_accepts_only_one_batch_that_validate_accepts(buf_type: typ
     flipped = bytearray(_one_batch_variants()[0])
     flipped[-1] ^= 1  # a bad CRC passes only when the caller says it checked the CRC already
     assert rb.validate_one(bytes(flipped), False) == rb.validate_fields(bytes(flipped), check_crc=False)
+
+
+@given(
+    st.lists(st.binary(max_size=300), min_size=1, max_size=40),
+    st.integers(0, 2**40),
+    st.integers(-1, 2**31 - 1),
+    st.booleans(),
+)
+def test_values_batch_is_the_records_batch(
+    values: list[bytes], base_offset: int, epoch: int, is_control: bool
+) -> None:
+    expected = rb.encode_batch([rb.Record(v) for v in values], base_offset=base_offset,
+                               partition_leader_epoch=epoch, is_control=is_control)  # fmt: skip
+    got = rb.encode_values_batch(values, base_offset=base_offset, partition_leader_epoch=epoch,
+                                 is_control=is_control)  # fmt: skip
+    assert got == expected
+    header = rb.validate(got)
+    assert [r.value for r in rb.decode_records(got, header)] == values
+
+
+def test_values_batch_past_the_varint_table() -> None:
+    # offset deltas, a value length and a record length beyond the precomputed varints
+    values = [b""] * 17_000 + [b"v" * 20_000]
+    assert rb.encode_values_batch(values, base_offset=5) == rb.encode_batch(
+        [rb.Record(v) for v in values], base_offset=5
+    )
+
+
+def test_values_batch_needs_a_value() -> None:
+    with pytest.raises(InvalidRecordError):
+        rb.encode_values_batch([])

@@ -13,6 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import harness.net.client  # noqa: F401 - registers the client.* frames
+import quorum.metadata.records  # noqa: F401 - registers the metadata.* records
 from quorum import codec
 from quorum.raft.log import Entry, OffsetAndEpoch
 from quorum.raft.messages import ErrorCode, FetchResponse
@@ -108,3 +110,48 @@ def test_optional_fields_take_none_and_still_refuse_wrong_types() -> None:
     ):
         with pytest.raises(codec.DecodeError, match=message.replace("|", r"\|")):
             codec.decode(frame_of(*bad))
+
+
+def build_field_by_field(payload: tuple[Any, ...]) -> Any:
+    """`_build` without the exact-types shortcut: every field through its checker."""
+    spec = codec._BY_TAG[payload[0]]
+    checkers = spec.checkers or codec._compile(spec)
+    try:
+        return spec.cls(*[check(v) for check, v in zip(checkers, payload[1:], strict=True)])
+    except codec.DecodeError:
+        return codec.DecodeError
+
+
+FIELD_VALUES = st.one_of(
+    st.none(), st.booleans(), st.integers(-(2**63), 2**64 - 1), st.text(max_size=4),
+    st.binary(max_size=4), st.floats(allow_nan=False), st.tuples(st.integers()),
+)  # fmt: skip
+
+
+@settings(max_examples=300)
+@given(
+    st.sampled_from(["raft.Entry", "client.KvRequest", "client.KvResponse", "metadata.KvPut",
+                     "test.fast_paths.Optionals"]),  # fmt: skip
+    st.data(),
+)
+def test_exact_types_build_what_the_field_checkers_build(tag: str, data: st.DataObject) -> None:
+    spec = codec._BY_TAG[tag]
+    fields = tuple(data.draw(FIELD_VALUES) for _ in spec.names)
+    payload = (tag, *fields)
+    expected = build_field_by_field(payload)
+    try:
+        got = codec._build(payload, None)
+    except codec.DecodeError:
+        got = codec.DecodeError
+    assert got == expected
+    if got is not codec.DecodeError:  # 1 == True: the field types must match too
+        assert [type(v) for v in spec.getter(got)] == [type(v) for v in spec.getter(expected)]
+
+
+def test_the_shortcut_covers_plain_fields_only() -> None:
+    entry = codec._BY_TAG["raft.Entry"]
+    codec._compile(entry)
+    assert entry.exact_types == {(int, int, bytes, bool, int)}
+    fetch = codec._BY_CLASS[FetchResponse]
+    codec._compile(fetch)
+    assert fetch.exact_types is None  # an enum and a tuple of records: checked field by field
