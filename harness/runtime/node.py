@@ -105,7 +105,21 @@ from quorum.raft.voters import Voter, VotersRecord
 
 log = structlog.get_logger()
 
-_KV_RECORDS = (KvPut, KvDelete, KvCas)
+_KV_VALUE_TYPES = (str, bytes)
+
+
+def _decodes_as_itself(record: Any) -> bool:
+    """Whether decoding `record`'s encoding gives `record` back: a key/value record whose fields
+    have exactly the types the codec accepts (KvValue = str | bytes). Only such a record may be
+    applied by the leader without decoding its entry: anything else must meet the decode every
+    other replica's apply (and every replay) does, or the images would differ."""
+    t = type(record)
+    if t is KvPut:
+        return type(record.key) is str and type(record.value) in _KV_VALUE_TYPES
+    if t is KvCas:
+        return (type(record.key) is str and type(record.value) in _KV_VALUE_TYPES
+                and (record.expected is None or type(record.expected) in _KV_VALUE_TYPES))
+    return t is KvDelete and type(record.key) is str
 _RAFT_MESSAGE_TYPES = frozenset(typing.get_args(RaftRequest) + typing.get_args(RaftResponse))
 
 # Entries read from the log per apply step (bytes), so catching up never builds one huge list.
@@ -459,7 +473,7 @@ class ControllerNode:
         self._queue_proposal(record, sink)
 
     def _queue_proposal(self, record: Any, sink: ResultSink) -> None:
-        self._proposals.append((encode_record(record), sink, record if type(record) in _KV_RECORDS else None))
+        self._proposals.append((encode_record(record), sink, record if _decodes_as_itself(record) else None))
         if not self._proposal_flush_scheduled:
             self._proposal_flush_scheduled = True
             if not self.transport.is_held:
