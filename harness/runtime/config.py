@@ -85,6 +85,10 @@ TUNABLES: dict[str, tuple[str, int]] = {
     # default 20 MiB), whichever comes first.
     "kraftlab.snapshot.interval.records": ("snapshot_interval_records", 10_000),
     "metadata.log.max.record.bytes.between.snapshots": ("snapshot_interval_bytes", 20 << 20),
+    # ... or once this long has passed since the last snapshot with committed records not in it
+    # (KIP-876's metadata.log.max.snapshot.interval.ms, Kafka's default 1 hour; 0: off). Checked
+    # when records are applied (Kafka's SnapshotGenerator checks on each published delta).
+    "metadata.log.max.snapshot.interval.ms": ("snapshot_interval_ms", 3_600_000),
     # Entries kept below the newest snapshot before the log prefix is deleted (RaftConfig
     # snapshot_retention_entries; Kafka keeps metadata.max.retention.bytes of log instead).
     "kraftlab.snapshot.retention.records": ("snapshot_retention_records", 4096),
@@ -179,6 +183,7 @@ class NodeConfig:
     liveness_timeout_ms: int = 200
     snapshot_interval_records: int = 10_000
     snapshot_interval_bytes: int = 20 << 20
+    snapshot_interval_ms: int = 3_600_000
     snapshot_retention_records: int = 4096
     metadata_log_segment_bytes: int = 1 << 30
     fsync: int = 1

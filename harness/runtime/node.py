@@ -32,7 +32,9 @@ Invariants:
   leader after the read arrived) AND the image applied everything below the barrier's HW.
 - Snapshots are taken of the image at its applied offset (always <= HW), after
   `kraftlab.snapshot.interval.records` applied records or
-  `metadata.log.max.record.bytes.between.snapshots` bytes of them, whichever comes first. A
+  `metadata.log.max.record.bytes.between.snapshots` bytes of them, whichever comes first, or when
+  records were applied once `metadata.log.max.snapshot.interval.ms` has passed since the last
+  snapshot (KIP-876). A
   snapshot file is the checksummed envelope of quorum/raft/snapshot.py (the image, and the voter
   set at its offset); at start a corrupt newest snapshot is set aside when the log still holds
   what it replaced, and otherwise the node refuses to start (harness/drive/raftlog.py).
@@ -206,6 +208,7 @@ class ControllerNode:
         self._bytes_since_snapshot = 0
         self.commit_latency = LatencyWindow()
         self.started_ms = self.now_ms()
+        self._last_snapshot_ms = self.started_ms  # the time-based snapshot trigger counts from here
         election_state = self.quorum_state.read()
         self.core = RaftCore(
             raft_config(config),
@@ -701,8 +704,16 @@ class ControllerNode:
         if (
             self._records_since_snapshot >= self.config.snapshot_interval_records
             or self._bytes_since_snapshot >= self.config.snapshot_interval_bytes
+            or self._snapshot_overdue()
         ):
             self._take_snapshot()
+
+    def _snapshot_overdue(self) -> bool:
+        """KIP-876: records applied since the last snapshot, and metadata.log.max.snapshot.
+        interval.ms passed since it (or since this process started)."""
+        interval = self.config.snapshot_interval_ms
+        return (interval > 0 and self._records_since_snapshot > 0
+                and self.now_ms() - self._last_snapshot_ms >= interval)
 
     def _apply_entry(self, entry: Entry) -> None:
         waiter = self._waiters.pop(entry.offset, None)
@@ -752,6 +763,7 @@ class ControllerNode:
         self.log.write_snapshot(snapshot, encode_snapshot(voters, image.snapshot()))
         self._records_since_snapshot = 0
         self._bytes_since_snapshot = 0
+        self._last_snapshot_ms = self.now_ms()
         log.info("node.snapshot_taken", offset=snapshot.offset, epoch=snapshot.epoch)
         # Called from inside execute_effects (CommitAdvanced): run the prefix deletion after it.
         self.loop.call_soon(self._snapshot_taken, snapshot)

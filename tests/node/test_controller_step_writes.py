@@ -205,3 +205,34 @@ def test_the_leaders_own_writes_apply_as_a_replay_of_the_log_does(tmp_path: Path
     assert live["a"] is None and live["b"] is None and live["c"] is not None
     assert live["c"][0] == "new"
     assert asyncio.run(replay(applied)) == live
+
+
+def test_a_snapshot_is_taken_once_its_time_interval_passes_with_records_not_in_it(
+        tmp_path: Path) -> None:
+    """KIP-876 metadata.log.max.snapshot.interval.ms: with the record and byte thresholds far
+    away, a snapshot still comes once the interval has passed and records were applied since
+    the last one; at 0 the time trigger is off."""
+    async def writes_until_snapshot(config: NodeConfig, bound: int) -> tuple[Any, int]:
+        node = ControllerNode(config)
+        await node.start()
+        for _ in range(200):
+            if node.is_leader and node.image.applied_offset >= 0:
+                break
+            await asyncio.sleep(0.01)
+        written = 0
+        while node.log.latest_snapshot() is None and written < bound:
+            await node.propose(KvPut(f"k{written}", "v"))
+            written += 1
+            await asyncio.sleep(0.01)  # pacing the writes, not a synchronisation
+        snapshot = node.log.latest_snapshot()
+        await node.stop(resign=False)
+        return snapshot, written
+
+    timed = dataclasses.replace(single_voter(tmp_path / "timed"), snapshot_interval_ms=100)
+    snapshot, written = asyncio.run(writes_until_snapshot(timed, 500))
+    assert snapshot is not None and written < 500, written  # 100 ms of writes 10 ms apart
+    assert written < timed.snapshot_interval_records
+
+    off = dataclasses.replace(single_voter(tmp_path / "off"), snapshot_interval_ms=0)
+    snapshot, written = asyncio.run(writes_until_snapshot(off, 30))
+    assert snapshot is None and written == 30  # 300 ms of writes, no snapshot without the trigger
