@@ -28,7 +28,7 @@ import os
 import statistics
 import tempfile
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any, cast
 
@@ -98,18 +98,27 @@ async def http_concurrent(node: cl.NodeEntry, proposers: int, duration_s: float,
     load = KvPutLoad(node.host, node.admin_port, VALUE)
     await load.connect(proposers)
     try:
-        warm = await load.run(duration_s=min(1.0, duration_s / 5), record=False)
-        warm_errors = sum(warm.errors.values())
-        meter.start()
-        start = time.perf_counter()
-        result = await load.run(duration_s=duration_s)
-        elapsed = time.perf_counter() - start
-        cpu = meter.stop(result.commits)
+        return await warmed_phase(
+            lambda seconds, record: load.run(duration_s=seconds, record=record),
+            proposers, duration_s, meter)
     finally:
         load.close()
+
+
+async def warmed_phase(run: Callable[[float, bool], Awaitable[Any]], proposers: int,
+                       duration_s: float, meter: CpuMeter) -> dict[str, Any]:
+    """A throughput phase of either client path: `run(seconds, record)` drives the load (its
+    result has commits, latencies_ms and errors by kind); a warm-up of a fifth of the phase (at
+    most 1 s) first, then the measured run with the nodes' and the client's CPU around it."""
+    warm = await run(min(1.0, duration_s / 5), False)
+    meter.start()
+    start = time.perf_counter()
+    result = await run(duration_s, True)
+    elapsed = time.perf_counter() - start
+    cpu = meter.stop(result.commits)
     out = throughput_result(proposers, elapsed, result.latencies_ms,
                             sum(result.errors.values()), warm.commits, cpu)
-    out["warmup_errors"] = warm_errors
+    out["warmup_errors"] = sum(warm.errors.values())
     out["error_kinds"] = dict(result.errors)
     return out
 
@@ -202,19 +211,11 @@ async def native_concurrent(node: cl.NodeEntry, cluster_id: str, proposers: int,
     client = NativeKvClient()
     await client.connect(node.host, node.rpc_port, cluster_id)
     try:
-        warm = await native_load(client, proposers, min(1.0, duration_s / 5), record=False)
-        meter.start()
-        start = time.perf_counter()
-        result = await native_load(client, proposers, duration_s, record=True)
-        elapsed = time.perf_counter() - start
-        cpu = meter.stop(result.commits)
+        return await warmed_phase(
+            lambda seconds, record: native_load(client, proposers, seconds, record=record),
+            proposers, duration_s, meter)
     finally:
         client.close()
-    out = throughput_result(proposers, elapsed, result.latencies_ms,
-                            sum(result.errors.values()), warm.commits, cpu)
-    out["warmup_errors"] = sum(warm.errors.values())
-    out["error_kinds"] = dict(result.errors)
-    return out
 
 
 class CpuMeter:
