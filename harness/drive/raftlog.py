@@ -156,8 +156,10 @@ class RaftLogStore:
         return self.log.log_end_offset
 
     def last_epoch(self) -> int:
-        if self.log.log_end_offset > self.log.log_start_offset:
-            return self.log.epoch_cache.epoch_for_offset(self.log.log_end_offset - 1)
+        log = self.log
+        end = log.log_end_offset
+        if end > log.log_start_offset:
+            return log.epoch_cache.epoch_for_offset(end - 1)
         latest = self.latest_snapshot()
         return latest.epoch if latest is not None else 0
 
@@ -178,7 +180,8 @@ class RaftLogStore:
         return OffsetAndEpoch(-1, -1)
 
     def read(self, start_offset: int, max_bytes: int) -> list[Entry]:
-        if not self.start_offset <= start_offset <= self.end_offset:
+        log = self.log
+        if not log.log_start_offset <= start_offset <= log.log_end_offset:
             raise ValueError(f"read at {start_offset} outside [{self.start_offset}, {self.end_offset}]")
         tail = self._tail
         if tail and tail[0].offset <= start_offset:
@@ -228,7 +231,9 @@ class RaftLogStore:
     def append(self, entries: Sequence[Entry]) -> None:
         if not entries:
             return
-        expected, epoch = self.end_offset, self.last_epoch() if self.end_offset > self.start_offset else -1
+        log = self.log
+        expected = log.log_end_offset
+        epoch = self.last_epoch() if expected > log.log_start_offset else -1
         for entry in entries:
             if entry.offset != expected or entry.epoch < epoch:
                 raise ValueError(f"entry {entry.offset}@{entry.epoch} does not continue the log "

@@ -145,6 +145,21 @@ class FrameProtocol(asyncio.Protocol):
         # `fail` rebinds it instead of clearing it (on_frame may call fail).
         buf = self._buffer
         buffered = bool(buf)
+        if not buffered:
+            size = len(data)
+            if size >= 4:
+                (length,) = HEADER.unpack_from(data)
+                if length + 4 == size:
+                    # Exactly one frame (a request, a fetch, an answer: nearly every read of a
+                    # sequential exchange): cut it out directly, no view and no loop.
+                    if length > MAX_FRAME_BYTES:
+                        self.fail(f"frame of {length} bytes exceeds {MAX_FRAME_BYTES}")
+                        return
+                    try:
+                        self.on_frame(data[4:] if type(data) is bytes else bytes(data[4:]))
+                    except FrameError as exc:
+                        self.fail(str(exc))
+                    return
         if buffered:
             buf += data  # continue the partial frame
             view = memoryview(buf)

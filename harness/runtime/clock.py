@@ -84,8 +84,11 @@ class NodeClock:
 
     def now_ms(self) -> int:
         """The cores' clock: monotonic, skewed (held at its highest reading after a jump back)."""
-        # + 1 us: a timer armed for D fires at the float loop time of D, which may read D - 1e-9
-        self._last_ms = max(self._last_ms, int(self._raw_ms(self.loop.time()) + 1e-3))
+        # `_raw_ms` written out (read several times per input): + 1 us, because a timer armed
+        # for D fires at the float loop time of D, which may read D - 1e-9.
+        ms = int(self._anchor_ms + (self.loop.time() - self._anchor_loop_s) * 1000 * self.rate + 1e-3)
+        if ms > self._last_ms:
+            self._last_ms = ms
         return self._last_ms
 
     def skew_ms(self) -> float:

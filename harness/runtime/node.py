@@ -151,6 +151,7 @@ def raft_config(config: NodeConfig) -> RaftConfig:
         snapshot_retention_entries=config.snapshot_retention_records,
         flush_on_append=bool(config.fsync),
         hw_linger_ms=config.hw_linger_ms,
+        spare_voter_linger_ms=config.spare_voter_linger_ms,
     )
 
 
@@ -381,7 +382,7 @@ class ControllerNode:
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_deadline_ms = None
-        if self.core.next_deadline_ms() > self.now_ms():
+        if self.core.next_deadline_ms() > self.clock.now_ms():
             # The kept earlier timer (`_arm_timer`): the deadline it was armed for has moved
             # later (a parked Fetch was answered by an append). A tick now would do nothing.
             self._arm_timer()
@@ -393,7 +394,7 @@ class ControllerNode:
         broken invariant (InvariantViolation): the process stops at once rather than run on with
         a core and a disk that may disagree (a broken invariant crashes a real node)."""
         try:
-            self._run(fn(*args, self.now_ms()))
+            self._run(fn(*args, self.clock.now_ms()))
         except Exception as exc:
             self.crash(exc)
 
@@ -406,13 +407,17 @@ class ControllerNode:
     def _run(self, effects: list[Any]) -> None:
         if effects:
             # Held: the Sends of these effects (and answers they complete) are written when the
-            # step ends, not one loop iteration later (harness/net/transport.py).
+            # step ends, not one loop iteration later (harness/net/transport.py). Inside a
+            # delivery (nearly every step) the transport is held already: its release writes.
             transport = self.transport
-            transport.hold()
-            try:
+            if transport.is_held:
                 execute_effects(effects, self)
-            finally:
-                transport.release()
+            else:
+                transport.hold()
+                try:
+                    execute_effects(effects, self)
+                finally:
+                    transport.release()
             self._maybe_rebind_context()
         self._arm_timer()
 
@@ -512,7 +517,7 @@ class ControllerNode:
         if not batch:
             return
         try:
-            result, effects = self.core.propose(tuple(data for data, _, _ in batch), self.now_ms())
+            result, effects = self.core.propose(tuple([data for data, _, _ in batch]), self.clock.now_ms())
         except Exception as exc:
             self.crash(exc)
         match result:

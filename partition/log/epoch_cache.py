@@ -65,6 +65,9 @@ class LeaderEpochCache:
 
     def epoch_for_offset(self, offset: int) -> int:
         """The epoch of the entry at `offset` (largest start <= offset), or -1."""
+        entries = self._entries
+        if entries and offset >= entries[-1].start_offset:
+            return entries[-1].epoch  # the usual question: the log's end is in the latest epoch
         i = bisect.bisect_right([e.start_offset for e in self._entries], offset)
         return self._entries[i - 1].epoch if i else UNDEFINED_EPOCH
 

@@ -246,17 +246,17 @@ class RaftCore:
         """The time at which `tick` next has something to do."""
         m = self._member
         role = m.qs.role
-        match role:
+        match role:  # the steady roles first: drivers ask after every input
+            case LeaderRole():
+                return role.state.next_deadline_ms()
+            case Follower():
+                return role.next_deadline_ms(m.now_ms, m.config.fetch_retry_ms)
             case Unattached():
                 if m.is_voter:
                     return role.election_deadline_ms
                 return m.bootstrap_next_ms
             case Voted() | Prospective() | Candidate() | Resigned():
                 return role.election_deadline_ms
-            case Follower():
-                return role.next_deadline_ms(m.now_ms, m.config.fetch_retry_ms)
-            case LeaderRole():
-                return role.state.next_deadline_ms()
             case _:
                 assert_never(role)
 
@@ -270,7 +270,11 @@ class RaftCore:
     def _dispatch(self, src: int, message: RaftMessage, now_ms: int) -> list[Effect]:
         m = self._member
         m.begin(now_ms)
-        match message:
+        match message:  # replication first: nearly every message (the classes are disjoint)
+            case FetchRequest():
+                return replication.on_fetch_request(m, src, message, now_ms)
+            case FetchResponse():
+                return replication.on_fetch_response(m, src, message, now_ms)
             case VoteRequest():
                 return elections.on_vote_request(m, src, message, now_ms)
             case VoteResponse():
@@ -283,10 +287,6 @@ class RaftCore:
                 return elections.on_begin_quorum_epoch_response(m, src, message, now_ms)
             case EndQuorumEpochResponse():
                 return m.observe(message.leader_id, message.leader_epoch, now_ms)
-            case FetchRequest():
-                return replication.on_fetch_request(m, src, message, now_ms)
-            case FetchResponse():
-                return replication.on_fetch_response(m, src, message, now_ms)
             case FetchSnapshotRequest():
                 return replication.on_fetch_snapshot_request(m, src, message, now_ms)
             case FetchSnapshotResponse():

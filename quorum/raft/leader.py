@@ -117,6 +117,9 @@ class LeaderState:
     barriers: list[ReadBarrier] = field(default_factory=list)
     check_quorum_start_ms: int = 0  # fetches before this do not count (the epoch began here)
     voter_change: VoterChange | None = None
+    # Derived, kept current by __post_init__ and set_voters (read on every fetch and deadline):
+    majority: int = field(init=False, default=1)  # voters needed for the HW, reads, check-quorum
+    check_quorum_timeout_ms: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         for v in self.voters:
@@ -125,12 +128,10 @@ class LeaderState:
         self.unacked_begin = {v for v in self.voters if v != self.node_id}
         self.last_append_ms = self.now_ms
         self.check_quorum_start_ms = self.now_ms
+        self.majority = len(self.voters) // 2 + 1
+        self.check_quorum_timeout_ms = self.config.check_quorum_timeout_ms
 
     # --------------------------------------------------------------------------- arithmetic
-
-    @property
-    def majority(self) -> int:
-        return len(self.voters) // 2 + 1
 
     @property
     def counts_self(self) -> bool:
@@ -153,6 +154,7 @@ class LeaderState:
             self.observer_progress[v] = self.voter_progress.pop(v)
             self.unacked_begin.discard(v)
         self.voters = voters
+        self.majority = len(voters) // 2 + 1
 
     def progress_for(self, node_id: int) -> ReplicaProgress:
         if node_id in self.voter_progress:
@@ -172,18 +174,23 @@ class LeaderState:
 
     def majority_end_offset(self, own_end: int) -> int:
         """The largest offset held by a majority of voters (Kafka's maybeUpdateHighWatermark)."""
-        ends = sorted(
-            (own_end if v == self.node_id else max(0, self.voter_progress[v].end_offset))
-            for v in self.voters
-        )
+        me = self.node_id
+        progress = self.voter_progress
+        ends = []
+        for v in self.voters:  # a loop, not a generator: asked on every fetch
+            if v == me:
+                ends.append(own_end)
+            else:
+                end = progress[v].end_offset
+                ends.append(end if end > 0 else 0)
         if not ends:
             return 0
-        ends.reverse()
+        ends.sort(reverse=True)
         return ends[self.majority - 1]
 
     def has_quorum_contact(self, now_ms: int) -> bool:
         """Check-quorum (KAFKA-15489): a majority (counting us) fetched within the timeout."""
-        timeout_ms = self.config.check_quorum_timeout_ms
+        timeout_ms = self.check_quorum_timeout_ms
         live = 1 if self.counts_self else 0
         for v, p in self.voter_progress.items():
             last = p.last_fetch_ms
@@ -194,16 +201,24 @@ class LeaderState:
     def check_quorum_deadline_ms(self) -> int:
         """When has_quorum_contact may next turn false."""
         me = self.node_id
-        fetch_times = [p.last_fetch_ms or 0 for v, p in self.voter_progress.items() if v != me]
         needed = self.majority - (1 if me in self.voters else 0)  # others needed besides us
+        if needed == 1:
+            # Three voters (the usual quorum), asked after every input: the newest fetch of any
+            # other voter, in one pass without a list.
+            newest = -1
+            for v, p in self.voter_progress.items():
+                if v != me:
+                    last = p.last_fetch_ms or 0
+                    if last > newest:
+                        newest = last
+            if newest < 0:
+                return 1 << 62
+            return newest + self.check_quorum_timeout_ms + 1
+        fetch_times = [p.last_fetch_ms or 0 for v, p in self.voter_progress.items() if v != me]
         if needed <= 0 or len(fetch_times) < needed:
             return 1 << 62
-        if needed == 1:  # three voters: the newest fetch of either other voter
-            newest = max(fetch_times)
-        else:
-            fetch_times.sort(reverse=True)
-            newest = fetch_times[needed - 1]
-        return newest + self.config.check_quorum_timeout_ms + 1
+        fetch_times.sort(reverse=True)
+        return fetch_times[needed - 1] + self.check_quorum_timeout_ms + 1
 
     def confirmed_round(self) -> int:
         """The newest read round a majority (counting us, always current) has echoed."""
@@ -393,8 +408,14 @@ class LeaderState:
             return [Send(src, invalid)]
         self.record_fetch(src, req, self.view.end, now_ms)
         effects = self.maybe_advance_hw(now_ms)
-        effects += self.maybe_complete_barriers()
-        self.parked = [p for p in self.parked if p.src != src]  # superseded by this fetch
+        if self.barriers:
+            effects += self.maybe_complete_barriers()
+        parked = self.parked
+        if parked:
+            for p in parked:
+                if p.src == src:  # superseded by this fetch
+                    self.parked = [p for p in parked if p.src != src]
+                    break
         wait_ms = min(req.max_wait_ms, self.config.fetch_max_wait_ms)
         # Answer at once when there is data, when the fetcher has not seen the current HW, or
         # when a read barrier waits for it to echo the current round.

@@ -30,7 +30,13 @@ from quorum.raft.state import Unattached
 def on_fetch_request(m: Member, src: int, req: FetchRequest, now_ms: int) -> list[Effect]:
     leader = m.qs.leader
     if leader is not None:
-        return [_with_snapshot_voters(m, e) for e in leader.on_fetch(src, req, now_ms)]
+        effects = leader.on_fetch(src, req, now_ms)
+        for i, effect in enumerate(effects):
+            if type(effect) is Send and type(effect.message) is FetchResponse and (
+                effect.message.snapshot_id is not None
+            ):
+                effects[i] = _with_snapshot_voters(m, effect)
+        return effects
     error = ErrorCode.NOT_LEADER_OR_FOLLOWER
     if req.leader_epoch < m.epoch:
         error = ErrorCode.FENCED_LEADER_EPOCH

@@ -129,6 +129,10 @@ class QuorumState:
         self.election = election
         self.rng = rng
         self.role: Role = Unattached(election.epoch, 0)
+        # The leader role's state while we lead this epoch, else None: `role.state` of a
+        # LeaderRole, kept as a plain attribute (asked on every input) by the only two places
+        # that enter and leave that role, `to_leader` and `_close`.
+        self.leader: LeaderState | None = None
         self.log = _log.bind(node_id=node_id)
 
     def set_voters(self, voters: tuple[int, ...]) -> None:
@@ -149,12 +153,6 @@ class QuorumState:
     @property
     def majority(self) -> int:
         return len(self.voters) // 2 + 1
-
-    @property
-    def leader(self) -> LeaderState | None:
-        """The leader role's state while we lead this epoch."""
-        role = self.role
-        return role.state if isinstance(role, LeaderRole) else None
 
     def has_live_leader(self, now_ms: int) -> bool:
         """KIP-996: we lead, or our leader answered within the fetch timeout and is not known
@@ -206,7 +204,10 @@ class QuorumState:
     def _close(self) -> list[Effect]:
         """The role being left says its last words: only a leader has any (LeaderState.close)."""
         role = self.role
-        return role.state.close() if isinstance(role, LeaderRole) else []
+        if isinstance(role, LeaderRole):
+            self.leader = None
+            return role.state.close()
+        return []
 
     def _leader_changed(self) -> list[Effect]:
         leader = self.election.leader_id
@@ -276,6 +277,7 @@ class QuorumState:
         )
         effects = self._persist(ElectionState(self.epoch, self.node_id, self.node_id))
         self.role = LeaderRole(self.epoch, state)
+        self.leader = state
         effects += self._leader_changed()
         self.log.info("quorum.became_leader", epoch=self.epoch, now_ms=now_ms)
         return state, effects
@@ -306,6 +308,7 @@ class QuorumState:
     def restore(self, now_ms: int) -> list[Effect]:
         """Initial role after a (re)start, from the persisted ElectionState."""
         e = self.election
+        self.leader = None  # never a leader after a restart (below)
         if e.leader_id is not None and e.leader_id == self.node_id:
             # A restarted leader cannot resume: it may have lost in-memory state (Kafka: Resigned).
             self.role = Resigned(e.epoch, now_ms + self.election_timeout_ms())
