@@ -56,6 +56,13 @@ class RaftConfig:
     # load). Observers are answered at once; answers with data, read-barrier rounds and snapshots
     # never wait.
     hw_linger_ms: int = 0
+    # Ours (0 = Kafka's behaviour): an append is handed at once only to as many parked voters as
+    # a commit needs besides the leader (one of two followers); the other voters' long polls take
+    # it with the next append, or this long later at most. Parked fetches are served in the
+    # order they arrived, so with one write at a time the followers take turns, each fetching
+    # every other append: per commit the leader answers and hears from one follower, not two.
+    # Observers, answers without data, read-barrier rounds and snapshots never wait.
+    spare_voter_linger_ms: int = 0
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -17,7 +17,11 @@ Invariants:
   began after the barrier was requested, that they still followed this leader;
 - a fetcher learns a new high watermark at once, or (config.hw_linger_ms > 0, voters only) with
   the next append's records or at most hw_linger_ms later: the HW a follower holds may lag, never lead
-  (it is min(leader HW, own LEO) in every answer), so delaying it is safe.
+  (it is min(leader HW, own LEO) in every answer), so delaying it is safe;
+- with config.spare_voter_linger_ms > 0 an append is handed at once to as many parked voters as a
+  commit needs besides us (in the order their fetches arrived); the others take it with the next
+  append or at most that long later. What commits, and when a majority holds it, is unchanged:
+  the HW still needs a majority's acknowledgements, whichever voters they come from.
 """
 
 from __future__ import annotations
@@ -435,15 +439,24 @@ class LeaderState:
             return []
         keep: list[ParkedFetch] = []
         effects: list[Effect] = []
+        end = self.view.end
+        spare_linger = self.config.spare_voter_linger_ms if only_with_data else 0
+        # Voters a commit needs besides us: only that many take new records at once (config).
+        needed = self.majority - (1 if self.node_id in self.voters else 0)
         for p in self.parked:
-            if (
-                only_with_data
-                and p.request.fetch_offset >= self.view.end
-                and now_ms < p.deadline_ms
-            ):
-                keep.append(p)
-            else:
-                effects.append(Send(p.src, self._fetch_response(p.src, p.request)))
+            if only_with_data and now_ms < p.deadline_ms:
+                if p.request.fetch_offset >= end:
+                    keep.append(p)
+                    continue
+                if spare_linger > 0 and p.src in self.voter_progress:
+                    if needed <= 0:  # a spare voter: the next append, or the linger
+                        due = now_ms + spare_linger
+                        if due < p.deadline_ms:
+                            p.deadline_ms = due
+                        keep.append(p)
+                        continue
+                    needed -= 1
+            effects.append(Send(p.src, self._fetch_response(p.src, p.request)))
         self.parked = keep
         return effects
 
