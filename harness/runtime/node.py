@@ -247,7 +247,7 @@ class ControllerNode:
         else:
             self.active = ActiveController(self)
             self.rpc_server = ControllerRpcServer(self, self.active)
-        self._bound = (self.role, self.epoch)
+        self._bound_role = self.core.role
         self.metrics = NodeMetrics(self)
         structlog.contextvars.bind_contextvars(
             node_id=config.node_id, epoch=self.epoch, role=self.role
@@ -424,8 +424,9 @@ class ControllerNode:
     def _maybe_rebind_context(self) -> None:
         """Keep the log context (role, epoch) current: every line says who said it, when."""
         core = self.core
-        if core.role_name != self._bound[0] or core.epoch != self._bound[1]:
-            self._bound = (core.role_name, core.epoch)
+        role = core.role
+        if role is not self._bound_role:  # a transition (every new epoch is one)
+            self._bound_role = role
             structlog.contextvars.bind_contextvars(role=core.role_name, epoch=core.epoch)
 
     def _arm_timer(self) -> None:

@@ -182,6 +182,12 @@ class RaftCore:
         return self._member.qs.election
 
     @property
+    def role(self) -> object:
+        """The current role object: a new one at every transition (and so at every new epoch),
+        which lets a driver notice a change with one identity test after each input."""
+        return self._member.qs.role
+
+    @property
     def role_name(self) -> str:
         # A table, not isinstance and a str.lower(): drivers ask after every input.
         return _ROLE_NAMES[type(self._member.qs.role)]
