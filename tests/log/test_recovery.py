@@ -191,8 +191,8 @@ class ReadSpy:
         self.sim = sim
         self.reads: list[tuple[str, int, int]] = []
 
-    def open(self, path: str, *, create: bool = True, preallocate: bool = False):  # type: ignore[no-untyped-def]
-        inner = self.sim.open(path, create=create, preallocate=preallocate)
+    def open(self, path: str, *, create: bool = True, preallocate: bool = False, zero_fill: bool = False):  # type: ignore[no-untyped-def]
+        inner = self.sim.open(path, create=create, preallocate=preallocate, zero_fill=zero_fill)
         spy = self
 
         class File:
