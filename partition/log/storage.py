@@ -279,7 +279,7 @@ ZERO_FILL_CHUNK_BYTES = 1 << 20
 _PAGE_BYTES = 4096
 _pwrite = os.pwrite
 _fsync = os.fsync  # module attributes: the seam a test counts the two syncs through
-_fdatasync = os.fdatasync
+_fdatasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync: fsync there
 _ZEROS: list[memoryview] = []  # ZERO_FILL_CHUNK_BYTES zeros, made on first use
 
 
