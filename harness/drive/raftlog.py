@@ -96,7 +96,9 @@ class RaftLogStore:
     ) -> RaftLogStore:
         """Open (or create) `<log_dir>/__cluster_metadata-0` and recover it. `validate` raises
         ValueError for a snapshot file that is not intact (see the module docstring)."""
-        config = dataclasses.replace(config or LogConfig(), keep_epoch_history=True)
+        # preallocate: zero-filled segments, so the fsync per commit writes no inode
+        # (docs/storage.md, "Preallocation").
+        config = dataclasses.replace(config or LogConfig(), keep_epoch_history=True, preallocate=True)
         manager = LogManager.open(storage, log_dir, config)
         store = cls(manager, manager.get_or_create(METADATA_TOPIC, METADATA_PARTITION))
         for name in storage.list_dir(store.directory):

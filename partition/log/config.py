@@ -39,6 +39,12 @@ class LogConfig:
     # it (Kafka's truncateFromStart). The Raft log sets it: its prefix is deleted below a snapshot
     # but not always at one, and the diverging-epoch answer must stay exact there.
     keep_epoch_history: bool = False
+    # Kafka's log.preallocate (topic config `preallocate`), done so that an fsync per append need
+    # not write the inode: segment files are filled with zeros ahead of their end, a chunk at a
+    # time (storage.py, zero_fill), trimmed on roll and close; recovery stops at the zero tail a
+    # crash leaves. For logs that fsync small appends: the Raft log sets it. A data log taking
+    # large produce throughput would write every byte twice (docs/storage.md, "Preallocation").
+    preallocate: bool = False
 
     def __post_init__(self) -> None:
         if self.segment_bytes < 14:  # Kafka's lower bound: room for one empty batch's overhead

@@ -20,7 +20,9 @@ Recovery on open (Kafka LogLoader): segments wholly below the recovery point are
 read (their indexes are loaded and sanity-checked, rebuilt if not sane); in the segment holding
 the recovery point, batches from the recovery point on (the whole segment if its index does not
 line up with it) and all later segments are validated batch by batch and cut at the first torn
-batch, bad CRC or offset-order break; later segments are then dropped. The epoch cache is rebuilt for
+batch, bad CRC or offset-order break; later segments are then dropped. A zero tail (zero-filled
+preallocation, `LogConfig.preallocate`) ends a segment the same way but is not a loss: it is cut
+without the warning, and drops nothing. The epoch cache is rebuilt for
 the rescanned range from the batches' partitionLeaderEpoch and trimmed to the log end; producer
 state is loaded from the newest snapshot at or below the log end and replayed from the log.
 """
@@ -148,7 +150,8 @@ class PartitionLog:
             bases = [log_start_offset]
             self._dir_dirty = True  # a new segment file: its name is durable after fsync_dir
         ix = self.config.index_interval_bytes
-        self.segments = [LogSegment(self.storage, self.directory, b, ix) for b in bases]
+        zero_fill = self.config.preallocate
+        self.segments = [LogSegment(self.storage, self.directory, b, ix, zero_fill) for b in bases]
         first_dirty = max(bisect.bisect_right(bases, recovery_point) - 1, 0)
         for i in range(first_dirty):
             if not self.segments[i].load_closed(bases[i + 1]):
@@ -411,8 +414,12 @@ class PartitionLog:
         if active.size == 0:
             return
         active.seal()
+        if self.config.preallocate and active not in self._dirty:
+            # Its seal cut a zero tail: durable before the next segment's name is (recovery
+            # trusts a segment that is not the last to end at its size).
+            self._dirty.append(active)
         self.segments.append(LogSegment(self.storage, self.directory, self.log_end_offset,
-                                        self.config.index_interval_bytes))  # fmt: skip
+                                        self.config.index_interval_bytes, self.config.preallocate))  # fmt: skip
         self._dir_dirty = True
         # Always (Kafka too), even when empty: without a snapshot, opening the log would replay
         # every batch header from the first segment to rebuild producer state.
@@ -485,7 +492,8 @@ class PartitionLog:
         """Delete everything and restart the log empty at `new_start` (a replica rebuilt from
         scratch, or a Raft follower installing a snapshot)."""
         self._drop_segments_from(0, reason="truncate fully")
-        self.segments = [LogSegment(self.storage, self.directory, new_start, self.config.index_interval_bytes)]
+        self.segments = [LogSegment(self.storage, self.directory, new_start, self.config.index_interval_bytes,
+                                    self.config.preallocate)]  # fmt: skip
         for offset in ps.list_snapshots(self.storage, self.directory):
             self.storage.remove(ps.snapshot_path(self.directory, offset))
         self.log_start_offset = self.log_end_offset = self.recovery_point = new_start

@@ -9,6 +9,9 @@ Invariants:
 - the offset index maps batch last offsets (relative) to batch start positions, one entry per
   `index_interval_bytes`; the time index's last entry is the max timestamp at that point;
 - `size` is the file size; `next_offset` the offset after the last batch (base_offset if empty).
+  With `zero_fill` (storage.py) the file may be longer on disk: zeros written ahead of the end,
+  cut off by `seal` and `close`; after a crash, recovery cuts them as it cuts a torn tail, but
+  does not count them as lost bytes (they were never appended).
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ def segment_name(base_offset: int, suffix: str) -> str:
 class LogSegment:
     """A segment file and its indexes. Open with `open` (sanity-checks or rebuilds the indexes)."""
 
-    def __init__(self, storage: Storage, directory: str, base_offset: int, index_interval_bytes: int) -> None:
+    def __init__(self, storage: Storage, directory: str, base_offset: int, index_interval_bytes: int,
+                 zero_fill: bool = False) -> None:  # fmt: skip
         self.storage = storage
         self.directory = directory
         self.base_offset = base_offset
@@ -43,8 +47,9 @@ class LogSegment:
         self.offset_index = OffsetIndex(storage, f"{directory}/{segment_name(base_offset, '.index')}")
         self.time_index = TimeIndex(storage, f"{directory}/{segment_name(base_offset, '.timeindex')}")
         # Appended to for as long as the segment is active: blocks may be reserved ahead of its
-        # end (storage.py, preallocate), and `seal` gives back what was not used.
-        self.file: StorageFile = storage.open(self.log_path, preallocate=True)
+        # end (storage.py, preallocate), or zeros written there (zero_fill: LogConfig.preallocate),
+        # and `seal` gives back what was not used.
+        self.file: StorageFile = storage.open(self.log_path, preallocate=True, zero_fill=zero_fill)
         self.size = self.file.size()
         self.next_offset = base_offset
         self.max_timestamp_ms = NO_TIMESTAMP
@@ -123,7 +128,10 @@ class LogSegment:
 
     def resume_recovery(self, position: int, on_batch: Callable[[rb.BatchHeader], bool | None]) -> int:
         """Validate batches from `position` (a batch start, state prepared up to it) to the end,
-        indexing them, and cut the file at the first bad one. Returns the bytes cut off."""
+        indexing them, and cut the file at the first bad one. Returns the bytes cut off, a zero
+        tail not counted: zeros after the last byte written are preallocation (zero_fill) or a
+        write that never reached the disk, not a batch lost (a torn batch before them counts up
+        to its last non-zero byte)."""
         chunk = b""
         chunk_start = position
         while position < self.size:
@@ -144,11 +152,25 @@ class LogSegment:
                 break
             self._index_batch(header[0], header, position)
             position += header.size
-        cut = self.size - position
-        if cut:
-            self.file.truncate(position)
-            self.size = position
+        if position == self.size:
+            return 0
+        cut = self._content_end(position) - position
+        self.file.truncate(position)
+        self.size = position
         return cut
+
+    def _content_end(self, position: int) -> int:
+        """The end of the bytes from `position` on once a zero tail is left out."""
+        end = at = position
+        while at < self.size:
+            chunk = self.file.read(at, min(RECOVERY_CHUNK_BYTES, self.size - at))
+            if not chunk:
+                break
+            kept = len(chunk.rstrip(b"\0"))
+            if kept:
+                end = at + kept
+            at += len(chunk)
+        return end
 
     # -- appending -----------------------------------------------------------------------------
 
@@ -201,7 +223,9 @@ class LogSegment:
 
     def seal(self) -> None:
         """The segment stops being active: record its max timestamp as the last time entry, and
-        give back the space reserved past its end (Kafka trims a preallocated segment on roll)."""
+        give back the space reserved past its end (Kafka trims a preallocated segment on roll).
+        The cut is durable at the segment's next fsync, which the roll makes (PartitionLog.roll):
+        a segment that is not the last holds no zero tail once its successor exists on disk."""
         if self.max_timestamp_ms != NO_TIMESTAMP:
             self.time_index.maybe_append(self.max_timestamp_ms, self._max_ts_relative_offset)
         self.file.truncate(self.file.size())  # its own size: this cuts nothing, whatever happens

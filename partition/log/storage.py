@@ -19,6 +19,18 @@ Two implementations:
   PREALLOCATE_MIN_BYTES and PREALLOCATE_MAX_BYTES, so a quiet log reserves little. The blocks
   past the end are given back by `truncate(size)` (the log cuts a sealed segment to its size)
   and by `close`; a crash leaves them to the segment's next truncation or close.
+  A file opened with `zero_fill=True` (the segments of a log with `LogConfig.preallocate`: the
+  Raft metadata log) is preallocated the way Kafka's `log.preallocate` does it, with the size
+  made to cover what comes next: zeros are written ahead of the logical end,
+  ZERO_FILL_CHUNK_BYTES at a time, appends overwrite them at the logical end (pwrite, no
+  O_APPEND), and `fsync` is fdatasync while the appended bytes lie inside zeros already made
+  durable (the file's size and blocks are on disk: only the data goes out, not the inode; one
+  block write instead of two), fsync otherwise (once per chunk). `size()` and `read` see only
+  what was appended. `truncate(size())` and `close` cut the zero tail off; a crash leaves it on
+  disk, after the last appended byte, for the reader to find: the segment's recovery takes the
+  first position where no valid batch starts as the end (docs/storage.md, "Crash recovery").
+  Which sync is used only changes the cost: fdatasync also writes a size or block map change a
+  later read needs (fdatasync(2)), so a file whose zeros were cut by another handle stays safe.
 - `BufferedFileStorage`: FileStorage whose appends stay in process memory until fsync, so that
   kill -9 of a real process loses the unflushed tail (the real-process nemesis crash-unflushed).
 - `SimStorage`: bytes in memory for harness/sim and crash tests. It models what a crash can lose:
@@ -35,7 +47,12 @@ Two implementations:
     write may survive as a torn prefix of random length: the "torn last write". The same rng state
     gives the same result, so a simulator seed reproduces the crash exactly.
   * directories themselves (`make_dirs`) are durable at once: a simplification, the log never
-    depends on a directory's creation being lost.
+    depends on a directory's creation being lost;
+  * a `zero_fill` file is extended as on disk: a write of `zero_fill_chunk_bytes` zeros past the
+    end, then appends over them at the logical end, each a pending operation in order, so a
+    crash can keep the zeros and lose or tear the appends after them (a zero tail, or a torn
+    batch followed by zeros); what was fsynced is never lost (zeros go only past the logical
+    end, and the trim on close or seal cuts only zeros).
 
 Invariants: `StorageFile.append` returns the position the data was written at and the file grows
 by exactly the bytes given (FileStorage loops on short writes); `read(position, size)` returns
@@ -93,10 +110,13 @@ class StorageFile(Protocol):
 class Storage(Protocol):
     """A filesystem. Paths are strings joined with '/'."""
 
-    def open(self, path: str, *, create: bool = True, preallocate: bool = False) -> StorageFile:
+    def open(self, path: str, *, create: bool = True, preallocate: bool = False,
+             zero_fill: bool = False) -> StorageFile:  # fmt: skip
         """Open a file for append and read, creating it (empty) if `create` and missing.
         `preallocate`: a hint that the file grows by appends for a long time (a segment), so
-        disk space may be reserved past its end; its size and content are unaffected."""
+        disk space may be reserved past its end; its size and content are unaffected.
+        `zero_fill`: zeros are written ahead of the end (module docstring); this handle's size
+        and reads exclude them, but a crash may leave them after the last append."""
         ...
 
     def exists(self, path: str) -> bool: ...
@@ -159,9 +179,10 @@ _FALLOCATE = _find_fallocate()
 
 class _OsFile:
     __slots__ = ("_fd", "_path", "_preallocate", "_reserved", "_size")
+    _FLAGS = os.O_RDWR | os.O_APPEND
 
     def __init__(self, path: str, create: bool, preallocate: bool = False) -> None:
-        flags = os.O_RDWR | os.O_APPEND | (os.O_CREAT if create else 0)
+        flags = self._FLAGS | (os.O_CREAT if create else 0)
         try:
             self._fd = os.open(path, flags, 0o644)
         except FileNotFoundError as exc:
@@ -254,6 +275,116 @@ class _OsFile:
             self._fd = -1
 
 
+ZERO_FILL_CHUNK_BYTES = 1 << 20
+_PAGE_BYTES = 4096
+_pwrite = os.pwrite
+_fsync = os.fsync  # module attributes: the seam a test counts the two syncs through
+_fdatasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync: fsync there
+_ZEROS: list[memoryview] = []  # ZERO_FILL_CHUNK_BYTES zeros, made on first use
+
+
+def _zeros() -> memoryview:
+    if not _ZEROS:
+        _ZEROS.append(memoryview(bytes(ZERO_FILL_CHUNK_BYTES)))
+    return _ZEROS[0]
+
+
+class _ZeroFilledOsFile(_OsFile):
+    """A segment file preallocated with zeros (module docstring, `zero_fill`). `_size` is the
+    logical size (what was appended), `_end` the file's size as this handle left it (zeros from
+    `_size` to `_end`), `_durable_end` how far size and zeros are known durable (0: not known,
+    so the next sync is a full fsync)."""
+
+    __slots__ = ("_durable_end", "_end", "_zero_fill")
+    _FLAGS = os.O_RDWR  # appends go at the logical end with pwrite, inside the zeros
+
+    def __init__(self, path: str, create: bool) -> None:
+        super().__init__(path, create)
+        self._end = self._size  # a zero tail left by a crash is the reader's to find and cut
+        self._durable_end = 0
+        self._zero_fill = True
+
+    def append(self, *buffers: Buffer) -> int:
+        position = self._size
+        data = buffers[0] if len(buffers) == 1 else b"".join(buffers)
+        end = position + len(data)  # byte buffers only: len() is their size
+        if end > self._end:
+            self._extend(end)
+        written = _pwrite(self._fd, data, position)
+        if written < end - position:
+            rest = memoryview(data)[written:]
+            while rest:
+                written += _pwrite(self._fd, rest, position + written)
+                rest = memoryview(data)[written:]
+        self._size = end
+        if end > self._end:  # zero fill given up (_extend): the file grew by the append
+            self._end = end
+        return position
+
+    def _extend(self, end: int) -> None:
+        """Write zeros from the file's end to ZERO_FILL_CHUNK_BYTES past `end` (page-aligned).
+        Not synced here: the next `fsync` is a full one, which makes them durable once. A
+        failure (no space left) cuts the partial zeros off and ends zero fill for this handle;
+        the append goes on and grows the file, as without it."""
+        if not self._zero_fill:
+            return
+        target = (end + ZERO_FILL_CHUNK_BYTES + _PAGE_BYTES - 1) // _PAGE_BYTES * _PAGE_BYTES
+        zeros = _zeros()
+        at = max(self._end, end)  # [_end, end) is about to be written by the append itself
+        try:
+            while at < target:
+                at += _pwrite(self._fd, zeros[: target - at], at)
+        except OSError:
+            os.ftruncate(self._fd, self._end)
+            self._zero_fill = False
+            return
+        self._end = target
+
+    def read(self, position: int, size: int) -> bytes:
+        size = min(size, self._size - position)  # never the zeros past the logical end
+        return os.pread(self._fd, size, position) if size > 0 else b""
+
+    def fsync(self) -> None:
+        if self._size <= self._durable_end:
+            _fdatasync(self._fd)  # size and blocks already durable: the data alone
+        else:
+            _fsync(self._fd)
+            self._durable_end = self._end
+
+    def truncate(self, size: int) -> None:
+        if size < self._size:
+            os.ftruncate(self._fd, size)  # the zero tail goes with the cut
+            self._size = self._end = size
+            self._durable_end = 0
+        elif size == self._size and self._end > size:
+            self._trim()
+
+    def _trim(self) -> None:
+        """Cut the zero tail: the file ends at the logical size again (a seal, a close). Only
+        zeros are cut: if the bytes past this handle's end are not all zero (another handle
+        appended there since), the file is left as it is."""
+        on_disk = os.fstat(self._fd).st_size
+        if on_disk > self._size and self._all_zero(self._size, on_disk):
+            os.ftruncate(self._fd, self._size)
+        self._end = self._size
+        self._durable_end = 0
+
+    def _all_zero(self, start: int, end: int) -> bool:
+        while start < end:
+            chunk = os.pread(self._fd, min(ZERO_FILL_CHUNK_BYTES, end - start), start)
+            if not chunk or chunk.count(0) != len(chunk):
+                return False
+            start += len(chunk)
+        return True
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            if self._end > self._size:
+                self._trim()
+            os.close(self._fd)
+            self._fd = -1
+
+
 class FileStorage:
     """Real files through the os module. With a `root`, every path (even one starting with '/')
     is taken relative to it, so the same paths work on SimStorage and in a test's tmp dir."""
@@ -264,7 +395,10 @@ class FileStorage:
     def _p(self, path: str) -> str:
         return posixpath.join(self._root, path.lstrip("/")) if self._root else path
 
-    def open(self, path: str, *, create: bool = True, preallocate: bool = False) -> StorageFile:
+    def open(self, path: str, *, create: bool = True, preallocate: bool = False,
+             zero_fill: bool = False) -> StorageFile:  # fmt: skip
+        if zero_fill:
+            return _ZeroFilledOsFile(self._p(path), create)
         return _OsFile(self._p(path), create, preallocate)
 
     def exists(self, path: str) -> bool:
@@ -357,7 +491,8 @@ class BufferedFileStorage(FileStorage):
     kill -9 loses the unflushed tail as a power loss would (the nemesis's crash-unflushed;
     broker config `kraftlab.log.unflushed.in.process=1`). Directory operations are FileStorage's."""
 
-    def open(self, path: str, *, create: bool = True, preallocate: bool = False) -> StorageFile:
+    def open(self, path: str, *, create: bool = True, preallocate: bool = False,
+             zero_fill: bool = False) -> StorageFile:  # fmt: skip
         return _BufferedOsFile(self._p(path), create)  # appends wait in memory: nothing to reserve
 
 
@@ -367,11 +502,21 @@ class BufferedFileStorage(FileStorage):
 @dataclass(slots=True, eq=False)
 class _Inode:
     """File content: `data` is what readers see; `durable` what survives a crash; `pending` the
-    operations since the last fsync, in order: ("w", position, bytes) or ("t", size)."""
+    operations since the last fsync, in order: ("w", position, bytes) or ("t", size).
+    `zero_tail`: how many bytes at the end of `data` are zero fill, not appended (a zero_fill
+    handle's size excludes them; a crash forgets the count, not the zeros)."""
 
     data: bytearray = field(default_factory=bytearray)
     durable: bytearray = field(default_factory=bytearray)
     pending: list[tuple[str, int, bytes]] = field(default_factory=list)
+    zero_tail: int = 0
+
+
+def _cut(inode: _Inode, size: int) -> None:
+    """Cut `data` to `size`; what is left of the zero tail stays one."""
+    logical = len(inode.data) - inode.zero_tail
+    del inode.data[size:]
+    inode.zero_tail = max(0, len(inode.data) - logical)
 
 
 def _apply(target: bytearray, op: tuple[str, int, bytes]) -> None:
@@ -386,13 +531,14 @@ def _apply(target: bytearray, op: tuple[str, int, bytes]) -> None:
 
 
 class _SimFile:
-    __slots__ = ("_generation", "_inode", "_path", "_storage")
+    __slots__ = ("_generation", "_inode", "_path", "_storage", "_zero_fill")
 
-    def __init__(self, storage: SimStorage, path: str, inode: _Inode) -> None:
+    def __init__(self, storage: SimStorage, path: str, inode: _Inode, zero_fill: bool = False) -> None:
         self._storage = storage
         self._path = path
         self._inode = inode
         self._generation = storage.generation
+        self._zero_fill = zero_fill
 
     def _node(self) -> _Inode:
         if self._generation != self._storage.generation:
@@ -405,17 +551,35 @@ class _SimFile:
 
     def append(self, *buffers: Buffer) -> int:
         inode = self._node()
-        position = len(inode.data)
         payload = b"".join(bytes(memoryview(b).cast("B")) for b in buffers)
+        if self._zero_fill:
+            return self._append_over_zeros(inode, payload)
+        position = len(inode.data)
         inode.data += payload
         inode.pending.append(("w", position, payload))
+        inode.zero_tail = 0  # appended after them: the zeros are content now
+        return position
+
+    def _append_over_zeros(self, inode: _Inode, payload: bytes) -> int:
+        """Zero fill as FileStorage does it: zeros past the end first (one pending write), then
+        the payload over them at the logical end (another)."""
+        position = len(inode.data) - inode.zero_tail
+        if len(payload) > inode.zero_tail:
+            zeros = bytes(len(payload) - inode.zero_tail + self._storage.zero_fill_chunk_bytes)
+            inode.pending.append(("w", len(inode.data), zeros))
+            inode.data += zeros
+            inode.zero_tail += len(zeros)
+        inode.data[position : position + len(payload)] = payload
+        inode.pending.append(("w", position, payload))
+        inode.zero_tail -= len(payload)
         return position
 
     def read(self, position: int, size: int) -> bytes:
-        return bytes(self._node().data[position : position + size])
+        return bytes(self._node().data[position : min(position + size, self.size())])
 
     def size(self) -> int:
-        return len(self._node().data)
+        inode = self._node()
+        return len(inode.data) - inode.zero_tail if self._zero_fill else len(inode.data)
 
     def fsync(self) -> None:
         inode = self._node()
@@ -426,12 +590,13 @@ class _SimFile:
 
     def truncate(self, size: int) -> None:
         inode = self._node()
-        if size < len(inode.data):
-            del inode.data[size:]
+        if size < self.size() or (self._zero_fill and size == self.size() and inode.zero_tail):
+            _cut(inode, size)  # on a zero_fill handle, truncate(size()) cuts the zero tail
             inode.pending.append(("t", size, b""))
 
     def close(self) -> None:
-        pass
+        if self._zero_fill and self._generation == self._storage.generation and self._inode.zero_tail:
+            self.truncate(self.size())
 
 
 class SimStorage:
@@ -441,7 +606,8 @@ class SimStorage:
     Counters for tests and the simulator: `fsync_count` (file fsyncs), `fsync_dir_count`.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, zero_fill_chunk_bytes: int = 4096) -> None:
+        self.zero_fill_chunk_bytes = zero_fill_chunk_bytes  # small: a simulated crash often hits zeros
         self._files: dict[str, _Inode] = {}  # visible namespace: path -> inode
         self._durable: dict[str, _Inode] = {}  # namespace as it would be after a crash
         self._dirs: set[str] = {"", "/", "."}
@@ -462,7 +628,8 @@ class SimStorage:
         if parent not in self._dirs:
             raise StorageError(f"no such directory: {parent}")
 
-    def open(self, path: str, *, create: bool = True, preallocate: bool = False) -> StorageFile:
+    def open(self, path: str, *, create: bool = True, preallocate: bool = False,
+             zero_fill: bool = False) -> StorageFile:  # fmt: skip
         path = self._norm(path)
         inode = self._files.get(path)
         if inode is None:
@@ -470,7 +637,7 @@ class SimStorage:
                 raise StorageError(f"no such file: {path}")
             self._check_dir(path)
             inode = self._files[path] = _Inode()
-        return _SimFile(self, path, inode)
+        return _SimFile(self, path, inode, zero_fill)
 
     def exists(self, path: str) -> bool:
         path = self._norm(path)
@@ -586,6 +753,6 @@ class SimStorage:
     def cut(self, path: str, size: int) -> None:
         """Truncate a file durably (simulates a torn tail already on disk)."""
         inode = self._files[self._norm(path)]
-        del inode.data[size:]
+        _cut(inode, size)
         del inode.durable[size:]
         inode.pending = [op for op in inode.pending if op[0] == "t" or op[1] < size]

@@ -56,10 +56,11 @@ class CrashAt:
             raise Crashed(name)
         self.steps.append(name)
 
-    def open(self, path: str, *, create: bool = True, preallocate: bool = False) -> StorageFile:
+    def open(self, path: str, *, create: bool = True, preallocate: bool = False,
+             zero_fill: bool = False) -> StorageFile:  # fmt: skip
         if create and not self.sim.exists(path):
             self.step("create")
-        return _File(self, self.sim.open(path, create=create, preallocate=preallocate))
+        return _File(self, self.sim.open(path, create=create, preallocate=preallocate, zero_fill=zero_fill))
 
     def exists(self, path: str) -> bool:
         return self.sim.exists(path)

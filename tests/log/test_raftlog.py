@@ -211,13 +211,18 @@ def test_layout_and_batching(tmp_path) -> None:  # type: ignore[no-untyped-def]
     names = sorted(p.name for p in part.iterdir())
     assert "00000000000000000000.log" in names and "leader-epoch-checkpoint" in names
     assert snapshot_file_name(OffsetAndEpoch(3, 1)) == "00000000000000000003-0000000001.checkpoint" in names
-    data = (part / "00000000000000000000.log").read_bytes()
+    raw = (part / "00000000000000000000.log").read_bytes()
+    size = store.log.segments[0].size
+    # Zero-filled preallocation (LogConfig.preallocate): the batches, then zeros until close.
+    data, tail = raw[:size], raw[size:]
+    assert tail and tail == bytes(len(tail))
     headers = list(rb.iter_headers(data))
     assert [(h.base_offset, h.record_count, h.partition_leader_epoch, h.is_control) for h in headers] == [
         (0, 1, 1, True), (1, 2, 1, False), (3, 1, 2, False)]
     assert [r.value for r in rb.decode_records(data, headers[1])] == [b"a", b"b"]
     assert (tmp_path / "meta" / "recovery-point-offset-checkpoint").exists()
     store.close()
+    assert (part / "00000000000000000000.log").read_bytes() == data  # a clean close cuts the zeros
 
 
 def test_contract_errors() -> None:

@@ -191,8 +191,8 @@ class ReadSpy:
         self.sim = sim
         self.reads: list[tuple[str, int, int]] = []
 
-    def open(self, path: str, *, create: bool = True, preallocate: bool = False):  # type: ignore[no-untyped-def]
-        inner = self.sim.open(path, create=create, preallocate=preallocate)
+    def open(self, path: str, *, create: bool = True, preallocate: bool = False, zero_fill: bool = False):  # type: ignore[no-untyped-def]
+        inner = self.sim.open(path, create=create, preallocate=preallocate, zero_fill=zero_fill)
         spy = self
 
         class File:
@@ -252,7 +252,8 @@ from partition.log import batch as rb
 from partition.log.config import LogConfig
 from partition.log.manager import LogManager
 from partition.log.storage import FileStorage
-manager = LogManager.open(FileStorage(sys.argv[1]), "logs", LogConfig(segment_bytes=20_000, index_interval_bytes=512))
+config = LogConfig(segment_bytes=20_000, index_interval_bytes=512, preallocate=sys.argv[2] == "1")
+manager = LogManager.open(FileStorage(sys.argv[1]), "logs", config)
 log = manager.get_or_create("t", 0)
 i = 0
 while True:
@@ -264,7 +265,9 @@ while True:
 """
 
 
-def test_sigkill_while_appending_reopens_to_every_flushed_record(tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.mark.parametrize("preallocate", [False, True])
+def test_sigkill_while_appending_reopens_to_every_flushed_record(tmp_path, preallocate: bool) -> None:  # type: ignore[no-untyped-def]
+    """With `preallocate` the killed process leaves the active segment's zero tail on disk."""
     import os
     import signal
     import subprocess
@@ -272,8 +275,8 @@ def test_sigkill_while_appending_reopens_to_every_flushed_record(tmp_path) -> No
 
     from partition.log.manager import LogManager
 
-    proc = subprocess.Popen([sys.executable, "-c", APPENDER, str(tmp_path)], stdout=subprocess.PIPE,
-                            text=True, cwd=os.getcwd())
+    proc = subprocess.Popen([sys.executable, "-c", APPENDER, str(tmp_path), str(int(preallocate))],
+                            stdout=subprocess.PIPE, text=True, cwd=os.getcwd())
     try:
         assert proc.stdout is not None
         flushed = 0
@@ -283,7 +286,8 @@ def test_sigkill_while_appending_reopens_to_every_flushed_record(tmp_path) -> No
     finally:
         proc.kill()
         proc.wait(timeout=30)
-    manager = LogManager.open(FileStorage(str(tmp_path)), "logs", LogConfig(segment_bytes=20_000, index_interval_bytes=512))
+    config = LogConfig(segment_bytes=20_000, index_interval_bytes=512, preallocate=preallocate)
+    manager = LogManager.open(FileStorage(str(tmp_path)), "logs", config)
     log = manager.logs[("t", 0)]
     assert log.log_end_offset >= flushed and log.log_end_offset % 3 == 0
     values = []
