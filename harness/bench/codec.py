@@ -4,8 +4,9 @@ The frames are those `kraftlab bench quorum --client native` sends on its sequen
 the same shapes and sizes (a 100-byte value under a `seq-N` key, one record per Fetch answer, the
 max_bytes the controllers ask for). Per commit the leader decodes the client's KvRequest and the
 two followers' FetchRequests and encodes the KvPut record it appends, the two FetchResponses that
-carry it and the client's KvResponse; each follower encodes a FetchRequest and decodes a
-FetchResponse; the client encodes the KvRequest and decodes the KvResponse.
+carry it and the client's KvResponse (it applies the record it proposed without decoding it);
+each follower encodes a FetchRequest, decodes the FetchResponse and the KvPut it applies; the
+client encodes the KvRequest and decodes the KvResponse.
 
 Method: each operation runs `--loops` times in a row, `--repeats` times; the figure is the
 fastest repeat's time per operation in CPU time of this process (`time.process_time_ns`), which
@@ -50,7 +51,8 @@ def commit_frames(offset: int = 3001) -> dict[str, Any]:
 PER_COMMIT: dict[str, tuple[tuple[str, str, int], ...]] = {
     "leader": (("KvRequest", "decode", 1), ("FetchRequest", "decode", 2), ("KvPut", "encode", 1),
                ("FetchResponse", "encode", 2), ("KvResponse", "encode", 1)),
-    "follower": (("FetchRequest", "encode", 1), ("FetchResponse", "decode", 1)),
+    "follower": (("FetchRequest", "encode", 1), ("FetchResponse", "decode", 1),
+                 ("KvPut", "decode", 1)),
     "client": (("KvRequest", "encode", 1), ("KvResponse", "decode", 1)),
 }  # fmt: skip
 
