@@ -18,8 +18,11 @@ knows (`unknown field`).
 
 Invariant: `decode` raises `DecodeError` and nothing else on any malformed input (bad msgpack,
 trailing bytes, unknown tag, wrong arity, a value of the wrong type, a failing constructor).
-Field types are checked against the dataclass's type hints, compiled once per class and cached, so
-the hot path is an attrgetter on encode and a tuple of small checker closures on decode.
+Field types are checked against the dataclass's type hints, compiled once per class and cached.
+The hot path is generated per class at its first use (the last section below): an encoder that
+lays the fields and nested records out in one call, and a builder that checks a well-typed
+payload inline and sets the new record's slots; every other payload goes the checked way, field by
+field, which alone decides what to accept and what error to raise.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ import msgpack  # type: ignore[import-untyped]
 __all__ = ["DecodeError", "EncodeError", "decode", "encode", "register", "registered_tags"]
 
 _EXT_RECORD = 1
+_unpackb = msgpack.unpackb
 
 T = TypeVar("T")
 _Checker = Callable[[Any], Any]
@@ -65,6 +69,9 @@ class _Spec:
     # int/str/bytes/bool or a union of those and None (compiled with the checkers; else None):
     # a payload whose types are one of them is built without a call per field.
     exact_types: frozenset[tuple[type[Any], ...]] | None = None
+    # The class's own encoder and builder, generated at its first encode / decode (below).
+    fields: Callable[[Any], tuple[Any, ...]] | None = None
+    build: Callable[[tuple[Any, ...]], Any] | None = None
 
 
 _BY_CLASS: dict[type[Any], _Spec] = {}
@@ -150,24 +157,38 @@ def _ext_header(code: int, size: int) -> bytes:
     return _EXT32.pack(0xC9, size, code)
 
 
+def _new_packer() -> Any:
+    return msgpack.Packer(default=_default, use_bin_type=True)
+
+
+# The ext header of every payload size below 256 (what _ext_header gives), looked up per frame.
+_SMALL_EXT_HEADERS = tuple(_ext_header(_EXT_RECORD, size) for size in range(256))
+
+
 def encode(obj: Any) -> bytes:
     """Encode a registered record (or any value built from supported types)."""
+    spec = _BY_CLASS.get(type(obj))
     try:
         packer = _PACKERS.pop()
     except IndexError:
-        packer = msgpack.Packer(default=_default, use_bin_type=True)
+        packer = _new_packer()
     try:
-        spec = _BY_CLASS.get(type(obj))
         if spec is None:
             return packer.pack(obj)  # type: ignore[no-any-return]
-        payload: bytes = packer.pack((spec.tag, *spec.getter(obj)))
-        return _ext_header(_EXT_RECORD, len(payload)) + payload
+        fields = spec.fields
+        if fields is None:
+            fields = _compile_fields(spec)
+        payload: bytes = packer.pack(fields(obj))
     except EncodeError:
         raise
     except (TypeError, ValueError, OverflowError) as exc:
         raise EncodeError(f"cannot encode {type(obj).__name__}: {exc}") from exc
     finally:
         _PACKERS.append(packer)
+    size = len(payload)
+    if size < 256:
+        return _SMALL_EXT_HEADERS[size] + payload
+    return _ext_header(_EXT_RECORD, size) + payload
 
 
 # ---------------------------------------------------------------------------------------- decode
@@ -189,6 +210,15 @@ def _build(payload: Any, want: _Spec | None) -> Any:
         raise DecodeError(f"unknown record tag {payload[0]!r}")
     if want is not None and spec is not want:
         raise DecodeError(f"expected {want.tag}, got {spec.tag}")
+    build = spec.build
+    if build is None:
+        build = _compile_build(spec)
+    return build(payload)
+
+
+def _build_checked(spec: _Spec, payload: tuple[Any, ...]) -> Any:
+    """The checked path of `_build` (the generated builder's fallback): arity, then every field
+    through its checker; the one place that decides what a payload of `spec`'s tag means."""
     n = len(payload) - 1
     if n > len(spec.names):
         raise DecodeError(f"{spec.tag}: unknown field(s): {n} values for {len(spec.names)} fields")
@@ -212,15 +242,26 @@ def _build(payload: Any, want: _Spec | None) -> Any:
 
 def decode(data: bytes, expected: type[T] | None = None) -> T:
     """Decode one registered record; `expected` (a class) narrows what is accepted."""
-    if not isinstance(data, bytes | bytearray | memoryview):
+    if type(data) is not bytes and not isinstance(data, bytearray | memoryview):
         raise DecodeError(f"expected bytes, got {type(data).__name__}")
     try:
-        start = _record_payload_start(data)
+        # An ext 8 of code 1 spanning the frame (payloads of 17 to 255 bytes: most frames) is
+        # recognised inline; other sizes by _record_payload_start.
+        size = len(data)
+        if size > 3 and data[0] == 0xC7 and data[2] == _EXT_RECORD and data[1] == size - 3:
+            start = 3
+        else:
+            start = _record_payload_start(data)
         if start:
             # One top-level record (every frame): its payload is unpacked directly, without
             # a first unpackb that only finds the ext and calls back into Python.
-            obj = _build(msgpack.unpackb(data[start:], ext_hook=_ext_hook, use_list=False,
-                                         raw=False), None)  # fmt: skip
+            payload = _unpackb(data[start:], ext_hook=_ext_hook, use_list=False, raw=False)
+            spec = (_BY_TAG.get(payload[0]) if type(payload) is tuple and payload
+                    and type(payload[0]) is str else None)
+            if spec is not None:  # what `_build` checks first
+                obj = (spec.build or _compile_build(spec))(payload)
+            else:
+                obj = _build(payload, None)
         else:
             obj = msgpack.unpackb(data, ext_hook=_ext_hook, use_list=False, raw=False)
     except DecodeError:
@@ -432,3 +473,224 @@ def _tuple_checker(args: tuple[Any, ...], name: str) -> _Checker:
         return tuple(c(x) for c, x in zip(items, v, strict=True))
 
     return check_fixed
+
+
+# ------------------------------------------------------------ per-class encoders and builders
+#
+# Each class gets one encoder and one builder, generated from its fields and type hints the first
+# time it is encoded or decoded (hints may name classes defined after the registration), so a
+# frame pays for no generic per-field machinery:
+# - the encoder reads the fields into the `(tag, ...)` tuple itself, a nested record field (`R`,
+#   `R | None`, `tuple[R, ...]`) already laid out as `(tag, ...)`: exactly what `_default` returns
+#   for it, so the bytes are the same, without msgpack calling back into Python per record;
+# - the builder takes a payload of full arity whose fields have exactly the expected types (an
+#   int for `int`, None or a str for `str | None`, a value of an enum, a nested `[tag, ...]` of
+#   the expected record...) and builds the instance: by setting its slots directly, as the
+#   `__init__` dataclasses generated would, when the class has that `__init__` and no
+#   `__post_init__`, else through its constructor. Any other payload (fewer fields, other
+#   types, anything malformed) goes to `_build_checked`, which decides: accepts, converts, or
+#   raises the DecodeError with its message. So the fast path never rejects, and never builds
+#   what the checked path would not (tests/raft/test_codec_generated.py holds them together).
+
+
+class _Fallback(Exception):
+    """Raised inside a generated builder: this payload is for the checked path."""
+
+
+def _fallback() -> Any:
+    raise _Fallback
+
+
+_PLAIN = {int: "int", str: "str", bytes: "bytes", bool: "bool", type(None): "NoneType"}
+
+
+def _record_spec(hint: Any) -> _Spec | None:
+    return _BY_CLASS.get(hint) if isinstance(hint, type) else None
+
+
+def _union_args(hint: Any) -> tuple[Any, ...] | None:
+    origin = typing.get_origin(hint)
+    return typing.get_args(hint) if origin is typing.Union or origin is types.UnionType else None
+
+
+def _compile_fields(spec: _Spec) -> Callable[[Any], tuple[Any, ...]]:
+    """Generate `spec`'s encoder: object -> (tag, field_1, ...), nested records laid out."""
+    try:
+        hints = typing.get_type_hints(spec.cls)
+    except (NameError, TypeError):  # unresolvable hints: the generic getter, same bytes
+        tag, getter = spec.tag, spec.getter
+        spec.fields = lambda obj: (tag, *getter(obj))
+        return spec.fields
+    env: dict[str, Any] = {"_tag": spec.tag}
+    lines: list[str] = []
+    items: list[str] = []
+    for i, name in enumerate(spec.names):
+        hint = hints[name]
+        args = _union_args(hint)
+        if args is not None and len(args) == 2 and type(None) in args:
+            hint = args[0] if args[1] is type(None) else args[1]  # R | None: laid out if an R
+        each = typing.get_origin(hint) is tuple and typing.get_args(hint)[1:] == (Ellipsis,)
+        nested = _record_spec(typing.get_args(hint)[0] if each else hint)
+        if nested is None:
+            items.append(f"o.{name}")
+            continue
+        env[f"_R{i}"], env[f"_t{i}"] = nested.cls, nested.tag
+        x = "x" if each else f"v{i}"
+        layout = ", ".join([f"_t{i}", *(f"{x}.{n}" for n in nested.names)])
+        lines.append(f"    v{i} = o.{name}")
+        if each:  # one record (a sequential commit's Fetch answer) without a comprehension
+            lines += [
+                f"    if type(v{i}) is tuple and len(v{i}) == 1:",
+                f"        x = v{i}[0]",
+                f"        if type(x) is _R{i}:",
+                f"            v{i} = (({layout}),)",
+                f"    elif type(v{i}) is tuple:",
+                f"        v{i} = [({layout}) if type(x) is _R{i} else x for x in v{i}]",
+            ]
+        else:
+            lines.append(f"    if type(v{i}) is _R{i}:")
+            lines.append(f"        v{i} = ({layout})")
+        items.append(f"v{i}")
+    fields = "".join(item + ", " for item in items)
+    source = "\n".join(["def fields(o):", *lines, f"    return (_tag, {fields})"])
+    spec.fields = _generated(source, "fields", env, spec)
+    return spec.fields
+
+
+def _generated(source: str, name: str, env: dict[str, Any], spec: _Spec) -> Any:
+    code = compile(source, f"<quorum.codec {name} of {spec.tag}>", "exec")
+    exec(code, env)  # noqa: S102 - source built here from field names and hints only
+    return env[name]
+
+
+_COMPILING: set[str] = set()  # tags whose builder is being generated (a record nested in itself)
+
+
+def _compile_build(spec: _Spec) -> Callable[[tuple[Any, ...]], Any]:
+    """Generate `spec`'s builder: payload tuple (tag checked by the caller) -> record."""
+    checkers = spec.checkers if spec.checkers is not None else _compile(spec)
+    hints = typing.get_type_hints(spec.cls)
+    _COMPILING.add(spec.tag)
+    try:
+        env: dict[str, Any] = {"_spec": spec, "_slow": _build_checked, "_cls": spec.cls,
+                               "_Fallback": _Fallback, "_fallback": _fallback,
+                               "DecodeError": DecodeError}  # fmt: skip
+        body: list[str] = []
+        for i, name in enumerate(spec.names):
+            var = f"f{i}"
+            body += _field_code(var, hints[name], env) or _checker_code(var, checkers[i], env)
+    finally:
+        _COMPILING.discard(spec.tag)
+    names = [f"f{i}" for i in range(len(spec.names))]
+    lines = ["def build(p):", f"    if len(p) != {len(names) + 1}:"]
+    lines.append("        return _slow(_spec, p)")
+    if names:
+        lines.append(f"    _, {', '.join(names)}, = p")
+    if body:
+        lines += ["    try:", *("        " + b for b in body)]
+        lines += ["    except (_Fallback, DecodeError):", "        return _slow(_spec, p)"]
+    setters = _slot_setters(spec)
+    if setters is None:
+        lines.append(f"    return _cls({', '.join(names)})")
+    else:
+        env["_new"] = object.__new__
+        lines.append("    o = _new(_cls)")
+        for i, setter in enumerate(setters):
+            env[f"_s{i}"] = setter
+            lines.append(f"    _s{i}(o, f{i})")
+        lines.append("    return o")
+    spec.build = _generated("\n".join(lines), "build", env, spec)
+    return spec.build
+
+
+def _checker_code(var: str, checker: _Checker, env: dict[str, Any]) -> list[str]:
+    """A field with no fast form: its own checker (a DecodeError sends the payload to the checked
+    path, which reports it with the record's tag)."""
+    env[f"_c_{var}"] = checker
+    return [f"{var} = _c_{var}({var})"]
+
+
+def _field_code(var: str, hint: Any, env: dict[str, Any]) -> list[str] | None:
+    """Statements that keep `var` if it has exactly a type `hint`'s checker passes unchanged,
+    convert it as that checker would (an enum value, a nested record), or raise _Fallback; None
+    when `hint` has no such form here."""
+    args = _union_args(hint)
+    if args is None:
+        args = (hint,)
+    if all(a in _PLAIN for a in args):
+        test = " and ".join(f"type({var}) is not {_PLAIN[a]}" for a in args)
+        env.update(NoneType=type(None))
+        return [f"if {test}:", "    raise _Fallback"]
+    if len(args) == 2 and type(None) in args:  # X | None with X not plain: None, or an X
+        inner = _field_code(var, args[0] if args[1] is type(None) else args[1], env)
+        return None if inner is None else [f"if {var} is not None:", *("    " + x for x in inner)]
+    if len(args) != 1:
+        return None
+    if isinstance(hint, type) and issubclass(hint, enum.Enum):
+        return _enum_code(var, hint, env)
+    nested = _nested_builder(var, hint, env)
+    if nested is not None:
+        return [f"if type({var}) is tuple and {var} and {var}[0] == _t_{var}:",
+                f"    {var} = _b_{var}({var})", "else:", "    raise _Fallback"]  # fmt: skip
+    if typing.get_origin(hint) is tuple and typing.get_args(hint)[1:] == (Ellipsis,):
+        item = typing.get_args(hint)[0]
+        if _nested_builder(var, item, env) is not None:
+            each = f"_b_{var}(x) if type(x) is tuple and x and x[0] == _t_{var} else _fallback()"
+            return [f"if type({var}) is not tuple:", "    raise _Fallback",
+                    f"if len({var}) == 1:", f"    x = {var}[0]", f"    {var} = ({each},)",
+                    "else:", f"    {var} = tuple([{each} for x in {var}])"]  # fmt: skip
+    return None
+
+
+def _enum_code(var: str, enum_cls: type[enum.Enum], env: dict[str, Any]) -> list[str] | None:
+    """An enum whose values are all ints or all strs: one dict lookup, as `enum_cls(v)` finds
+    a member of that value (its other inputs, True for 1 say, go to the checked path)."""
+    value_types = {type(m.value) for m in enum_cls}
+    if len(value_types) != 1 or not value_types <= {int, str}:
+        return None
+    env[f"_m_{var}"] = {m.value: m for m in enum_cls}
+    env["_MISSING"] = _MISSING
+    (value_type,) = value_types
+    return [f"{var} = _m_{var}.get({var}, _MISSING) if type({var}) is {_PLAIN[value_type]}"
+            " else _MISSING", f"if {var} is _MISSING:", "    raise _Fallback"]  # fmt: skip
+
+
+_MISSING = object()
+
+
+def _nested_builder(var: str, hint: Any, env: dict[str, Any]) -> Callable[..., Any] | None:
+    """Bind the builder of the registered record `hint` (as `_b_<var>`, its tag `_t_<var>`)."""
+    spec = _record_spec(hint)
+    if spec is None:
+        return None
+    if spec.build is not None:
+        build = spec.build
+    elif spec.tag in _COMPILING:  # a record nested in itself: look its builder up per call
+
+        def build(payload: tuple[Any, ...], nested: _Spec = spec) -> Any:
+            return (nested.build or _compile_build(nested))(payload)
+
+    else:
+        build = _compile_build(spec)
+    env[f"_b_{var}"], env[f"_t_{var}"] = build, spec.tag
+    return build
+
+
+def _slot_setters(spec: _Spec) -> list[Callable[[Any, Any], None]] | None:
+    """The slots' setters in field order, when setting them is all `spec.cls(*fields)` does:
+    its `__init__` is the one dataclasses generated (compiled from a string, not written in a
+    file), no `__post_init__`, every field an `__init__` parameter and a slot. Else None."""
+    cls = spec.cls
+    init = cls.__dict__.get("__init__")
+    code = getattr(init, "__code__", None)
+    if code is None or code.co_filename != "<string>" or hasattr(cls, "__post_init__"):
+        return None
+    if not all(f.init for f in dataclasses.fields(cls)):
+        return None
+    setters = []
+    for name in spec.names:
+        slot = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
+        if type(slot) is not types.MemberDescriptorType:
+            return None
+        setters.append(slot.__set__)
+    return setters

@@ -13,6 +13,7 @@ from typing import Any
 
 from harness.bench import (
     check,
+    codec,
     consume,
     failover,
     fsync,
@@ -31,6 +32,7 @@ KINDS: dict[str, ModuleType] = {
     "failover": failover,
     "check": check,
     "raftcore": raftcore,
+    "codec": codec,
     "produce": produce,
     "consume": consume,
     "kafka-produce": kafka_produce,
@@ -45,7 +47,8 @@ def register(sub: Any) -> None:
     kinds = parser.add_subparsers(dest="bench_kind", metavar="KIND")
     kinds.required = True
     for kind, module in KINDS.items():
-        summary = (module.__doc__ or kind).strip().splitlines()[0]
+        # argparse %-formats help strings: a literal % in a summary must be doubled.
+        summary = (module.__doc__ or kind).strip().splitlines()[0].replace("%", "%%")
         p: argparse.ArgumentParser = kinds.add_parser(kind, help=summary)
         p.add_argument("--json", action="store_true", help="print one JSON object")
         module.add_arguments(p)
