@@ -247,7 +247,7 @@ class _InboundProtocol(FrameProtocol):
         # Every frame of this chunk is handled before anything is written: what they caused
         # leaves at the release, one write per buffer (the module docstring).
         owner = self.owner
-        owner._held += 1
+        owner.held += 1
         try:
             FrameProtocol.data_received(self, data)
         finally:
@@ -339,7 +339,7 @@ class _InboundProtocol(FrameProtocol):
         if not self._reply_scheduled:
             self._reply_scheduled = True
             owner = self.owner
-            if owner._held:
+            if owner.held:
                 owner._dirty_replies.append(self)  # written at the release
             else:
                 owner.loop.call_soon(self._flush_replies)
@@ -412,7 +412,7 @@ class _PeerLink:
         if self.protocol is not None and not self.flush_scheduled:
             self.flush_scheduled = True
             owner = self.owner
-            if owner._held:
+            if owner.held:
                 owner._dirty_links.append(self)  # written at the release
             else:
                 owner.loop.call_soon(self.flush)
@@ -568,7 +568,7 @@ class Transport:
         self._links_changed = asyncio.Event()
         self.sent = 0
         # Delivery holds (`hold`/`release`): while > 0, writes wait for the release.
-        self._held = 0
+        self.held = 0
         self._dirty_links: list[_PeerLink] = []
         self._dirty_replies: list[_InboundProtocol] = []
         # Called at the outermost release, before the writes (the node proposes what the
@@ -605,24 +605,24 @@ class Transport:
     @property
     def is_held(self) -> bool:
         """Inside a delivery: what is written now leaves at its release."""
-        return self._held > 0
+        return self.held > 0
 
     def hold(self) -> None:
         """Start (or nest) a delivery: writes wait for the matching `release`."""
-        self._held += 1
+        self.held += 1
 
     def release(self) -> None:
         """End a delivery; the outermost release runs `on_delivered`, then writes every buffer
         that gained bytes meanwhile (peers first, then client answers)."""
-        self._held -= 1
-        if self._held:
+        self.held -= 1
+        if self.held:
             return
         if self.on_delivered is not None:
-            self._held = 1  # what the hook causes joins these writes
+            self.held = 1  # what the hook causes joins these writes
             try:
                 self.on_delivered()
             finally:
-                self._held = 0
+                self.held = 0
         if self._dirty_links:
             links, self._dirty_links = self._dirty_links, []
             for link in links:

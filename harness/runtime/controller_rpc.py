@@ -105,6 +105,8 @@ class ActiveController:
 
     def maybe_start(self) -> None:
         """After applying entries: build the service once this epoch's LeaderChange is applied."""
+        if self.seat.service is not None:
+            return  # built already (asked after every apply: the usual answer)
         node = self.node
         if self.seat.maybe_start(is_leader=node.is_leader, epoch=node.epoch, node_id=node.node_id,
                                  image=node.image, now_ms=node.now_ms()):  # fmt: skip

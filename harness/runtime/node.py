@@ -410,7 +410,7 @@ class ControllerNode:
             # step ends, not one loop iteration later (harness/net/transport.py). Inside a
             # delivery (nearly every step) the transport is held already: its release writes.
             transport = self.transport
-            if transport.is_held:
+            if transport.held:
                 execute_effects(effects, self)
             else:
                 transport.hold()
@@ -485,7 +485,7 @@ class ControllerNode:
         self._proposals.append((encode_record(record), sink, record if _decodes_as_itself(record) else None))
         if not self._proposal_flush_scheduled:
             self._proposal_flush_scheduled = True
-            if not self.transport.is_held:
+            if not self.transport.held:
                 # Inside a delivery the release proposes (`_on_delivered`): every request of
                 # the chunk in one batch, no extra pass of the loop.
                 self.loop.call_soon(self._flush_proposals)
@@ -577,7 +577,7 @@ class ControllerNode:
 
     def on_commit_advanced(self, high_watermark: int) -> None:
         self.high_watermark = high_watermark
-        if self.transport.is_held and not self.core.is_leader:
+        if self.transport.held and not self.core.is_leader:
             # A follower learns the HW with the next records, whose Fetch (the acknowledgement)
             # the core queues after this effect: apply once that Fetch is written, so the
             # leader's next commit does not wait for this apply. Nothing here waits on a
@@ -719,7 +719,7 @@ class ControllerNode:
         interval.ms passed since it (or since this process started)."""
         interval = self.config.snapshot_interval_ms
         return (interval > 0 and self._records_since_snapshot > 0
-                and self.now_ms() - self._last_snapshot_ms >= interval)
+                and self.clock.now_ms() - self._last_snapshot_ms >= interval)
 
     def _apply_entry(self, entry: Entry) -> None:
         waiter = self._waiters.pop(entry.offset, None)

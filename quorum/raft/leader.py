@@ -165,9 +165,11 @@ class LeaderState:
             return self.voter_progress[node_id]
         return self.observer_progress.setdefault(node_id, ReplicaProgress(node_id))
 
-    def record_fetch(self, src: int, request: FetchRequest, leader_end: int, now_ms: int) -> None:
+    def record_fetch(self, src: int, request: FetchRequest, leader_end: int, now_ms: int,
+                     p: ReplicaProgress | None = None) -> None:  # fmt: skip
         """A valid (non-diverging) fetch from `src`: it holds everything below fetch_offset."""
-        p = self.progress_for(src)
+        if p is None:
+            p = self.progress_for(src)
         # max(): a delayed duplicate must not move a replica backwards within this epoch.
         p.end_offset = max(p.end_offset, request.fetch_offset)
         p.last_fetch_ms = now_ms
@@ -410,7 +412,7 @@ class LeaderState:
         invalid = self._validate_fetch(req)
         if invalid is not None:
             return [Send(src, invalid)]
-        self.record_fetch(src, req, self.view.end, now_ms)
+        self.record_fetch(src, req, self.view.end, now_ms, progress)
         effects = self.maybe_advance_hw(now_ms)
         if self.barriers:
             effects += self.maybe_complete_barriers()
@@ -429,7 +431,7 @@ class LeaderState:
         if stale_hw and 0 < linger < wait_ms and src in self.voter_progress:
             wait_ms, stale_hw = linger, False  # the HW waits for the next append, or the linger
         if req.fetch_offset < self.view.end or stale_hw or behind_round or wait_ms <= 0:
-            effects.append(Send(src, self._fetch_response(src, req)))
+            effects.append(Send(src, self._fetch_response(src, req, progress)))
         else:
             self.parked.append(ParkedFetch(src, req, now_ms + wait_ms))  # long poll
         return effects
@@ -468,8 +470,9 @@ class LeaderState:
         self.parked = [p for p in self.parked if p not in due]
         return [Send(p.src, self._fetch_response(p.src, p.request)) for p in due]
 
-    def _fetch_response(self, src: int, req: FetchRequest) -> FetchResponse:
-        self.progress_for(src).hw_sent = self.view.hw
+    def _fetch_response(self, src: int, req: FetchRequest,
+                        progress: ReplicaProgress | None = None) -> FetchResponse:  # fmt: skip
+        (progress or self.progress_for(src)).hw_sent = self.view.hw
         max_bytes = min(req.max_bytes, self.config.fetch_max_bytes)
         records = self.view.read(req.fetch_offset, max_bytes)
         return FetchResponse(

@@ -117,6 +117,8 @@ def step(m: Member, now_ms: int) -> list[Effect]:
         return []
     change = ls.voter_change
     if change is None:
+        if ls.node_id in ls.voters:  # counts_self: nothing to do (after nearly every input)
+            return []
         return _maybe_resign(m, ls, now_ms)
     if change.appended_offset is None:
         if change.catch_up_to is not None:
