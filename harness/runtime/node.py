@@ -382,10 +382,11 @@ class ControllerNode:
     def _on_timer(self) -> None:
         self._timer = None
         self._timer_deadline_ms = None
-        if self.core.next_deadline_ms() > self.clock.now_ms():
+        deadline = self.core.next_deadline_ms()
+        if deadline > self.clock.now_ms():
             # The kept earlier timer (`_arm_timer`): the deadline it was armed for has moved
             # later (a parked Fetch was answered by an append). A tick now would do nothing.
-            self._arm_timer()
+            self._arm_timer(deadline)
             return
         self._step(self.core.tick)
 
@@ -429,8 +430,9 @@ class ControllerNode:
             self._bound_role = role
             structlog.contextvars.bind_contextvars(role=core.role_name, epoch=core.epoch)
 
-    def _arm_timer(self) -> None:
-        deadline = self.core.next_deadline_ms()
+    def _arm_timer(self, deadline: int | None = None) -> None:
+        if deadline is None:
+            deadline = self.core.next_deadline_ms()
         armed = self._timer_deadline_ms
         if armed is not None and deadline is not None and armed <= deadline:
             # Keep the earlier timer: it fires early at worst, and a tick before a deadline does
