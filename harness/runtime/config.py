@@ -78,7 +78,7 @@ TUNABLES: dict[str, tuple[str, int]] = {
     # RaftConfig.spare_voter_linger_ms: a voter a commit does not need (one of two followers)
     # takes new records with the next append, or at most this long later (0: every parked
     # voter at once, as Kafka does).
-    "kraftlab.quorum.spare.voter.linger.ms": ("spare_voter_linger_ms", 2),
+    "kraftlab.quorum.spare.voter.linger.ms": ("spare_voter_linger_ms", 5),
     # Hung-leader detection (harness/net/liveness.py): a follower pings its leader's thread over
     # UDP this often, and starts a pre-vote when a ping is unanswered for the timeout (0: off,
     # the fetch timeout alone finds a hung leader, as in Kafka).
@@ -183,7 +183,7 @@ class NodeConfig:
     append_linger_ms: int = 0
     max_idle_interval_ms: int = 500
     hw_linger_ms: int = 5
-    spare_voter_linger_ms: int = 2
+    spare_voter_linger_ms: int = 5
     liveness_interval_ms: int = 25
     liveness_timeout_ms: int = 200
     snapshot_interval_records: int = 10_000
