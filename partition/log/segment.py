@@ -8,6 +8,8 @@ Invariants:
   going backwards) and never served;
 - the offset index maps batch last offsets (relative) to batch start positions, one entry per
   `index_interval_bytes`; the time index's last entry is the max timestamp at that point;
+  a sealed segment's indexes are durable (fsynced by the roll's flush), the active segment's
+  only written on flush (index.py), so `trust_prefix` checks and completes what a crash left;
 - `size` is the file size; `next_offset` the offset after the last batch (base_offset if empty).
   With `zero_fill` (storage.py) the file may be longer on disk: zeros written ahead of the end,
   cut off by `seal` and `close`; after a crash, recovery cuts them as it cuts a torn tail, but
