@@ -8,10 +8,16 @@
   points when the segment's max timestamp grew, and once more when the segment is rolled, so the
   last entry of a closed segment holds its max timestamp (used by retention.ms).
 
-Entries live in memory (two Python lists, searched with bisect) and reach the file in `flush()`;
-the log flushes indexes whenever it fsyncs segments, so an index is complete up to the recovery
-point. `load` refuses an index that is not sane (size not a multiple of the entry size, keys or
-values not strictly increasing, positions past the segment) so the caller rebuilds it.
+Entries live in memory (two Python lists, searched with bisect) and reach the file in `flush()`,
+written through one handle kept open while the index changes (no fsync). Durability (docs/storage.md,
+"Index durability"): an index is fsynced by `fsync()` when its segment is sealed (a roll) and on
+close, not on every flush of the active segment; what a crash can do to an index file is then
+lose entries appended since its last fsync, or tear the last one. It never brings back entries
+that were removed: `truncate_entries` and `reset` (a truncation, a rebuild on recovery) fsync the
+cut at once, so every entry in the file was right for the bytes of the segment when written, and
+recovery trusts only entries below the recovery point (whose batches were fsynced). `load`
+refuses an index that is not sane (size not a multiple of the entry size, keys or values not
+strictly increasing, positions past the segment) so the caller rebuilds it.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from __future__ import annotations
 import bisect
 import struct
 
-from partition.log.storage import Storage
+from partition.log.storage import Storage, StorageFile
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
@@ -37,6 +43,7 @@ class _SparseIndex:
         self.values: list[int] = []
         self._written = 0  # entries already in the file
         self._unsynced = False  # the file changed since its last fsync
+        self._handle: StorageFile | None = None  # open while the index is written to
 
     def load(self, value_limit: int) -> bool:
         """Read the file; False (and empty) when missing or not sane."""
@@ -66,59 +73,66 @@ class _SparseIndex:
         self.keys.append(key)
         self.values.append(value)
 
+    def _file(self) -> StorageFile:
+        if self._handle is None:
+            self._handle = self._storage.open(self.path)
+        return self._handle
+
     def flush(self) -> None:
-        """Write entries added since the last flush (no fsync: the segment's fsync covers it)."""
+        """Write entries added since the last flush, with no fsync: the active segment's index
+        is not made durable with each flush of the log (module docstring)."""
         if self._written == len(self.keys):
             return
         fresh = b"".join(
             self._entry.pack(k, v)
             for k, v in zip(self.keys[self._written :], self.values[self._written :], strict=True)
         )
-        handle = self._storage.open(self.path)
-        try:
-            handle.truncate(self._written * self._entry.size)
-            handle.append(fresh)
-        finally:
-            handle.close()
+        handle = self._file()
+        end = self._written * self._entry.size
+        if handle.size() != end:  # a torn entry left by a crash, not loaded: never keep it
+            handle.truncate(end)
+        handle.append(fresh)
         self._written = len(self.keys)
         self._unsynced = True
 
     def fsync(self) -> None:
-        """Flush, then fsync only if the file changed: a Raft log flushing every append must not
-        pay two extra fsyncs for indexes that did not move."""
+        """Flush, then fsync only if the file changed (a sealed segment's index, a clean close)."""
         self.flush()
-        if not self._unsynced:
-            return
-        handle = self._storage.open(self.path)
-        try:
-            handle.fsync()
-        finally:
-            handle.close()
-        self._unsynced = False
+        if self._unsynced:
+            self._file().fsync()
+            self._unsynced = False
+
+    def release(self) -> None:
+        """Close the handle (the segment is sealed or closed); the next write opens it again."""
+        if self._handle is not None:
+            self._handle.close()
+            self._handle = None
 
     def truncate_entries(self, count: int) -> None:
-        """Keep the first `count` entries, in memory and in the file."""
+        """Keep the first `count` entries, in memory and, durably at once, in the file: a crash
+        must never bring back an entry that no longer describes the segment while entries
+        written after the cut survive (rare: a truncation, recovery on open)."""
         if count >= len(self.keys):
             return
         del self.keys[count:]
         del self.values[count:]
         if self._written > count:
-            handle = self._storage.open(self.path)
-            try:
-                handle.truncate(count * self._entry.size)
-            finally:
-                handle.close()
+            handle = self._file()
+            handle.truncate(count * self._entry.size)
+            handle.fsync()
             self._written = count
-            self._unsynced = True
+            self._unsynced = False
 
     def reset(self) -> None:
-        self.truncate_entries(0)
-        handle = self._storage.open(self.path)  # an empty file marks "rebuilt, nothing yet"
-        try:
+        """Drop every entry; the file is left empty (created if missing: "rebuilt, nothing yet"),
+        the cut fsynced as in `truncate_entries`."""
+        del self.keys[:], self.values[:]
+        handle = self._file()
+        if handle.size():
             handle.truncate(0)
-        finally:
-            handle.close()
-        self._unsynced = True
+            handle.fsync()
+        self._written = 0
+        self._unsynced = False
 
 
 class OffsetIndex(_SparseIndex):

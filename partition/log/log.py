@@ -414,9 +414,11 @@ class PartitionLog:
         if active.size == 0:
             return
         active.seal()
-        if self.config.preallocate and active not in self._dirty:
-            # Its seal cut a zero tail: durable before the next segment's name is (recovery
-            # trusts a segment that is not the last to end at its size).
+        if active not in self._dirty:
+            # Its indexes (the seal's time entry, and every entry since the last fsync: the
+            # active segment's are not fsynced per flush) and, with zero fill, the cut of its
+            # zero tail: durable before the next segment's name is (recovery trusts a segment
+            # that is not the last without reading it).
             self._dirty.append(active)
         self.segments.append(LogSegment(self.storage, self.directory, self.log_end_offset,
                                         self.config.index_interval_bytes, self.config.preallocate))  # fmt: skip
@@ -574,11 +576,14 @@ class PartitionLog:
     # ---------------------------------------------------------------------------------- flush
 
     def flush(self) -> None:
-        """fsync every segment (and its indexes) written or truncated since the last flush and, if
-        segments were created or removed, the directory; the recovery point becomes the log end."""
+        """fsync every segment written or truncated since the last flush (with its indexes, but
+        the active segment's indexes are only written: recovery does not trust them past what the
+        segment confirms, docs/storage.md "Index durability") and, if segments were created or
+        removed, the directory; the recovery point becomes the log end."""
+        active = self.segments[-1]
         for segment in self._dirty:
             if segment in self.segments:
-                segment.flush()
+                segment.flush(sync_indexes=segment is not active)
         self._dirty.clear()
         self.epoch_cache.persist_if_changed()  # before the recovery point moves past its entries
         if self._dir_dirty:

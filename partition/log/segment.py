@@ -8,6 +8,8 @@ Invariants:
   going backwards) and never served;
 - the offset index maps batch last offsets (relative) to batch start positions, one entry per
   `index_interval_bytes`; the time index's last entry is the max timestamp at that point;
+  a sealed segment's indexes are durable (fsynced by the roll's flush), the active segment's
+  only written on flush (index.py), so `trust_prefix` checks and completes what a crash left;
 - `size` is the file size; `next_offset` the offset after the last batch (base_offset if empty).
   With `zero_fill` (storage.py) the file may be longer on disk: zeros written ahead of the end,
   cut off by `seal` and `close`; after a crash, recovery cuts them as it cuts a torn tail, but
@@ -89,41 +91,47 @@ class LogSegment:
     def trust_prefix(self, recovery_point: int) -> int | None:
         """Prepare to recover only from `recovery_point` (flushed, so trusted, as the recovery
         point says): keep index entries below it and walk batch headers (no CRC) from the last
-        one up to it. Returns the position to validate from, or None when the indexes or
-        headers do not line up with the recovery point (then recover the whole segment)."""
+        one up to it, indexing them as an append would. Returns the position to validate from,
+        or None when the indexes or headers do not line up with the recovery point (then
+        recover the whole segment).
+
+        This segment's indexes were not fsynced with each flush (index.py), so a crash may have
+        lost their last entries, not always as many of one as of the other: the walk starts at
+        the batch of the time index's last entry when that comes before the offset index's (the
+        max timestamp so far is known there), and the entries lost are added again on the way."""
         relative = recovery_point - self.base_offset
         if relative <= 0 or not (self.offset_index.load(self.size) and self.time_index.load(_INT32_MAX)):
             return None
         self.offset_index.truncate_entries(bisect.bisect_left(self.offset_index.keys, relative))
         self.time_index.truncate_entries(bisect.bisect_left(self.time_index.values, relative))
-        keys, values = self.offset_index.keys, self.offset_index.values
-        position = values[-1] if values else 0
+        keys, values, times = self.offset_index.keys, self.offset_index.values, self.time_index
+        index_position = values[-1] if values else 0
         expected_last = self.base_offset + keys[-1] if keys else None
-        max_ts = self.time_index.max_timestamp()
-        max_ts = NO_TIMESTAMP if max_ts is None else max_ts
-        max_rel = self.time_index.values[-1] if self.time_index.values else 0
+        if times.keys:
+            self.max_timestamp_ms, self._max_ts_relative_offset = times.keys[-1], times.values[-1]
+        position = min(index_position, self.offset_index.lookup(times.values[-1])) if times.keys else 0
+        if position and self.size:
+            self.first_batch_max_timestamp_ms = rb.read_header(self.file.read(0, rb.HEADER_SIZE)).max_timestamp_ms
         next_offset = self.base_offset if position == 0 else None
+        entry_positions = set(values[bisect.bisect_left(values, position) :])
         for header in self._headers_until_torn(position):
             if header.magic != rb.MAGIC or (next_offset is not None and header.base_offset != next_offset):
                 return None
-            if expected_last is not None and header.last_offset != expected_last:
-                return None  # the index entry does not describe the batch it points at
-            expected_last = None  # checked on the first header only
+            if expected_last is not None and header.position >= index_position:
+                if header.position != index_position or header.last_offset != expected_last:
+                    return None  # the index entry does not describe the batch it points at
+                expected_last = None
+                self._bytes_since_index = self.index_interval_bytes + 1  # an entry was made here
             if header.base_offset >= recovery_point:
                 break
             next_offset = header.next_offset
-            if header.max_timestamp_ms > max_ts:
-                max_ts, max_rel = header.max_timestamp_ms, header.last_offset - self.base_offset
-            if header.position == 0:
-                self.first_batch_max_timestamp_ms = header.max_timestamp_ms
+            self._index_batch(header.base_offset, header, header.position)
+            if header.position <= index_position and header.position in entry_positions:
+                # An offset entry was made here: so was a time entry if the max had grown.
+                times.maybe_append(self.max_timestamp_ms, self._max_ts_relative_offset)
             position = header.position + header.size
-        if next_offset != recovery_point:
-            return None  # the recovery point is not a batch boundary of this file
-        if self.first_batch_max_timestamp_ms == NO_TIMESTAMP and self.size:
-            self.first_batch_max_timestamp_ms = rb.read_header(self.file.read(0, rb.HEADER_SIZE)).max_timestamp_ms
-        self.next_offset = recovery_point
-        self.max_timestamp_ms, self._max_ts_relative_offset = max_ts, max_rel
-        self._bytes_since_index = position - (values[-1] if values else 0)
+        if next_offset != recovery_point or expected_last is not None:
+            return None  # the recovery point is not a batch boundary, or the index entry not met
         return position
 
     def resume_recovery(self, position: int, on_batch: Callable[[rb.BatchHeader], bool | None]) -> int:
@@ -317,18 +325,31 @@ class LogSegment:
         self.recover(on_batch, self.base_offset)  # re-derives indexes and max timestamp
         return self.next_offset
 
-    def flush(self) -> None:
-        self.offset_index.fsync()
-        self.time_index.fsync()
+    def flush(self, *, sync_indexes: bool = True) -> None:
+        """fsync the segment file. Its indexes are written first, and fsynced unless
+        `sync_indexes` is False: the log passes False for its active segment, whose indexes are
+        not made durable with each flush; recovery rebuilds what a crash lost of them (index.py,
+        trust_prefix)."""
+        if sync_indexes:
+            for index in (self.offset_index, self.time_index):
+                index.fsync()
+                index.release()  # a sealed segment's indexes change again only on recovery
+        else:
+            self.offset_index.flush()
+            self.time_index.flush()
         self.file.fsync()
 
     def close(self) -> None:
-        self.offset_index.flush()
-        self.time_index.flush()
+        """Close the files; the indexes are fsynced (a clean close), the segment file is not."""
+        for index in (self.offset_index, self.time_index):
+            index.fsync()
+            index.release()
         self.file.close()
 
     def delete(self) -> None:
         self.file.close()
+        self.offset_index.release()
+        self.time_index.release()
         for path in (self.log_path, self.offset_index.path, self.time_index.path):
             if self.storage.exists(path):
                 self.storage.remove(path)
