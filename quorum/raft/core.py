@@ -463,7 +463,11 @@ class RaftCore:
             return []
         before = eligible[-1].offset
         self._snapshots = [s for s in self._snapshots if s.offset >= before]
-        return [DeleteLogPrefix(before)]
+        ls = m.qs.leader
+        # A spare voter's long poll may wait below the new log start (spare_voter_linger_ms):
+        # it takes its records now, while they are still in the log, not after the deletion.
+        effects = ls.answer_parked_below(before) if ls is not None else []
+        return effects + [DeleteLogPrefix(before)]
 
     # ----------------------------------------------------------------------------- internals
 

@@ -21,7 +21,8 @@ Invariants:
 - with config.spare_voter_linger_ms > 0 an append is handed at once to as many parked voters as a
   commit needs besides us (in the order their fetches arrived); the others take it with the next
   append or at most that long later. What commits, and when a majority holds it, is unchanged:
-  the HW still needs a majority's acknowledgements, whichever voters they come from.
+  the HW still needs a majority's acknowledgements, whichever voters they come from. Such a
+  long poll may wait below the log end: a prefix deletion answers it first (answer_parked_below).
 """
 
 from __future__ import annotations
@@ -461,6 +462,15 @@ class LeaderState:
             effects.append(Send(p.src, self._fetch_response(p.src, p.request)))
         self.parked = keep
         return effects
+
+    def answer_parked_below(self, offset: int) -> list[Effect]:
+        """Answer now the parked fetches positioned below `offset` (spare voters' long polls),
+        before the log prefix below it is deleted."""
+        below = [p for p in self.parked if p.request.fetch_offset < offset]
+        if not below:
+            return []
+        self.parked = [p for p in self.parked if p.request.fetch_offset >= offset]
+        return [Send(p.src, self._fetch_response(p.src, p.request)) for p in below]
 
     def answer_parked(self, src: int, due_by_ms: int) -> list[Effect]:
         """Answer now the parked fetches of `src` whose long poll would end by `due_by_ms`."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 import structlog
 
 from quorum.raft.config import RaftConfig
+from quorum.raft.log import OffsetAndEpoch
 from quorum.raft.messages import FetchResponse
 from tests.raft.cluster import Cluster
 from tests.raft.test_hw_linger import fetch_answers, settled
@@ -117,3 +118,28 @@ def test_without_it_every_parked_voter_is_answered_at_once() -> None:
     c.propose(leader, b"z")
     c.advance(0)
     assert len(answers_with_records(c, mark)) == 2
+
+
+def test_a_snapshot_deleting_the_prefix_answers_a_spare_waiting_below_it_first() -> None:
+    """A spare voter's long poll can wait below the log end; when a snapshot lets the leader
+    delete the prefix past it, the spare takes its records first (while they are in the log),
+    then follows on from the new log start, and the leader never reads below its log."""
+    c, leader = settled(config(snapshot_retention_entries=0))
+    node = c.nodes[leader]
+    results = [c.commit(leader, b"s%d" % i) for i in range(3)]
+    ls = node.core._member.qs.leader
+    assert ls is not None
+    behind = [p for p in ls.parked if p.request.fetch_offset < node.log.end_offset]
+    assert len(behind) == 1  # the spare, one append behind
+    spare = behind[0].src
+    snap = OffsetAndEpoch(node.core.high_watermark, node.core.epoch)
+    node.log.write_snapshot(snap, b"image")
+    mark = len(c.effect_log)
+    c.run(node, node.core.snapshot_taken(snap, c.now))
+    assert node.log.start_offset == snap.offset
+    sent = [(to, a) for to, a in fetch_answers(c, mark) if to == spare]
+    assert len(sent) == 1 and sent[0][1].records  # its records, read before the deletion
+    c.commit(leader, b"after")
+    c.advance(3 * LINGER_MS)
+    assert c.nodes[spare].committed[results[-1].last_offset][1] == b"s2"
+    assert c.nodes[spare].log.end_offset == node.log.end_offset
