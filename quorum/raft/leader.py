@@ -447,18 +447,19 @@ class LeaderState:
         # Voters a commit needs besides us: only that many take new records at once (config).
         needed = self.majority - (1 if self.node_id in self.voters else 0)
         for p in self.parked:
+            behind = p.request.fetch_offset < end
             if only_with_data and now_ms < p.deadline_ms:
-                if p.request.fetch_offset >= end:
+                if not behind:
                     keep.append(p)
                     continue
-                if spare_linger > 0 and p.src in self.voter_progress:
-                    if needed <= 0:  # a spare voter: the next append, or the linger
-                        due = now_ms + spare_linger
-                        if due < p.deadline_ms:
-                            p.deadline_ms = due
-                        keep.append(p)
-                        continue
-                    needed -= 1
+                if spare_linger > 0 and needed <= 0 and p.src in self.voter_progress:
+                    due = now_ms + spare_linger  # a spare voter: the next append, or the linger
+                    if due < p.deadline_ms:
+                        p.deadline_ms = due
+                    keep.append(p)
+                    continue
+            if behind and spare_linger > 0 and p.src in self.voter_progress:
+                needed -= 1  # a voter taking records now, whether its long poll ended or not
             effects.append(Send(p.src, self._fetch_response(p.src, p.request)))
         self.parked = keep
         return effects
