@@ -161,7 +161,10 @@ class RaftLogStore:
         log = self.log
         end = log.log_end_offset
         if end > log.log_start_offset:
-            return log.epoch_cache.epoch_for_offset(end - 1)
+            cache = log.epoch_cache
+            if end > cache.latest_start_offset:  # the usual answer: the latest epoch holds it
+                return cache.latest
+            return cache.epoch_for_offset(end - 1)
         latest = self.latest_snapshot()
         return latest.epoch if latest is not None else 0
 
@@ -243,7 +246,11 @@ class RaftLogStore:
             expected, epoch = expected + 1, entry.epoch
         tail = self._tail
         continues = bool(tail) and tail[-1].offset + 1 == entries[0].offset
-        self.log.append_as_follower(b"".join(self._encode(entries)), check_crc=False)
+        batches = self._encode(entries)
+        if len(batches) == 1:  # the usual append: one batch, encoded here, not parsed again
+            log.append_encoded(batches[0], rb.read_header(batches[0]))
+        else:
+            log.append_as_follower(b"".join(batches), check_crc=False)
         if not continues:
             tail.clear()
         tail.extend(entries)

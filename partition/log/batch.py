@@ -243,6 +243,8 @@ def _unsigned_varint(n: int) -> bytes:
 # encoder below writes two or three per record.
 _SMALL_VARINTS = tuple(_unsigned_varint(n) for n in range(1 << 14))
 _SMALL_VARINT_LIMIT = len(_SMALL_VARINTS)
+_ZERO_HEADER = bytes(HEADER_SIZE)
+_CRC_FIELD = struct.Struct(">I")
 
 
 def encode_values_batch(
@@ -255,31 +257,40 @@ def encode_values_batch(
     """`encode_batch([Record(v) for v in values], ...)` byte for byte, without a Record or a
     record buffer per value: keyless, headerless records, timestamps 0, no producer. The metadata
     log's append encodes every Raft entry this way (harness/drive/raftlog.py)."""
-    if not values:
+    count = len(values)
+    if not count:
         raise InvalidRecordError("a batch needs at least one record")
     small, limit = _SMALL_VARINTS, _SMALL_VARINT_LIMIT
-    parts: list[bytes] = [bytes(HEADER_SIZE)]
-    add = parts.append
-    for delta, value in enumerate(values):
-        n = len(value)
-        d = small[delta] if delta < limit else _unsigned_varint(delta)
-        length = small[n] if n < limit else _unsigned_varint(n)
-        # attributes 0, timestamp delta 0 | offset delta | key null (-1) | value | 0 headers
-        body = 4 + len(d) + len(length) + n
-        add(small[body] if body < limit else _unsigned_varint(body))
-        add(b"\x00\x00")
-        add(d)
-        add(b"\x01")
-        add(length)
-        add(value)
-        add(b"\x00")
-    out = bytearray().join(parts)
+    if count == 1 and len(values[0]) < limit - 8:
+        # One small value (a lone metadata write): the loop below, unrolled. Offset delta 0.
+        value = values[0]
+        length = small[len(value)]
+        body = small[5 + len(length) + len(value)]
+        out = bytearray().join((_ZERO_HEADER, body, b"\x00\x00\x00\x01", length, value, b"\x00"))
+    else:
+        parts: list[bytes] = [_ZERO_HEADER]
+        add = parts.append
+        for delta, value in enumerate(values):
+            n = len(value)
+            d = small[delta] if delta < limit else _unsigned_varint(delta)
+            length = small[n] if n < limit else _unsigned_varint(n)
+            # attributes 0, timestamp delta 0 | offset delta | key null (-1) | value | 0 headers
+            body_size = 4 + len(d) + len(length) + n
+            add(small[body_size] if body_size < limit else _unsigned_varint(body_size))
+            add(b"\x00\x00")
+            add(d)
+            add(b"\x01")
+            add(length)
+            add(value)
+            add(b"\x00")
+        out = bytearray().join(parts)
     _HEADER.pack_into(
         out, 0, base_offset, len(out) - LOG_OVERHEAD, partition_leader_epoch, MAGIC, 0,
-        CONTROL_BIT if is_control else 0, len(values) - 1, 0, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
-        NO_SEQUENCE, len(values),
+        CONTROL_BIT if is_control else 0, count - 1, 0, 0, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
+        NO_SEQUENCE, count,
     )  # fmt: skip
-    struct.pack_into(">I", out, 17, crc32c(out, CRC_START, len(out)))
+    with memoryview(out) as view:
+        _CRC_FIELD.pack_into(out, 17, _crc32c.crc32c(view[CRC_START:]))
     return bytes(out)
 
 

@@ -49,9 +49,11 @@ class LeaderEpochCache:
         self._entries: list[EpochEntry] = []
         if storage is not None and path is not None:
             self._entries = [EpochEntry(e, o) for e, o in read_epochs(storage, path)]
-        # The latest epoch (-1 when empty) as a plain attribute, for the leader's append path;
-        # every change of the entries goes through `_persist`, which keeps it in step.
-        self.latest = self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
+        # The latest epoch (-1 when empty) and its start as plain attributes, for the append
+        # path; every change of the entries goes through `_persist`, which keeps them in step.
+        self.latest: int
+        self.latest_start_offset: int
+        self._set_latest()
 
     @property
     def entries(self) -> tuple[EpochEntry, ...]:
@@ -150,8 +152,15 @@ class LeaderEpochCache:
             self._changed = False
             self._write()
 
+    def _set_latest(self) -> None:
+        """`latest` (the newest epoch, or -1) and `latest_start_offset` (where it starts, or
+        -1): read on every metadata log append and Raft input, kept here for them."""
+        last = self._entries[-1] if self._entries else None
+        self.latest = UNDEFINED_EPOCH if last is None else last.epoch
+        self.latest_start_offset = -1 if last is None else last.start_offset
+
     def _persist(self) -> None:
-        self.latest = self._entries[-1].epoch if self._entries else UNDEFINED_EPOCH
+        self._set_latest()
         if self._on_flush:
             self._changed = True
         else:

@@ -366,6 +366,19 @@ class PartitionLog:
             self.epoch_cache.assign(h.partition_leader_epoch, h.base_offset)
         return self._append(headers, (data,), len(data))
 
+    def append_encoded(self, data: bytes, header: rb.BatchHeader) -> None:
+        """Append one batch this process has just encoded at the log end, `header` its parsed
+        header (the metadata log's appends, harness/drive/raftlog.py, whose caller checked
+        offsets and epochs): `append_as_follower` without parsing the bytes again."""
+        if header.base_offset != self.log_end_offset:
+            raise UnexpectedAppendOffsetError(
+                f"batch at offset {header.base_offset}, expected {self.log_end_offset}")
+        epoch = header.partition_leader_epoch
+        if epoch != self.epoch_cache.latest:  # a repeat of the latest epoch assigns nothing
+            self._check_epoch(epoch)
+            self.epoch_cache.assign(epoch, header.base_offset)
+        self._append([header], (data,), len(data))
+
     def _check_epoch(self, epoch: int) -> None:
         if 0 <= epoch < self.epoch_cache.latest_epoch():
             raise FencedLeaderEpochError(
