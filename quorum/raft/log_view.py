@@ -33,9 +33,11 @@ class LogView:
 
     def begin(self) -> None:
         """Every effect of the previous call has been executed: re-read the log."""
-        self.end = self.log.end_offset
-        self.last_epoch = self.log.last_epoch()
-        self.pending.clear()
+        log = self.log
+        self.end = log.end_offset
+        self.last_epoch = log.last_epoch()
+        if self.pending:
+            self.pending.clear()
 
     # ------------------------------------------------------------------------------ reads
 

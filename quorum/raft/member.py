@@ -101,7 +101,8 @@ class Member:
 
     def begin(self, now_ms: int) -> None:
         """Start of a call: time never goes back; the log view catches up with the driver."""
-        self.now_ms = max(self.now_ms, now_ms)
+        if now_ms > self.now_ms:
+            self.now_ms = now_ms
         self.log.begin()
 
     # ------------------------------------------------------------------------------ queries
