@@ -81,11 +81,13 @@ def execute_effects(effects: Iterable[Effect], env: EffectEnv) -> None:
     log = env.log
     unflushed = False
     for effect in effects:
-        if isinstance(effect, AppendToLog):
+        # The four kinds of a steady commit by exact type first (effects are final classes),
+        # the rest through the match below.
+        if type(effect) is AppendToLog:  # (`type(...) is`, not a local: it narrows for mypy)
             log.append(effect.entries)
             unflushed = unflushed or effect.flush
             continue
-        if isinstance(effect, FlushLog):
+        if type(effect) is FlushLog:
             _flush_sends(env)  # the followers' copies travel while we fsync ours
             log.flush()
             unflushed = False
@@ -93,6 +95,12 @@ def execute_effects(effects: Iterable[Effect], env: EffectEnv) -> None:
         if unflushed:
             log.flush()  # group commit: one fsync for every append before this effect
             unflushed = False
+        if type(effect) is Send:
+            env.send(effect.to, effect.message)
+            continue
+        if type(effect) is CommitAdvanced:
+            env.on_commit_advanced(effect.high_watermark)
+            continue
         match effect:
             case Send(to=to, message=message):
                 env.send(to, message)

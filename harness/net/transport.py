@@ -403,11 +403,6 @@ class _PeerLink:
     backoff_ms: int = RECONNECT_BACKOFF_MS[0]
     retry_at: float = 0.0
 
-    def queued_bytes(self) -> int:
-        """What waits for this peer: our pending buffer plus the transport's write buffer."""
-        proto = self.protocol
-        return len(self.pending) + (proto.write_buffer_size() if proto is not None else 0)
-
     def schedule_flush(self) -> None:
         if self.protocol is not None and not self.flush_scheduled:
             self.flush_scheduled = True
@@ -418,7 +413,10 @@ class _PeerLink:
                 owner.loop.call_soon(self.flush)
 
     def enqueue(self, data: bytes) -> None:
-        if self.queued_bytes() + len(data) > MAX_PENDING_BYTES or (
+        proto = self.protocol
+        # What waits for this peer: our pending buffer plus the transport's write buffer.
+        queued = len(self.pending) + (proto.write_buffer_size() if proto is not None else 0)
+        if queued + len(data) > MAX_PENDING_BYTES or (
             self.protocol is None
             and not self.connecting
             and self.owner.loop.time() < self.retry_at
@@ -596,7 +594,7 @@ class Transport:
             return
         data = frame(self.encode(message))
         self.sent += 1
-        delay_ms = links.delay_for(to)
+        delay_ms = links.delay_for(to) if links.delay_ms > 0 else 0
         if delay_ms:
             self.loop.call_later(delay_ms / 1000, link.enqueue, data)
         else:

@@ -419,16 +419,16 @@ class ControllerNode:
                     execute_effects(effects, self)
                 finally:
                     transport.release()
-            self._maybe_rebind_context()
+            if self.core.role is not self._bound_role:
+                self._rebind_context()
         self._arm_timer()
 
-    def _maybe_rebind_context(self) -> None:
-        """Keep the log context (role, epoch) current: every line says who said it, when."""
+    def _rebind_context(self) -> None:
+        """Keep the log context (role, epoch) current: every line says who said it, when. Called
+        after a transition (a new role object: every new epoch is one)."""
         core = self.core
-        role = core.role
-        if role is not self._bound_role:  # a transition (every new epoch is one)
-            self._bound_role = role
-            structlog.contextvars.bind_contextvars(role=core.role_name, epoch=core.epoch)
+        self._bound_role = core.role
+        structlog.contextvars.bind_contextvars(role=core.role_name, epoch=core.epoch)
 
     def _arm_timer(self, deadline: int | None = None) -> None:
         if deadline is None:
@@ -704,14 +704,17 @@ class ControllerNode:
                 if entry.offset >= self.high_watermark:
                     break
                 self._apply_entry(entry)
-        self._resolve_reads()
-        if self.active is not None:
-            self.active.maybe_start()
+        if self._reads_waiting_apply:
+            self._resolve_reads()
+        active = self.active
+        if active is not None and active.seat.service is None:  # until built (`maybe_start`)
+            active.maybe_start()
         if self.broker is not None:
             self.broker.on_applied()
+        config = self.config
         if (
-            self._records_since_snapshot >= self.config.snapshot_interval_records
-            or self._bytes_since_snapshot >= self.config.snapshot_interval_bytes
+            self._records_since_snapshot >= config.snapshot_interval_records
+            or self._bytes_since_snapshot >= config.snapshot_interval_bytes
             or self._snapshot_overdue()
         ):
             self._take_snapshot()
