@@ -153,8 +153,15 @@ class LivenessProbe:
 
     def stop(self) -> None:
         self._stopped.set()
+        self._wake()
         self._thread.join(timeout=2 * self.interval_s + 1)
         self._sock.close()
+
+    def _wake(self) -> None:
+        """An empty datagram to our own socket: ends the thread's wait at once (`_received`
+        ignores it). The thread waits without a timeout while it watches nobody (a leader)."""
+        with contextlib.suppress(OSError):
+            self._sock.sendto(b"", self._sock.getsockname()[:2])
 
     def silent_ms(self) -> int:
         """How long the watched peer has left a ping unanswered (0: it answered the last one)."""
@@ -171,6 +178,8 @@ class LivenessProbe:
             self._watch_seq = self._seq + 1
             self._sent_at.clear()
             self.window.answered()
+        if peer is not None:
+            self._wake()  # the thread may be waiting for pings with no timeout (no target)
 
     # --- the thread ---------------------------------------------------------------------------
 
@@ -202,7 +211,9 @@ class LivenessProbe:
                     next_report_ms = now_ms + self.window.timeout()
                     self.reports += 1
                     self.loop.call_soon_threadsafe(self.on_unresponsive, target[0])
-            sock.settimeout(max(0.001, next_ping - time.monotonic()) if target else self.interval_s)
+            # Watching nobody (a leader): wait for pings only, no wake-up per interval (`watch`
+            # and `stop` wake the thread).
+            sock.settimeout(max(0.001, next_ping - time.monotonic()) if target else None)
             try:
                 data, sender = sock.recvfrom(64)
             except (TimeoutError, BlockingIOError):
