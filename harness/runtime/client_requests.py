@@ -71,7 +71,8 @@ class _WriteAnswer:
 
     def set_result(self, result: ApplyResult, /) -> None:
         self._done = True
-        self._conn.reply(KvResponse(self._rid, result.error.name, result.version))
+        # `_name_`: the member's name without the `name` property's two calls (every write)
+        self._conn.reply(KvResponse(self._rid, result.error._name_, result.version))
 
     def set_exception(self, exception: BaseException, /) -> None:
         self._done = True

@@ -389,7 +389,8 @@ class PartitionLog:
         first_offset = headers[0][0]
         next_offset = last[0] + last[6] + 1  # base_offset + last_offset_delta + 1
         active = self.segments[-1]
-        if active.size and (active.size + size > self.config.segment_bytes
+        config = self.config
+        if active.size and (active.size + size > config.segment_bytes
                             or self._should_roll_by_time(active, headers[0].max_timestamp_ms, next_offset)):
             self.roll()
             active = self.segments[-1]
@@ -402,7 +403,8 @@ class PartitionLog:
         count = next_offset - first_offset
         self.log_end_offset = next_offset
         self._unflushed_messages += count
-        self._maybe_flush_after_append()
+        if config.fsync_each_append or config.flush_messages is not None:
+            self._maybe_flush_after_append()
         return LogAppendInfo(first_offset, next_offset - 1, count, size, False)
 
     def _maybe_flush_after_append(self) -> None:
