@@ -66,6 +66,7 @@ class OutcomeUnknown(ConnectionError):
     def __init__(self, method: str, path: str, host: str, port: int, cause: OSError) -> None:
         self.method = method
         self.path = path
+        self.cause = cause  # what broke the exchange (TimeoutError: no answer within the timeout)
         super().__init__(f"outcome unknown: {method} {path} was sent to {host}:{port} and no "
                          f"answer came back ({type(cause).__name__}); it may or may not have "
                          "taken effect")  # fmt: skip

@@ -8,7 +8,8 @@ stops at the completion of the first successful write issued after it. The write
 controllers on any error (refused connection, 503 LEADER_NOT_AVAILABLE, 421, 504) with a 300 ms
 per-request timeout, like the etcd client used for the peers; it follows a 421's leader hint,
 except to the node whose request last timed out (a follower names the hung leader until it has
-noticed the fault itself). Median of `--trials` (default 5);
+noticed the fault itself), and passes that node over for a second while others answer
+(`retry_put`). Median of `--trials` (default 5);
 between trials the killed node is restarted and the bench waits until all nodes agree on a leader.
 """
 
@@ -21,16 +22,18 @@ import signal
 import statistics
 import tempfile
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.admin.client import AdminClient, AdminError
+from harness.admin.client import AdminClient, AdminError, OutcomeUnknown
 from harness.bench import partition_failover
 from harness.launcher import cluster as cl
 
 VALUE = "v" * 100
 REQUEST_TIMEOUT_S = 0.3
+AVOID_TIMED_OUT_S = 1.0  # a node that timed out is asked again after this, if nobody else leads
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,21 +45,48 @@ class FailoverSample:
 
 
 def write_until_success(
-    cluster: cl.ClusterFile, key: str, deadline_s: float
+    cluster: cl.ClusterFile, key: str, deadline_s: float, first: int | None = None
 ) -> tuple[float, int, dict[str, Any]]:
-    """Rotate over all controllers until one PUT succeeds; returns (completion time, attempts,
-    answer). Raises ClusterError at the deadline."""
+    """Rotate over all controllers, from node `first` (the leader the writer was writing to),
+    until one PUT succeeds; returns (completion time, attempts, answer). Raises ClusterError at
+    the deadline."""
     clients = [AdminClient(n.host, n.admin_port, REQUEST_TIMEOUT_S) for n in cluster.nodes]
-    ids = [n.id for n in cluster.nodes]
+    return retry_put(clients, [n.id for n in cluster.nodes], key, deadline_s, first)
+
+
+def _timed_out(exc: OSError) -> bool:
+    """A request that waited out its timeout: a plain timeout, or a write's (OutcomeUnknown: the
+    PUT was sent, no answer came back within the timeout)."""
+    return isinstance(exc, TimeoutError) or (
+        isinstance(exc, OutcomeUnknown) and isinstance(exc.cause, TimeoutError)
+    )
+
+
+def retry_put(clients: Sequence[Any], ids: Sequence[int], key: str, deadline_s: float,
+              first: int | None = None, clock: Callable[[], float] = time.monotonic,
+              pause: Callable[[float], None] = time.sleep) -> tuple[float, int, dict[str, Any]]:
+    """`write_until_success` over given clients (`kv_put` each). It starts at the leader it
+    knew (`first`), as a client that was writing to it does: a follower asked first forwards to
+    that leader, and a hung leader holds the forwarded write as long as a direct one, but the
+    timeout would then be blamed on the follower. A node whose request timed out is passed over
+    for AVOID_TIMED_OUT_S while the others answer: a hung leader keeps its sockets open and
+    would hold every request for the whole timeout again, and the others answer
+    LEADER_NOT_AVAILABLE (or name it) until they have noticed the fault themselves."""
     attempts = 0
-    i = 0
+    i = ids.index(first) if first in ids else 0
     timed_out: int | None = None  # the node whose request last timed out
-    while time.monotonic() < deadline_s:
-        client = clients[i % len(clients)]
+    timed_out_at = 0.0
+    while clock() < deadline_s:
+        node = ids[i % len(ids)]
+        if node == timed_out and clock() - timed_out_at < AVOID_TIMED_OUT_S:
+            i += 1
+            if i % len(ids) == 0:
+                pause(0.002)
+            continue
         attempts += 1
         try:
-            answer = client.kv_put(key, VALUE)
-            return time.monotonic(), attempts, answer
+            answer = clients[i % len(clients)].kv_put(key, VALUE)
+            return clock(), attempts, answer
         except AdminError as exc:
             hint = exc.body.get("leader")
             # Follow a leader hint, except back to the node that just timed out: a follower
@@ -64,13 +94,12 @@ def write_until_success(
             if exc.status == 421 and hint in ids and hint != timed_out:
                 i = ids.index(hint)
                 continue
-        except TimeoutError:
-            timed_out = ids[i % len(ids)]
-        except OSError:
-            pass
+        except OSError as exc:
+            if _timed_out(exc):
+                timed_out, timed_out_at = node, clock()
         i += 1
         if i % len(clients) == 0:
-            time.sleep(0.002)  # poll interval of a retrying client, not synchronisation
+            pause(0.002)  # poll interval of a retrying client, not synchronisation
     raise cl.ClusterError("no write succeeded before the deadline")
 
 
@@ -90,7 +119,7 @@ def measure_one_failover(
     assert node.pid is not None
     os.kill(node.pid, signal.SIGKILL if fault == "kill" else signal.SIGSTOP)
     killed_at = time.monotonic()
-    done_at, attempts, _ = write_until_success(cluster, key, killed_at + 30)
+    done_at, attempts, _ = write_until_success(cluster, key, killed_at + 30, first=leader)
     if fault == "kill":
         cl.wait_dead(node, 5.0)
         node.pid = None
