@@ -706,9 +706,8 @@ class ControllerNode:
                 self._apply_entry(entry)
         if self._reads_waiting_apply:
             self._resolve_reads()
-        active = self.active
-        if active is not None and active.seat.service is None:  # until built (`maybe_start`)
-            active.maybe_start()
+        if self.active is not None:
+            self.active.maybe_start()
         if self.broker is not None:
             self.broker.on_applied()
         config = self.config
