@@ -2,9 +2,9 @@
 
 One cluster (tests/jepsen/conftest.py `queue_cluster`, shared with test_run_queue_raft.py and
 test_run_staged.py) serves every run; every run creates its own topic, so runs never see each
-other's values. Runs are short (time limit 8 s, 4 s for the fault-free control; fault 3.5-4.5 s: longer than
-broker.session.timeout.ms=3000 and replica.lag.time.max.ms=2000, so a cut-off or killed leader
-is really fenced and replaced).
+other's values. Runs are short (time limit 8 s, 4 s for the fault-free control; fault
+3.5-4.5 s: longer than broker.session.timeout.ms=3000 and replica.lag.time.max.ms=2000, so a
+cut-off or killed leader is really fenced and replaced).
 
 - (a) the safe configuration (acks=all, min.insync.replicas=2, RF 3, unclean off, idempotence
   on) under no fault and under each broker-aware nemesis that exists in harness/jepsen/nemesis.py
