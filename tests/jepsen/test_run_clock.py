@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.check.history import NEMESIS, load_history
-from harness.jepsen.nemesis import CLOCK_FAULTS
+from harness.jepsen.nemesis import CLOCK_FAULTS, ClusterNemesis
 from harness.jepsen.runner import DEFAULT_OVERRIDES, RunOptions, run
 from harness.jepsen.workload_kv import KvOptions
 from tests.integration.conftest import (
@@ -111,13 +111,29 @@ def test_a_bad_clock_change_is_refused_and_changes_nothing(
         before["skew_ms"], before["rate"], before["changes"])
 
 
+def every_clock_fault_healed(at_least: int) -> Callable[[ClusterNemesis], Awaitable[bool]]:
+    """`RunOptions.stop_when`: each of CLOCK_FAULTS has been applied, at least `at_least`
+    faults in all, and the last one is healed. The run ends there instead of idling to its
+    time limit (which stays the bound); a fault lasts 1.5 s or more, so the 0.1 s polls see
+    every one while it is active."""
+    seen: set[str] = set()
+
+    async def condition(nemesis: ClusterNemesis) -> bool:
+        if nemesis.active is not None:
+            seen.add(nemesis.active.name)
+            return False
+        return seen >= set(CLOCK_FAULTS) and nemesis.applied >= at_least
+
+    return condition
+
+
 def test_a_kv_run_under_every_clock_fault_finds_no_anomaly(tmp_path: Path) -> None:
     out = tmp_path / "out"
     options = RunOptions(
         out_dir=out, nemesis="clock", time_limit_s=14.0, seed=3, data_dir=tmp_path / "c",
         kv=KvOptions(keys=3, concurrency=4, rate=30.0, op_timeout_s=2.0),
         fault_s=(1.5, 2.5), quiet_s=(0.5, 1.0), lead_in_s=0.5,
-        overrides=dict(DEFAULT_OVERRIDES),
+        overrides=dict(DEFAULT_OVERRIDES), stop_when=every_clock_fault_healed(3),
     )
     result = run(options)
     r = result.results
@@ -126,6 +142,7 @@ def test_a_kv_run_under_every_clock_fault_finds_no_anomaly(tmp_path: Path) -> No
     applied = [op.value for op in load_history(out / "history.jsonl")
                if op.process == NEMESIS and op.f == "start-clock" and "result" in op.value]
     assert len(applied) == r["faults_applied"]
+    assert {fault["fault"] for fault in applied} == set(CLOCK_FAULTS)  # every one of them
     for fault in applied:  # each node answered with the skew or rate it was given
         [answer] = fault["result"].values()
         skew_ms, rate = SKEW.fullmatch(answer).groups()  # type: ignore[union-attr]
