@@ -126,6 +126,10 @@ TUNABLES: dict[str, tuple[str, int]] = {
     # Kafka's default is 30000. A fetch frame dropped by a reconnecting link (transport.py) is
     # only resent after this, so kraftlab waits less: a restarted follower resumes in seconds.
     "replica.socket.timeout.ms": ("replica_socket_timeout_ms", 3_000),
+    # How often a broker writes its partitions' high watermarks (and recovery points) to the
+    # checkpoint files a restart reads back (Kafka's default; docs/replication.md).
+    "replica.high.watermark.checkpoint.interval.ms": (
+        "replica_high_watermark_checkpoint_interval_ms", 5_000),
     # Data logs (brokers): fsync after this many appended messages (Kafka's flush.messages
     # broker default; Long.MAX_VALUE: never, leave it to the OS and to replication).
     "log.flush.interval.messages": ("log_flush_interval_messages", 2**63 - 1),
@@ -203,6 +207,7 @@ class NodeConfig:
     replica_fetch_wait_max_ms: int = 500
     replica_fetch_backoff_ms: int = 1_000
     replica_socket_timeout_ms: int = 3_000
+    replica_high_watermark_checkpoint_interval_ms: int = 5_000
     log_flush_interval_messages: int = 2**63 - 1
     log_flush_interval_ms: int = 2**63 - 1
     log_segment_bytes: int = 1 << 30
@@ -340,6 +345,7 @@ LOAD_RANGES: dict[str, tuple[int, int, str]] = {
     "group.min.session.timeout.ms": (1, INT_MAX, ""),
     "group.max.session.timeout.ms": (1, INT_MAX, ""),
     "group.max.size": (1, INT_MAX, ""),
+    "replica.high.watermark.checkpoint.interval.ms": (1, LONG_MAX, ""),
     "kraftlab.snapshot.interval.records": (1, LONG_MAX, ""),
     "metadata.log.max.record.bytes.between.snapshots": (1, LONG_MAX, ""),
     "kraftlab.snapshot.retention.records": (0, LONG_MAX, ""),

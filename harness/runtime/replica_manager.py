@@ -96,7 +96,6 @@ from quorum.metadata.records import NO_LEADER, Partition
 
 log = structlog.get_logger()
 
-HW_CHECKPOINT_INTERVAL_MS = 5_000  # replica.high.watermark.checkpoint.interval.ms
 # Quorum mode: an accepted position report is sent again after this long even if nothing
 # changed (a controller failover this broker has not noticed yet), not every report interval.
 POSITION_REPORT_REFRESH_MS = 10_000
@@ -702,9 +701,8 @@ class ReplicaManager:
     # --- housekeeping -----------------------------------------------------------------------------
 
     def _arm_housekeeping(self) -> None:
-        self._housekeeping = self.loop.call_later(
-            HW_CHECKPOINT_INTERVAL_MS / 1000, self._on_housekeeping
-        )
+        interval_ms = self.node.config.replica_high_watermark_checkpoint_interval_ms
+        self._housekeeping = self.loop.call_later(interval_ms / 1000, self._on_housekeeping)
 
     def _on_housekeeping(self) -> None:
         if self._closed:

@@ -41,10 +41,11 @@ pytestmark = pytest.mark.integration
 ELR = {**DEFAULT_OVERRIDES, "eligible.leader.replicas.enable": "true"}
 POST_HEAL_S = 3.0  # writes after the heal, to the newly elected leader
 # The staggered drop needs only writes before the fault (docs/jepsen.md's recipe: --lead-in 2);
-# KIP-101's follower truncates to a high watermark checkpointed every 5 s
-# (replica.high.watermark.checkpoint.interval.ms), so its lead-in outlasts one checkpoint.
+# KIP-101's follower truncates to a high watermark checkpointed every second on the queue
+# workload's brokers (replica.high.watermark.checkpoint.interval.ms, QUEUE_OVERRIDES), so its
+# lead-in outlasts one checkpoint.
 STAGGER_LEAD_IN_S = 2.0
-KIP101_LEAD_IN_S = 6.0
+KIP101_LEAD_IN_S = 2.5
 
 
 def _cluster(tmp_path_factory: pytest.TempPathFactory, name: str,
