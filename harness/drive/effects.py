@@ -102,14 +102,10 @@ def execute_effects(effects: Iterable[Effect], env: EffectEnv) -> None:
             env.on_commit_advanced(effect.high_watermark)
             continue
         match effect:
-            case Send(to=to, message=message):
-                env.send(to, message)
             case PersistElectionState(state=state):
                 env.persist_election_state(state)
             case TruncateLog(end_offset=end_offset):
                 log.truncate_to(end_offset)
-            case CommitAdvanced(high_watermark=hw):
-                env.on_commit_advanced(hw)
             case LeaderChanged():
                 env.on_leader_changed(effect)
             case ReadBarrierCompleted() | ReadBarrierFailed():
@@ -129,10 +125,8 @@ def execute_effects(effects: Iterable[Effect], env: EffectEnv) -> None:
                 hook = getattr(env, "on_voter_change_completed", None)
                 if hook is not None:
                     hook(effect)
-            case FlushLog():  # handled above; kept for exhaustiveness
-                raise AssertionError("unreachable")
-            case AppendToLog():  # handled above; kept for exhaustiveness
-                raise AssertionError("unreachable")
+            case AppendToLog() | FlushLog() | Send() | CommitAdvanced():
+                raise AssertionError("unreachable")  # handled above; kept for exhaustiveness
             case _:
                 assert_never(effect)
     if unflushed:

@@ -15,12 +15,12 @@ end, and records what each returns.
 - `truncate-restart-then-leader-crash` (KIP-101's scenario 1, KAFKA-1211, on KRaft): the first
   follower B is cut from the leader L (L drops its traffic, also after B restarts), killed (-9)
   and started again at once; it re-registers
-  (KRaft takes it out of the ISR) and becomes L's follower: the pre-0.11 follower
+  (KRaft takes it out of the ISR) and follows L again: the pre-0.11 follower
   (`leader.epoch.enable=false`) truncates to its own high watermark, checkpointed up to 5 s
   earlier (replica.high.watermark.checkpoint.interval.ms), and cannot fetch the tail back
   (cut). Then L is killed (-9) and the cut healed; an unclean election (the topic's
   unclean.leader.election.enable=true stands in for the ZooKeeper-era controller, which kept a
-  restarted follower in the ISR) elects B. Pre-0.11, the writes above B's checkpoint are lost.
+  restarted follower in the ISR) elects B. Pre-0.11, the writes above the checkpoint of B are lost.
   With min.insync.replicas=1, L also acknowledged writes alone while B was away and B, elected,
   takes new writes at the same offsets: L comes back, truncates only to its own high watermark
   and keeps records B never had below it, so the replicas diverge (KIP-101 scenario 2's

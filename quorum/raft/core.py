@@ -271,12 +271,8 @@ class RaftCore:
     def handle(self, src: int, message: RaftMessage, now_ms: int) -> list[Effect]:
         """Process one message from node `src`."""
         effects = self._dispatch(src, message, now_ms)
-        ls = self._member.qs.leader
-        if ls is not None and (ls.voter_change is not None or ls.node_id not in ls.voters):
-            # membership.step has work only then (it returns [] at once otherwise): not asked
-            # after every Fetch of a steady quorum.
-            effects = effects + membership.step(self._member, now_ms)
-        return effects
+        more = membership.step(self._member, now_ms)  # [] after nearly every input
+        return effects + more if more else effects
 
     def _dispatch(self, src: int, message: RaftMessage, now_ms: int) -> list[Effect]:
         m = self._member
@@ -357,8 +353,7 @@ class RaftCore:
             raise RaftUsageError(f"counts {counts} do not give each record >= 1 offset")
         first, effects = ls.propose(records, now_ms, counts)
         total = len(records) if counts is None else sum(counts)
-        if ls.voter_change is not None or ls.node_id not in ls.voters:  # as in `handle`
-            effects += membership.step(m, now_ms)
+        effects += membership.step(m, now_ms)
         return Accepted(first, first + total - 1, ls.epoch), effects
 
     # ------------------------------------------------------------ voter changes (KIP-853)

@@ -91,7 +91,7 @@ class DataTiming:
 
 def draw_raft_timing(rng: random.Random, base: RaftConfig,
                      election_timeout_ms: int | None = None) -> RaftConfig:  # fmt: skip
-    """`base` with Raft timing scaled like the data plane's (broker session 1000 ms), drawn the
+    """`base` with Raft timing scaled like the data plane's (broker.session.timeout.ms 1000), drawn the
     same way for the controllers and the data partitions: an election timeout, the fetch timeout
     a multiple of it, the fetch wait. `election_timeout_ms` (a trade-off curve's setting)
     replaces the drawn election timeout and the timeouts scaled from it; the draws stay the

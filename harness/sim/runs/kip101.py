@@ -8,12 +8,13 @@ KIP-841), so the restarting replica here is rebuilt from its disk while its brok
 registration, as a ZooKeeper-era broker restart was (Broker.restart_replica).
 
 1. Truncation to the HW loses an acknowledged write (KAFKA-1211): RF 2, acks=all, minISR 1.
-   A (leader) and B hold [m0, m1], A's HW is 2 but B's answer carrying HW 2 is lost (cut), so
-   B's HW is 1. B restarts: pre-KIP-101 it truncates to its HW (loses m1). A dies before B
-   refetches; B is elected; A returns and follows B. m1 was acknowledged and is gone.
-2. Silent divergence: A and B hold [m0, m1] (A's HW 2). Both lose power; B's unflushed m1 is
-   lost, A had flushed it. B restarts first, is elected, and writes m2 at offset 1. A returns
-   with HW 2 >= B's LEO: pre-KIP-101 it does not truncate; offset 1 is m1 on A and m2 on B.
+   A (leader) and B hold [m0, m1], the HW of A is 2 but the answer to B carrying HW 2 is lost
+   (cut), so the HW of B is 1. B restarts: pre-KIP-101 it truncates to its HW (loses m1). A dies
+   before B refetches; B is elected; A returns and follows B. m1 was acknowledged and is gone.
+2. Silent divergence: A and B hold [m0, m1] (the HW of A is 2). Both lose power; the unflushed
+   m1 of B is lost, A had flushed it. B restarts first, is elected, and writes m2 at offset 1.
+   A returns with HW 2 >= the LEO of B: pre-KIP-101 it does not truncate; offset 1 is m1 on A
+   and m2 on B.
 With `leader.epoch.enable=true` the follower truncates by leader epoch instead (KIP-101/279):
 B keeps m1 in (1); A learns where epoch 0 ends on B and truncates to 1 in (2).
 """
@@ -166,7 +167,7 @@ def truncation_to_hw_loss(leader_epoch_enable: bool,
     cluster.run_until(world.now_ms + 50)
     assert bb.core is not None and bb.core.high_watermark == 1 and bb.core.log_end_offset == 2
     bb.hw_checkpoint = 1
-    bb.restart_replica()  # B becomes A's follower again: pre-KIP-101 it truncates to HW 1
+    bb.restart_replica()  # B follows A again: pre-KIP-101 it truncates to HW 1
     _run_until(cluster, lambda: bb.core is not None and bb.core.partition is not None)
     cluster.run_until(world.now_ms + 20)
     world.kill(a)  # A dies before B refetches m1
