@@ -154,8 +154,11 @@ def run(args: argparse.Namespace) -> int:
                     print(f"trial {trial + 1} {mode}: kill -9 broker {sample['killed']}, acks=all "
                           f"ok on broker {sample['new_leader']} after {sample['elapsed_ms']:.0f} ms"
                           f" ({sample['attempts']} attempts)", flush=True)
-                cl.start_node(cluster, base, cluster.node(sample["killed"]))
-                cl.wait_for_brokers(cluster, [n.id for n in cluster.brokers], 60)
+                killed = sample["killed"]
+                old_epoch = {killed: cl.broker_epochs(cluster).get(killed, -1)}
+                cl.start_node(cluster, base, cluster.node(killed))
+                cl.wait_for_brokers(cluster, [n.id for n in cluster.brokers], 60,
+                                    newer_than=old_epoch)
                 wait_healthy(cluster, modes, 60)
     finally:
         for node in cluster.nodes:

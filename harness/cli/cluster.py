@@ -189,6 +189,9 @@ def cmd_restart(args: argparse.Namespace) -> int:
         print(f"error: {node.role} {node.id} did not stop; use --force", file=sys.stderr)
         return 1
     node.pid = None
+    # The registration the stopped broker leaves behind (still unfenced after a kill -9 until its
+    # session times out) is not the restarted broker's.
+    old_epoch = cl.broker_epochs(cluster) if node.role == "broker" else {}
     cl.start_node(cluster, data_dir, node)
     progress(f"started {node.role} {node.id} (pid {node.pid})")
     running = [n.id for n in cl.running_nodes(cluster)]
@@ -196,7 +199,7 @@ def cmd_restart(args: argparse.Namespace) -> int:
     if node.role == "broker":
         # A restarted broker registers again (new incarnation, new broker epoch; after a kill -9
         # only once the old session expired) and is unfenced once caught up.
-        cl.wait_for_brokers(cluster, [node.id], args.timeout, progress)
+        cl.wait_for_brokers(cluster, [node.id], args.timeout, progress, newer_than=old_epoch)
     print(f"{node.role} {node.id} restarted (pid {node.pid}); leader is {leader}")
     return 0
 

@@ -33,7 +33,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -490,17 +490,31 @@ def broker_view(cluster: ClusterFile, timeout_s: float = 1.0) -> dict[str, Any] 
     return None
 
 
+def broker_epochs(cluster: ClusterFile) -> dict[int, int]:
+    """The broker epoch of every registered broker (empty if no node answers)."""
+    view = broker_view(cluster) or {}
+    return {b["id"]: b["epoch"] for b in view.get("brokers", [])}
+
+
 def wait_for_brokers(
     cluster: ClusterFile,
     broker_ids: list[int],
     timeout_s: float,
     progress: Callable[[str], None] | None = None,
+    newer_than: Mapping[int, int] | None = None,
 ) -> dict[str, Any]:
-    """Poll /cluster until every broker in `broker_ids` is registered and unfenced."""
+    """Poll /cluster until every broker in `broker_ids` is registered and unfenced.
+
+    `newer_than` maps a broker id to the broker epoch of a registration that does not count: a
+    broker restarted after kill -9 must be waited for by its new registration, because the old
+    one stays unfenced until its session times out (KIP-631: the controller refuses the new
+    incarnation with DUPLICATE_BROKER_REGISTRATION meanwhile) and is fenced after that."""
+    stale = dict(newer_than or {})
 
     def step() -> tuple[dict[str, Any] | None, str]:
         view = broker_view(cluster)
-        brokers = {b["id"]: b for b in (view or {}).get("brokers", [])}
+        brokers = {b["id"]: b for b in (view or {}).get("brokers", [])
+                   if b["epoch"] > stale.get(b["id"], -1)}  # fmt: skip
         registered = [i for i in broker_ids if i in brokers]
         unfenced = [i for i in registered if not brokers[i]["fenced"]]
         ready = view is not None and len(unfenced) == len(broker_ids)

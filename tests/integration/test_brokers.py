@@ -282,6 +282,20 @@ def test_kill_9_and_immediate_restart_retries_duplicate_registration(bcluster: L
           f"{SESSION_TIMEOUT_MS} ms)")
 
 
+def test_cluster_restart_right_after_kill_9_returns_once_the_new_registration_is_unfenced(
+    bcluster: LiveCluster,
+) -> None:
+    # The killed incarnation's registration stays unfenced until its session times out; a
+    # restart that returned on seeing it would leave the operator a broker about to be fenced.
+    poll(lambda: not brokers_view(bcluster)[103]["fenced"], 60, "103 unfenced")
+    before = brokers_view(bcluster)[103]
+    cli(bcluster, "cluster", "kill", "103")
+    cli(bcluster, "cluster", "restart", "103", "--timeout", str(SESSION_TIMEOUT_MS / 1000 + 60))
+    after = brokers_view(bcluster)[103]  # no waiting here: the restart command did it
+    assert after["epoch"] > before["epoch"] and not after["fenced"]
+    assert after["incarnation_id"] != before["incarnation_id"]
+
+
 def test_sigterm_of_a_broker_is_a_controlled_shutdown(bcluster: LiveCluster) -> None:
     # 101 leads partition 0 with a full ISR (the replica cores keep it so), so its leadership
     # can move during the controlled shutdown.
