@@ -18,7 +18,7 @@ cycle keeps the phase its last write gave it, so a broker pair still exchanges a
 per partition per period (tests/raftpart/test_mux.py measures it). The driver therefore merges
 phases: after a *timer* round (ticks, not messages) whose envelope to broker F carries a Fetch
 answer (a long poll that expired), it asks every partition it leads that has F as a voter to
-answer F's parked Fetch now if that would end within fetch_max_wait_ms anyway
+answer the parked Fetch of F now if that would end within fetch_max_wait_ms anyway
 (AnswerLongPolls(F, now + fetch_max_wait_ms), RaftCore.answer_long_polls): a long poll may be
 answered at any time before its max wait. Those answers leave in the same envelope, F's
 partitions fetch again in the same round, so in one envelope, which the leader parks with one

@@ -92,7 +92,7 @@ def test_error_response_has_the_request_type() -> None:
 
 
 def _fences_after_a_queued_heartbeat(received_ms: int | None) -> bool:
-    """Broker 101 last heard at 0 ms (session 9 s); at 100 ms a CreateTopic proposal goes out
+    """Broker 101 last heard at 0 ms (session timeout 9 s); at 100 ms a CreateTopic proposal goes out
     and stays in flight; 101's next heartbeat arrives at 8.9 s and waits behind it; the commit
     ends at 9.05 s, and the pump runs the due tick before the queued heartbeat."""
     image = MetadataImage()

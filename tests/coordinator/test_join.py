@@ -175,7 +175,7 @@ def test_a_silent_member_is_dropped_when_its_session_expires_during_the_join_pha
     b = Broker()
     ids, generation = stable_group(b, "g", 2)
     rid, _ = b.join("g", ids[0], rebalance_ms=5_000, session_ms=60_000)
-    start = b.now_ms  # the follower's last heartbeat (its sync) was now: session 10 s
+    start = b.now_ms  # the follower's last heartbeat (its sync) was now: session timeout 10 s
     b.advance_to(start + 9_999)
     assert rid not in b.responses
     b.advance_to(start + 10_000)

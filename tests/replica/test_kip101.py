@@ -68,7 +68,7 @@ def test_scenario_1_acked_write_lost_after_two_restarts(leader_epoch_enable: boo
 def test_scenario_2_replicas_diverge_after_double_crash(leader_epoch_enable: bool) -> None:
     c = _cluster(leader_epoch_enable)
     _replicate_m0_m1(c, flush_b_after_m0=True)
-    c.nodes[A].log.flush()  # A's m1 is on disk, B's is not
+    c.nodes[A].log.flush()  # m1 is on disk on A, not yet on B
     c.crash(A)
     c.crash(B)  # a power failure takes both
     c.restart(B, high_watermark=1)

@@ -40,7 +40,7 @@ def test_follower_gc_pauses_flap_the_isr_only_when_they_cross_the_timeouts():
     flapping = [row(seed=s, nemesis="follower-gc-pauses", fault_duration_ms=10_000)
                 for s in (1, 2, 3)]
     # Pauses of 1.5-3 s with 0.5-1.5 s between them: 3 or more in 10 s, each one a shrink and
-    # an expansion (session 1 s, lag 2 s).
+    # an expansion (session timeout 1 s, lag 2 s).
     assert all(r.isr_shrinks >= 3 and r.isr_expands >= 3 for r in flapping)
     assert all(r.leader_elections == 0 and r.lost_writes == 0 for r in flapping)
     patient = row(nemesis="follower-gc-pauses", fault_duration_ms=10_000,
