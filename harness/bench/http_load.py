@@ -127,7 +127,7 @@ class KvPutLoad:
         for i in range(connections):
             _, proto = await loop.create_connection(
                 lambda i=i: _Connection(self, i), self.host, self.port)  # type: ignore[misc]
-            self.connections.append(cast(_Connection, proto))
+            self.connections.append(proto)
 
     def close(self) -> None:
         for conn in self.connections:
