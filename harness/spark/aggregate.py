@@ -229,21 +229,24 @@ def summarize(runs: DataFrame, keys: tuple[str, ...]) -> DataFrame:
         F.expr("percentile(visibility_lag_p99_ms, 0.5)").alias("visibility_lag_p99_ms"),
         F.max("visibility_lag_max_ms").alias("visibility_lag_max_ms"),
     )
-    for phase in _PHASES:
-        for short, op in _OPS.items():
-            agg = agg.withColumn(f"{op[:-1]}_availability_{phase}",
-                                 _ratio(f"{short}_ok_{phase}", f"{short}_att_{phase}"))
     low, high = _wilson("anomalous_runs", "runs")
     loss_low, loss_high = _wilson("lossy_runs", "runs")
-    agg = (agg.withColumn("lost_per_million", _ratio("lost_writes", "acked_writes", 1e6))
-           .withColumn("anomaly_fraction", F.col("anomalous_runs") / F.col("runs"))
-           .withColumn("anomaly_wilson_low", low)
-           .withColumn("anomaly_wilson_high", high)
-           .withColumn("lossy_fraction", F.col("lossy_runs") / F.col("runs"))
-           .withColumn("lossy_wilson_low", loss_low)
-           .withColumn("lossy_wilson_high", loss_high)
-           .withColumn("time_availability_fault", _ratio("probe_ok_during", "probe_slots_during")))
-    return agg.orderBy(*keys)
+    # One withColumns, not a withColumn per column: each of those analyses the whole plan again
+    # (about a second per summary on the driver).
+    derived = {f"{op[:-1]}_availability_{phase}": _ratio(f"{short}_ok_{phase}",
+                                                          f"{short}_att_{phase}")
+               for phase in _PHASES for short, op in _OPS.items()}
+    derived |= {
+        "lost_per_million": _ratio("lost_writes", "acked_writes", 1e6),
+        "anomaly_fraction": F.col("anomalous_runs") / F.col("runs"),
+        "anomaly_wilson_low": low,
+        "anomaly_wilson_high": high,
+        "lossy_fraction": F.col("lossy_runs") / F.col("runs"),
+        "lossy_wilson_low": loss_low,
+        "lossy_wilson_high": loss_high,
+        "time_availability_fault": _ratio("probe_ok_during", "probe_slots_during"),
+    }
+    return agg.withColumns(derived).orderBy(*keys)
 
 
 DELTA_METRICS = ("write_availability_fault", "read_availability_fault",
@@ -267,6 +270,6 @@ def quorum_vs_isr(groups: DataFrame) -> DataFrame:
     joined = side("quorum").join(side("isr"), on=on, how="inner")
     pairs = joined.select(*[F.col(f"quorum_k_{k}").alias(k) for k in PAIR_KEYS],
                           *[c for c in joined.columns if "_k_" not in c])
-    for m in DELTA_METRICS:
-        pairs = pairs.withColumn(f"delta_{m}", F.col(f"quorum_{m}") - F.col(f"isr_{m}"))
+    pairs = pairs.withColumns({f"delta_{m}": F.col(f"quorum_{m}") - F.col(f"isr_{m}")
+                               for m in DELTA_METRICS})
     return pairs.orderBy(*PAIR_KEYS)

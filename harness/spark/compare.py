@@ -114,7 +114,8 @@ def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
     runs = ag.run_level(raw).cache()
     progress.stage("aggregate")
     frames = {
-        "groups": ag.summarize(runs, ag.GROUP_KEYS),
+        # Cached: the quorum/ISR pairs below are a join of this table with itself.
+        "groups": ag.summarize(runs, ag.GROUP_KEYS).cache(),
         "configs": ag.summarize(runs, ag.CONFIG_KEYS),
         "nemeses": ag.summarize(runs, ("source", "replication_mode", "nemesis")),
         "durability": ag.summarize(runs, ("source", "replication_mode", "acks",
@@ -132,6 +133,7 @@ def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
     tables["safety"] = paired.safety_table(by_seed)
     total_runs = int(tables["configs"]["runs"].sum())
     runs.unpersist()
+    frames["groups"].unpersist()
     out.mkdir(parents=True, exist_ok=True)
     progress.stage("write tables")
     files = report.write_tables(out, tables)
