@@ -15,11 +15,13 @@ every PID of the cluster still alive, whatever happened.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from harness.jepsen.nemesis import ClusterNemesis
 from harness.jepsen.runner import RunOptions, bring_up
 from tests.integration.conftest import kill_recorded
 
@@ -39,3 +41,21 @@ def queue_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield data_dir
     finally:
         kill_recorded(data_dir)
+
+
+def healed_then_written(seconds: float) -> Callable[[ClusterNemesis], Awaitable[bool]]:
+    """`RunOptions.stop_when`: the run's one fault has been healed (the nemesis's heal returns
+    once its fault is undone: links cleared, stopped nodes resumed, killed nodes started again),
+    and the workload has written for `seconds` since, so the new leader took writes (at the
+    offsets the old leader kept, for KIP-101's divergence). The run ends there instead of idling
+    to its time limit. For one fault per run: its `quiet_s` must outlast the time limit."""
+    healed_at: list[float] = []
+
+    async def condition(nemesis: ClusterNemesis) -> bool:
+        if nemesis.applied == 0 or nemesis.active is not None:
+            return False
+        if not healed_at:
+            healed_at.append(time.monotonic())
+        return time.monotonic() - healed_at[0] >= seconds
+
+    return condition

@@ -2,9 +2,10 @@
 
 One cluster (tests/jepsen/conftest.py `queue_cluster`, shared with test_run_queue_raft.py and
 test_run_staged.py) serves every run; every run creates its own topic, so runs never see each
-other's values. Runs are short (time limit 8 s, 4 s for the fault-free control; fault
-3.5-4.5 s: longer than broker.session.timeout.ms=3000 and replica.lag.time.max.ms=2000, so a
-cut-off or killed leader is really fenced and replaced).
+other's values. Runs are short: one fault of 3.5-4.5 s (longer than
+broker.session.timeout.ms=3000 and replica.lag.time.max.ms=2000, so a cut-off or killed leader
+is really fenced and replaced), then the run ends 2 s of writes after its heal (a 10 s time
+limit bounds a slow heal); the fault-free control writes for 4 s.
 
 - (a) the safe configuration (acks=all, min.insync.replicas=2, RF 3, unclean off, idempotence
   on) under no fault and under each broker-aware nemesis that exists in harness/jepsen/nemesis.py
@@ -37,6 +38,7 @@ from harness.jepsen.runner import RunOptions, run
 from harness.jepsen.workload_queue import QueueOptions
 from harness.launcher import cluster as cl
 from harness.results.schema import read_dataset
+from tests.jepsen.conftest import healed_then_written
 
 pytestmark = pytest.mark.integration
 
@@ -47,19 +49,26 @@ WANTED = ("kill-partition-leader", "pause-partition-leader", "isolate-partition-
           "isolate-controller-leader", "crash-unflushed", "pause")
 SAFE_NEMESES = ("none",) + tuple(n for n in WANTED if n in FAULTS)
 NO_FAULT_TIME_LIMIT_S = 4.0
+POST_HEAL_S = 2.0  # writes (and the acks=all probe) after a one-fault run's heal
 SAFE: dict[str, Any] = dict(acks="all", min_insync_replicas=2, replication_factor=3,
                             unclean_leader_election=False, idempotence=True)
 
 
 def queue_run(out: Path, data_dir: Path, nemesis: str, topic: str, seed: int,
               fault_s: tuple[float, float] = (3.5, 4.5), time_limit_s: float = 8.0,
-              stop_when: Any = None, **queue: Any) -> Any:  # fmt: skip
+              stop_when: Any = None, one_fault: bool = False, **queue: Any) -> Any:  # fmt: skip
+    """One queue run on the shared cluster. `one_fault`: the run ends POST_HEAL_S after its
+    first fault's heal (no second fault, which the time limit would cut short of the session
+    timeout anyway); the time limit then only bounds a slow heal."""
+    quiet_s = (0.5, 1.0)
+    if one_fault:
+        stop_when, quiet_s = healed_then_written(POST_HEAL_S), (60.0, 60.0)
     options = RunOptions(
         out_dir=out, workload="queue", nemesis=nemesis, time_limit_s=time_limit_s, seed=seed,
         data_dir=data_dir,
         queue=QueueOptions(topic=topic, partitions=3, producers=3, consumers=2, rate=60.0,
                            op_timeout_s=2.5, **queue),
-        fault_s=fault_s, quiet_s=(0.5, 1.0), lead_in_s=1.0, stop_when=stop_when,
+        fault_s=fault_s, quiet_s=quiet_s, lead_in_s=1.0, stop_when=stop_when,
     )
     return run(options)
 
@@ -111,9 +120,10 @@ def test_safe_configuration_finds_no_anomaly(
     out = tmp_path / "out"
     topic = f"safe-{nemesis}"
     # Without a fault there is no fault window to outlast: the control needs only a few
-    # seconds of writes, not the faulted runs' 8 s.
-    limit_s = NO_FAULT_TIME_LIMIT_S if nemesis == "none" else 8.0
-    result = queue_run(out, queue_cluster, nemesis, topic, seed=21, time_limit_s=limit_s, **SAFE)
+    # seconds of writes, not a fault's window and the writes after its heal.
+    limit_s = NO_FAULT_TIME_LIMIT_S if nemesis == "none" else 10.0
+    result = queue_run(out, queue_cluster, nemesis, topic, seed=21, time_limit_s=limit_s,
+                       one_fault=nemesis != "none", **SAFE)
     r = result.results
     assert r["anomalies"] == {}, json.dumps(r["anomalies"], default=str)[:3000]
     assert (result.exit_code, result.verdict) == (0, "valid")

@@ -22,8 +22,7 @@ finalizer SIGKILLs every PID of it still alive.
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,10 +30,10 @@ import pytest
 
 from harness.check.history import load_history
 from harness.check.queue import check_queue
-from harness.jepsen.nemesis import ClusterNemesis
 from harness.jepsen.runner import DEFAULT_OVERRIDES, RunOptions, RunResult, bring_up, run
 from harness.jepsen.workload_queue import QueueOptions
 from tests.integration.conftest import kill_recorded
+from tests.jepsen.conftest import healed_then_written
 
 pytestmark = pytest.mark.integration
 
@@ -61,23 +60,6 @@ def _cluster(tmp_path_factory: pytest.TempPathFactory, name: str,
 @pytest.fixture(scope="module")
 def elr_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     yield from _cluster(tmp_path_factory, "staged-elr", ELR)
-
-
-def healed_then_written(seconds: float) -> Callable[[ClusterNemesis], Awaitable[bool]]:
-    """`RunOptions.stop_when`: the one staged fault has been healed (its heal returns once the
-    controller elected a new leader and the killed one is started again), and the workload has
-    written for `seconds` since, so the new leader took writes (at the offsets the old leader
-    kept, for KIP-101's divergence). The run ends there instead of idling to its time limit."""
-    healed_at: list[float] = []
-
-    async def condition(nemesis: ClusterNemesis) -> bool:
-        if nemesis.applied == 0 or nemesis.active is not None:
-            return False
-        if not healed_at:
-            healed_at.append(time.monotonic())
-        return time.monotonic() - healed_at[0] >= seconds
-
-    return condition
 
 
 def staged_run(out: Path, data_dir: Path, nemesis: str, topic: str, lead_in_s: float,
