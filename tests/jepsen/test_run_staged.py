@@ -38,7 +38,7 @@ from tests.jepsen.conftest import healed_then_written
 pytestmark = pytest.mark.integration
 
 ELR = {**DEFAULT_OVERRIDES, "eligible.leader.replicas.enable": "true"}
-POST_HEAL_S = 3.0  # writes after the heal, to the newly elected leader
+POST_HEAL_S = 2.0  # writes after the heal, to the newly elected leader
 # The staggered drop needs only writes before the fault (docs/jepsen.md's recipe: --lead-in 2);
 # KIP-101's follower truncates to a high watermark checkpointed every second on the queue
 # workload's brokers (replica.high.watermark.checkpoint.interval.ms, QUEUE_OVERRIDES), so its
