@@ -155,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
                           f"ok on broker {sample['new_leader']} after {sample['elapsed_ms']:.0f} ms"
                           f" ({sample['attempts']} attempts)", flush=True)
                 killed = sample["killed"]
-                old_epoch = {killed: cl.broker_epochs(cluster).get(killed, -1)}
+                old_epoch = {killed: cl.broker_epochs(cluster, 60).get(killed, -1)}
                 cl.start_node(cluster, base, cluster.node(killed))
                 cl.wait_for_brokers(cluster, [n.id for n in cluster.brokers], 60,
                                     newer_than=old_epoch)

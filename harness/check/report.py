@@ -31,13 +31,14 @@ PHASES = ("during_fault", "between_faults", "after_heal")
 
 
 def fault_intervals(ops: Sequence[Operation]) -> tuple[list[dict[str, Any]], int | None]:
-    """([{fault, kind, start_s, end_s}], final heal time in ns or None)."""
+    """([{fault, kind, start_s, end_s}], final heal time in ns or None). A skipped fault (the
+    nemesis found nothing to act on, `start-skipped`) opens no interval: nothing was faulted."""
     intervals: list[dict[str, Any]] = []
     final_heal_ns: int | None = None
     open_: dict[str, Any] | None = None
     end_ns = max((op.completion or op.invoke).time for op in ops) if ops else 0
     for op in ops:
-        if op.is_client:
+        if op.is_client or op.f in ("start-skipped", "stop-skipped"):
             continue
         done_ns = (op.completion or op.invoke).time
         if op.f.startswith("start-"):

@@ -6,7 +6,8 @@ every broker is registered and unfenced; it refuses to start over a running clus
 prints one row per node, then the fenced brokers and the partitions offline / under-replicated /
 under-min-ISR (from GET /cluster `partition_health`). `down` stops gracefully (SIGTERM: the node resigns with EndQuorumEpoch and exits) or with
 --force (SIGKILL). `kill ID` is SIGKILL by recorded PID; `restart ID` stops then starts one node and
-waits until it agrees on the leader. Exit code 0 means success.
+waits until it agrees on the leader (a broker: until its new registration, a higher broker epoch
+than the one it left, is unfenced). Exit code 0 means success.
 """
 
 from __future__ import annotations
@@ -185,13 +186,13 @@ def cmd_restart(args: argparse.Namespace) -> int:
     data_dir = data_dir_of(args).resolve()
     cluster = cl.ClusterFile.load(data_dir)
     node = cluster.node(args.id)
+    # The registration the stopped broker leaves behind (still unfenced after a kill -9 until its
+    # session times out) is not the restarted broker's: it waits for a newer broker epoch.
+    old_epoch = cl.broker_epochs(cluster, args.timeout) if node.role == "broker" else {}
     if not cl.stop_node(node, force=args.force, timeout_s=args.timeout):
         print(f"error: {node.role} {node.id} did not stop; use --force", file=sys.stderr)
         return 1
     node.pid = None
-    # The registration the stopped broker leaves behind (still unfenced after a kill -9 until its
-    # session times out) is not the restarted broker's.
-    old_epoch = cl.broker_epochs(cluster) if node.role == "broker" else {}
     cl.start_node(cluster, data_dir, node)
     progress(f"started {node.role} {node.id} (pid {node.pid})")
     running = [n.id for n in cl.running_nodes(cluster)]

@@ -699,7 +699,8 @@ class ClusterNemesis:
         self.recorder.record(NEMESIS, "info", f, fault.describe())
         self.active = fault
         result = await self.apply(fault)
-        self.applied += 1
+        if fault.kind != "skipped":  # nothing was done: not a fault of the run's count
+            self.applied += 1
         self.recorder.record(NEMESIS, "info", f, {**fault.describe(), "result": result})
 
     async def stop_fault(self) -> None:

@@ -286,14 +286,40 @@ def test_cluster_restart_right_after_kill_9_returns_once_the_new_registration_is
     bcluster: LiveCluster,
 ) -> None:
     # The killed incarnation's registration stays unfenced until its session times out; a
-    # restart that returned on seeing it would leave the operator a broker about to be fenced.
+    # restart that returned on seeing it would return with a broker about to be fenced.
     poll(lambda: not brokers_view(bcluster)[103]["fenced"], 60, "103 unfenced")
     before = brokers_view(bcluster)[103]
     cli(bcluster, "cluster", "kill", "103")
-    cli(bcluster, "cluster", "restart", "103", "--timeout", str(SESSION_TIMEOUT_MS / 1000 + 60))
+    wait_s = SESSION_TIMEOUT_MS / 1000 + 60
+    cli(bcluster, "cluster", "restart", "103", "--timeout", str(wait_s), timeout_s=3 * wait_s)
     after = brokers_view(bcluster)[103]  # no waiting here: the restart command did it
     assert after["epoch"] > before["epoch"] and not after["fenced"]
     assert after["incarnation_id"] != before["incarnation_id"]
+
+
+def test_waiting_for_a_restarted_broker_skips_its_old_registration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What GET /cluster says, one answer per poll: the old registration (epoch 5) unfenced, then
+    # still there, then the new one (epoch 9) fenced while it catches up, then unfenced.
+    cluster = cl.create_cluster(tmp_path, 1, {}, brokers=1)
+    answers = [{"brokers": [{"id": 101, "epoch": e, "fenced": f}]}
+               for e, f in ((5, False), (5, False), (9, True), (9, False))]
+    asked: list[int] = []
+
+    def view(_: cl.ClusterFile, timeout_s: float = 1.0) -> dict[str, Any]:
+        asked.append(1)
+        return answers[min(len(asked), len(answers)) - 1]
+
+    monkeypatch.setattr(cl, "broker_view", view)
+    assert cl.broker_epochs(cluster, 1.0) == {101: 5}
+    asked.clear()
+    got = cl.wait_for_brokers(cluster, [101], 10.0, newer_than={101: 5})
+    assert got["brokers"] == [{"id": 101, "epoch": 9, "fenced": False}] and len(asked) == 4
+    asked.clear()
+    # Without it the old registration would do, at the first answer.
+    assert cl.wait_for_brokers(cluster, [101], 10.0)["brokers"][0]["epoch"] == 5
+    assert len(asked) == 1
 
 
 def test_sigterm_of_a_broker_is_a_controlled_shutdown(bcluster: LiveCluster) -> None:

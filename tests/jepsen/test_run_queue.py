@@ -62,6 +62,7 @@ def queue_run(out: Path, data_dir: Path, nemesis: str, topic: str, seed: int,
     timeout anyway); the time limit then only bounds a slow heal."""
     quiet_s = (0.5, 1.0)
     if one_fault:
+        assert stop_when is None, "one_fault brings its own stop condition"
         stop_when, quiet_s = healed_then_written(POST_HEAL_S), (60.0, 60.0)
     options = RunOptions(
         out_dir=out, workload="queue", nemesis=nemesis, time_limit_s=time_limit_s, seed=seed,

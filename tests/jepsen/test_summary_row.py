@@ -15,6 +15,7 @@ import pytest
 
 from harness.check.history import NEMESIS, Event, Operation, pair_operations
 from harness.check.queue import check_queue
+from harness.check.report import fault_intervals, phase_of
 from harness.jepsen.summary_row import build_row, isr_changes, matrix_nemesis, write_row
 from harness.results.schema import SecondCounts, Window, read_dataset
 
@@ -108,6 +109,29 @@ def test_queue_row_counts_every_column_by_hand(tmp_path: Path) -> None:
     files = write_row(row, tmp_path)
     assert files["summary_json"] == "summary.json"
     assert read_dataset(tmp_path / "summary") == [row]
+
+
+def test_a_skipped_fault_is_no_fault_window() -> None:
+    # The nemesis found no led partition at first (start-skipped), then cut a leader.
+    ops = history(
+        (500, NEMESIS, "info", "start-skipped", {"fault": "kill-partition-leader"}),
+        (501, NEMESIS, "info", "start-skipped", {"fault": "kill-partition-leader",
+                                                 "skipped": "no partition has a leader"}),
+        (600, 1, "invoke", "send", ["t-0", 1]),
+        (610, 1, "fail", "send", ["t-0", 1], {"error": "NOT_LEADER_OR_FOLLOWER"}),
+        (800, NEMESIS, "info", "stop-skipped", {"fault": "kill-partition-leader"}),
+        (801, NEMESIS, "info", "stop-skipped", {"fault": "kill-partition-leader"}),
+        (1000, NEMESIS, "info", "start-partition", {"fault": "leader-cut-from-followers"}),
+        (1010, NEMESIS, "info", "start-partition", {"fault": "leader-cut-from-followers"}),
+        (4000, NEMESIS, "info", "stop-partition", {"fault": "leader-cut-from-followers"}),
+        (4020, NEMESIS, "info", "stop-partition", {"fault": "leader-cut-from-followers"}),
+    )
+    intervals, final_heal_ns = fault_intervals(ops)
+    assert [(i["fault"], i["start_s"], i["end_s"]) for i in intervals] == [
+        ("leader-cut-from-followers", 1.0, 4.02)]
+    assert final_heal_ns is None
+    send = next(op for op in ops if op.f == "send")
+    assert phase_of(send, intervals, final_heal_ns) == "between_faults"
 
 
 def test_divergent_offsets_count_reads_that_disagree() -> None:
