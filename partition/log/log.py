@@ -162,6 +162,12 @@ class PartitionLog:
         resume = self.segments[first_dirty].trust_prefix(recovery_point)
         self.epoch_cache.truncate_from_end(bases[first_dirty] if resume is None else recovery_point)
         self._recover_from(first_dirty, resume)
+        for segment in self._dirty:
+            # A rebuilt segment that is not the last gets the time entry its roll gave it (the
+            # max timestamp; LogSegment.recover in Kafka appends it too): recovery ends with the
+            # indexes the segment had, and its zero tail, if any, is cut as the roll cut it.
+            if segment in self.segments[:-1]:
+                segment.seal()
         self.log_end_offset = self.segments[-1].next_offset
         self.log_start_offset = min(max(log_start_offset, bases[0]), self.log_end_offset)
         self.recovery_point = min(recovery_point, self.log_end_offset)

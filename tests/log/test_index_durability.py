@@ -41,10 +41,10 @@ def state(segment: LogSegment) -> tuple[object, ...]:
 
 
 def states(log: PartitionLog) -> list[tuple[object, ...]]:
-    """`state` of each segment, the active one in full (a rescan from offset 0 recovers sealed
-    segments too, without the time entry a roll adds: their time indexes are left out)."""
+    """`state` of each segment: its indexes and timestamps, the active one in full (a sealed
+    segment loaded untouched does not know where appends would go on from)."""
     *sealed, active = log.segments
-    return [state(s)[:6] for s in sealed] + [state(active)]
+    return [state(s)[:8] for s in sealed] + [state(active)]
 
 
 def check_lookups(log: PartitionLog) -> None:
