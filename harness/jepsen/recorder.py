@@ -3,8 +3,8 @@
 `Recorder` appends events (docs/jepsen.md) as the run's single asyncio loop observes them: an
 invoke is recorded *before* the request leaves, a completion *after* the answer arrived. The
 loop is single-threaded, so the order of `events` (their `index`) is a real-time order that
-the checkers may rely on: if the completion of op A precedes the invoke of op B in the list, A really
-returned before B was called. `time` is nanoseconds since the recorder was created (monotonic
+the checkers may rely on: if the completion of op A precedes the invoke of op B in the list,
+A really returned before B was called. `time` is nanoseconds since the recorder was created (monotonic
 clock), for reports only.
 
 `Workload` is the pluggable part of a run (`kv`, workload_kv.py; `queue`, workload_queue.py):

@@ -493,11 +493,10 @@ def broker_view(cluster: ClusterFile, timeout_s: float = 1.0) -> dict[str, Any] 
 def broker_epochs(cluster: ClusterFile, timeout_s: float) -> dict[int, int]:
     """The broker epoch of every registered broker, as the active controller knows them; polls
     while no node answers (a controller election), ClusterError after `timeout_s`."""
-    deadline = time.monotonic() + timeout_s
-    while (view := broker_view(cluster)) is None:
-        if time.monotonic() > deadline:
-            raise ClusterError(f"no node answered GET /cluster within {timeout_s:.0f} s")
-        time.sleep(0.05)
+    def step() -> tuple[dict[str, Any] | None, str]:
+        return broker_view(cluster), "waiting for a node to answer GET /cluster"
+
+    view = _poll(cluster.nodes, "node", [], timeout_s, None, step, "no broker view")
     return {b["id"]: b["epoch"] for b in view.get("brokers", [])}
 
 

@@ -32,8 +32,8 @@ was sent while r was at epoch e, hence before r saw E; since then r only appende
 to match leaders of epochs in (e, E), which hold o by the claim, so the log r reported holds o,
 with a last epoch >= e. The elected log X has (last epoch, LEO) >= r's. Same last epoch: both
 end with entries copied from that epoch's leader, so the shorter is a prefix of the longer (log
-matching) and X holds o. Greater last epoch g: X matches the epoch-g leader's log up to the end of X,
-that leader holds o (the claim), and X ends past its epoch start, which is past o. Conversely, an
+matching) and X holds o. Greater last epoch g: X matches the epoch-g leader's log up to the end
+of X, that leader holds o (the claim), and X ends past its epoch start, which is past o. Conversely, an
 old leader that never saw E cannot commit anything the reports miss: the replicas of M2 no
 longer fetch from it, so it never again counts a majority. Limits: a replica that loses
 unflushed data after it reported, or after its fetch was counted, would break the argument (as
