@@ -1,6 +1,7 @@
 """A real 3-controller + 3-broker cluster on loopback for the Kafka protocol tests, and a raw
-Kafka wire client (kafka-python's message classes over a plain socket) to send requests the
-client libraries would never send (bad sequences, stale leader epochs, garbage).
+Kafka wire client (harness/kafka/wire.py: kafka-python's message classes over a plain socket)
+to send requests the client libraries would never send (bad sequences, stale leader epochs,
+garbage).
 
 The cluster is shared by every test in tests/kafka (session scope) and torn down by PID
 (tests/integration/conftest.broker_cluster) whatever the tests did.
@@ -8,14 +9,11 @@ The cluster is shared by every test in tests/kafka (session scope) and torn down
 
 from __future__ import annotations
 
-import io
-import socket
-import struct
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
+from harness.kafka.wire import Wire
 from harness.launcher import cluster as cl
 from tests.integration.conftest import LiveCluster, broker_cluster, kraftlab, poll
 
@@ -66,60 +64,6 @@ class KafkaCluster(LiveCluster):
         assert cl.is_our_process(node.pid, node.config_file), f"node {node_id} is not running"
         assert node.pid is not None
         return node.pid
-
-
-class Wire:
-    """One Kafka connection: `call(RequestClass[v](...))` returns the decoded response."""
-
-    def __init__(self, port: int, timeout_s: float = 10.0) -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=timeout_s)
-        self.correlation_id = 0
-
-    def __enter__(self) -> Wire:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.sock.close()
-
-    def send_raw(self, data: bytes) -> None:
-        self.sock.sendall(data)
-
-    def send(self, request: Any) -> int:
-        self.correlation_id += 1
-        request.with_header(correlation_id=self.correlation_id, client_id="kraftlab-test")
-        self.sock.sendall(bytes(request.encode(header=True, framed=True)))
-        return self.correlation_id
-
-    def recv_frame(self) -> bytes:
-        size = struct.unpack(">i", self._read(4))[0]
-        return self._read(size)
-
-    def call(self, request: Any) -> Any:
-        cid = self.send(request)
-        payload = self.recv_frame()
-        response_cls = request.header.get_response_class()
-        buf = io.BytesIO(payload)
-        header = response_cls.parse_header(buf)
-        assert header.correlation_id == cid
-        return response_cls.decode(payload[buf.tell() :])
-
-    def metadata(self, topics: list[str] | None, version: int = 12) -> Any:
-        from kafka.protocol.metadata import MetadataRequest
-
-        cls = MetadataRequest[version]
-        req = cls(topics=None if topics is None else [cls.MetadataRequestTopic(name=t)
-                                                      for t in topics],
-                  allow_auto_topic_creation=False)  # fmt: skip
-        return self.call(req)
-
-    def _read(self, n: int) -> bytes:
-        out = bytearray()
-        while len(out) < n:
-            chunk = self.sock.recv(n - len(out))
-            if not chunk:
-                raise ConnectionError("closed by the broker")
-            out += chunk
-        return bytes(out)
 
 
 @pytest.fixture(scope="session")
