@@ -25,6 +25,7 @@ from harness.cli import (
     jepsen,
     kv,
     nemesis,
+    peer,
     quorum,
     sim,
     topic,
@@ -49,6 +50,7 @@ COMMAND_MODULES = (
     jepsen,  # `kraftlab jepsen run` (real-process runs)
     analyze,  # `kraftlab analyze` (Spark comparison, docs/compare.md)
     ui,  # `kraftlab ui` (the web view, docs/ui.md)
+    peer,  # `kraftlab peer kafka` (Apache Kafka itself beside kraftlab, docs/kafka-peer.md)
 )
 
 

@@ -177,8 +177,9 @@ def read_token(data_dir: Path) -> str | None:
         return None
 
 
-def is_our_process(pid: int | None, config_file: str) -> bool:
-    """True iff `pid` is alive (not a zombie) and runs the node with this config file."""
+def is_our_process(pid: int | None, config_file: str, program: bytes = b"harness.node") -> bool:
+    """True iff `pid` is alive (not a zombie) and runs `program` (a kraftlab node; the Kafka peer
+    kit passes Kafka's main class) with this config file."""
     if not pid:
         return False
     try:
@@ -189,7 +190,7 @@ def is_our_process(pid: int | None, config_file: str) -> bool:
     state = stat.rsplit(")", 1)[1].split()[0]
     if state in ("Z", "X"):
         return False
-    return b"harness.node" in cmdline and config_file.encode() in cmdline
+    return program in cmdline and config_file.encode() in cmdline
 
 
 # Popen objects of nodes started by this process, so they are reaped (no zombies) when killed.
