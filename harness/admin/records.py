@@ -44,6 +44,7 @@ from quorum.metadata.errors import Errors
 STATUS: dict[Errors, int] = {
     Errors.INVALID_REQUEST: 400,
     Errors.CORRUPT_MESSAGE: 400,
+    Errors.INVALID_REQUIRED_ACKS: 400,
     Errors.UNKNOWN_TOPIC_OR_PARTITION: 404,
     Errors.OUT_OF_ORDER_SEQUENCE_NUMBER: 409,
     Errors.INVALID_PRODUCER_EPOCH: 409,

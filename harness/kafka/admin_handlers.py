@@ -60,11 +60,10 @@ def create_topics(node: BrokerNode, version: int, request: Any, reply: Reply) ->
             return Errors.INVALID_PARTITIONS, f"at most {MAX_PARTITIONS} partitions per topic", ""
         if topic.assignments:
             return Errors.INVALID_REQUEST, "manual replica assignments are not supported", ""
-        if request.validate_only:
-            return Errors.INVALID_REQUEST, "validate_only is not supported", ""
         configs = tuple((c.name, c.value) for c in topic.configs)
         response = await broker.call_controller(
-            CreateTopicRequest(topic.name, partitions, rf, configs)
+            CreateTopicRequest(topic.name, partitions, rf, configs,
+                               validate_only=bool(request.validate_only))
         )
         if not isinstance(response, CreateTopicResponse):
             return Errors.REQUEST_TIMED_OUT, "no answer from the controller", ""

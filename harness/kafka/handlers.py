@@ -246,7 +246,9 @@ def produce(node: BrokerNode, version: int, request: Any, reply: Reply) -> None:
         if pending[0] == 0:
             finish()
 
-    bad = acks not in (-1, 0, 1) or request.transactional_id is not None
+    # ReplicaManager.appendRecords: acks outside -1, 0, 1 is INVALID_REQUIRED_ACKS per partition
+    bad = (Errors.INVALID_REQUIRED_ACKS if acks not in (-1, 0, 1) else
+           Errors.INVALID_REQUEST if request.transactional_id is not None else None)
     calls = []
     for topic in request.topic_data:
         parts: list[Any] = [None] * len(topic.partition_data)
@@ -258,8 +260,8 @@ def produce(node: BrokerNode, version: int, request: Any, reply: Reply) -> None:
         finish()
         return
     for name, parts, i, index, records in calls:
-        if bad or not records:
-            error = Errors.INVALID_REQUEST if bad else Errors.CORRUPT_MESSAGE
+        if bad is not None or not records:
+            error = bad if bad is not None else Errors.CORRUPT_MESSAGE
             answer(parts, i, index, CoreProduce(0, error, message="transactions unsupported"
                                                 if request.transactional_id else ""))  # fmt: skip
             continue
@@ -347,9 +349,12 @@ def fetch_body(version: int, wanted: list[tuple[str, int, int, int, int]],
         r = results.get((topic, partition))
         if r is None:  # not answered before another partition completed the request
             r = CoreFetch("", partition, Errors.NONE, offset)
-        hw = r.high_watermark
+        # An errored partition carries no offsets (ReplicaManager.readFromLog's error result:
+        # high watermark, last stable and log start offset all -1), whatever this replica has.
+        ok = r.error is Errors.NONE
+        hw = r.high_watermark if ok else -1
         pd = pcls(partition_index=partition, error_code=r.error.code, high_watermark=hw,
-                  last_stable_offset=hw, log_start_offset=r.log_start_offset,
+                  last_stable_offset=hw, log_start_offset=r.log_start_offset if ok else -1,
                   aborted_transactions=None, preferred_read_replica=-1,
                   records=bytes(r.records))  # fmt: skip
         if version >= 12 and r.error is not Errors.NONE:

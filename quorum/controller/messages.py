@@ -62,6 +62,8 @@ class CreateTopicRequest:
     partitions: int
     replication_factor: int
     configs: tuple[tuple[str, str], ...] = ()
+    # CreateTopics validate_only: every check and the replica assignment, no records
+    validate_only: bool = False
 
 
 @dataclass(frozen=True, slots=True)

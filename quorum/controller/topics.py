@@ -100,6 +100,8 @@ def create_topic(req: CreateTopicRequest, image: MetadataImage) -> ControllerRes
         req.replication_factor,
         start_index=len(image.topics()),
     )
+    if req.validate_only:  # ReplicationControlManager.createTopics: the records are not written
+        return ControllerResult(response=CreateTopicResponse(Errors.NONE))
     _log.info(
         "controller.creating_topic",
         topic=req.name,

@@ -34,6 +34,7 @@ class Errors(Enum):
     RECORD_LIST_TOO_LARGE = 18
     NOT_ENOUGH_REPLICAS = 19
     NOT_ENOUGH_REPLICAS_AFTER_APPEND = 20
+    INVALID_REQUIRED_ACKS = 21  # a produce's acks is not -1, 0 or 1
     # The classic group protocol (JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit).
     ILLEGAL_GENERATION = 22
     INCONSISTENT_GROUP_PROTOCOL = 23

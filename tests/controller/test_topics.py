@@ -40,6 +40,25 @@ def test_create_three_partitions_rf3_like_the_kafka_demo() -> None:
     )
 
 
+def test_validate_only_runs_every_check_and_writes_nothing() -> None:
+    """CreateTopics validate_only (ReplicationControlManager.createTopics): the answer a real
+    create would get, no records, and the name stays free."""
+    d = Driver()
+    d.start_brokers(101, 102, 103)
+    before = len(d.written)
+    ok = d.send(CreateTopicRequest("dry", 2, 3, (("min.insync.replicas", "2"),),
+                                   validate_only=True))
+    assert isinstance(ok, CreateTopicResponse) and ok.error is Errors.NONE
+    for bad, error in ((CreateTopicRequest("dry", 1, 4, validate_only=True),
+                        Errors.INVALID_REPLICATION_FACTOR),
+                       (CreateTopicRequest("dry", 1, 3, (("min.insync.replicas", "x"),),
+                                           validate_only=True), Errors.INVALID_CONFIG)):
+        answer = d.send(bad)
+        assert isinstance(answer, CreateTopicResponse) and answer.error is error
+    assert len(d.written) == before and d.image.topic("dry") is None
+    assert d.create("dry", 2, 3).error is Errors.NONE
+
+
 def test_defaults_and_overrides_of_topic_configs() -> None:
     d = Driver()
     d.start_brokers(101, 102, 103)

@@ -2,12 +2,14 @@
 hold kraftlab up against Kafka itself: the peer kit's own tests, Kafka's command-line tools and
 the differential protocol tests.
 
-`kafka_peer` is session-scoped (three combined JVMs boot once, ~10 s) and is started and stopped
+`kafka_peer` is session-scoped and is started and stopped
 through the CLI a user runs (`kraftlab peer kafka up|down --data-dir D`), so the fixture is also
 the test of that path. It is registered suite-wide by tests/conftest.py. It is not skipped when
 Kafka is missing: the suite fails, saying to run `bash .ci/install`, which installs it.
 
-The peer runs with the settings the kraftlab test cluster runs with (tests/integration/conftest
+It is laid out as kraftlab's test cluster is (tests/kafka/conftest): controllers 1-3 and brokers
+101-103 as six JVMs (the "split" layout), so the two systems' answers can be compared node id for
+node id. It runs with the settings the kraftlab test cluster runs with (tests/integration/conftest
 BROKER_CONFIGS and tests/kafka/conftest) where Kafka has them, so the two answer under one
 configuration.
 """
@@ -108,7 +110,7 @@ class KafkaPeer:
 def kafka_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaPeer]:
     require_install()
     data_dir = tmp_path_factory.mktemp("kafka-peer")
-    up = kraftlab("peer", "kafka", "up", "--data-dir", str(data_dir),
+    up = kraftlab("peer", "kafka", "up", "--layout", "split", "--data-dir", str(data_dir),
                   *[a for kv in PEER_CONFIGS for a in ("--config", kv)], timeout_s=180)
     try:
         assert up.returncode == 0, up.stderr + up.stdout

@@ -25,6 +25,7 @@ def test_up_waits_for_a_quorum_leader_and_every_broker_unfenced(kafka_peer: Kafk
     assert state["quorum"]["leader_id"] in voters
     assert {v["id"] for v in state["quorum"]["voters"]} == voters
     brokers = sorted(n["id"] for n in state["nodes"] if "broker" in n["roles"])
+    assert brokers == [101, 102, 103]
     assert all(seen == brokers for seen in state["brokers_seen"].values())
     assert all(n["running"] for n in state["nodes"])
     # the kraftlab settings that Kafka has reach every node's server.properties; the ones that
@@ -34,8 +35,9 @@ def test_up_waits_for_a_quorum_leader_and_every_broker_unfenced(kafka_peer: Kafk
                      Path(node.config_file).read_text().splitlines() if "=" in line)
         assert props["broker.session.timeout.ms"] == "3000"
         assert props["broker.heartbeat.interval.ms"] == "500"
-        assert props["process.roles"] == "broker,controller"
-        assert props["listeners"].startswith("PLAINTEXT://127.0.0.1:")
+        assert props["process.roles"] == ("controller" if node.id < 100 else "broker")
+        assert props["listeners"].startswith(
+            "CONTROLLER://127.0.0.1:" if node.id < 100 else "PLAINTEXT://127.0.0.1:")
 
 
 def test_describe_quorum_through_a_broker_names_the_leader(kafka_peer: KafkaPeer) -> None:
@@ -45,6 +47,7 @@ def test_describe_quorum_through_a_broker_names_the_leader(kafka_peer: KafkaPeer
     part = answer.topics[0].partitions[0]
     assert part.error_code == 0 and part.leader_id in {1, 2, 3} and part.leader_epoch >= 1
     assert sorted(v.replica_id for v in part.current_voters) == [1, 2, 3]
+    assert sorted(o.replica_id for o in part.observers) == [101, 102, 103]
 
 
 @pytest.mark.parametrize("client", ["confluent-kafka", "kafka-python"])
@@ -144,7 +147,7 @@ def test_z_kill_9_of_a_partition_leader_elects_another_and_restart_rejoins_the_i
     def back_in_isr() -> bool:
         with Wire(kafka_peer.kafka_port(after)) as w:
             p = w.metadata([topic]).topics[0].partitions[0]
-        return sorted(p.isr_nodes) == [1, 2, 3]
+        return sorted(p.isr_nodes) == [101, 102, 103]
 
     poll(back_in_isr, 90, f"node {leader} back in the ISR")
     assert kafka_peer.status()["ready"]

@@ -167,7 +167,7 @@ def test_a_leader_change_fails_parked_long_polls() -> None:
         (encode_batch([Record(b"m")], is_control=True), -1, Errors.INVALID_REQUEST, "control"),
         (batch("a", producer=(1, 0, 0)) + batch("b", producer=(1, 0, 1)), -1,
          Errors.INVALID_REQUEST, "one idempotent batch"),
-        (batch("a"), 2, Errors.INVALID_REQUEST, "INVALID_REQUIRED_ACKS"),
+        (batch("a"), 2, Errors.INVALID_REQUIRED_ACKS, "acks=2"),
         (batch("a")[:-1], -1, Errors.CORRUPT_MESSAGE, "torn"),
     ],
 )  # fmt: skip

@@ -146,7 +146,7 @@ def test_corrupt_batch_and_bad_acks_rejected() -> None:
     r = c.produce(records=bytes(data))
     assert c.responses[r].error is Errors.CORRUPT_MESSAGE
     r = c.produce("a", acks=2)
-    assert c.responses[r].error is Errors.INVALID_REQUEST
+    assert c.responses[r].error is Errors.INVALID_REQUIRED_ACKS
     assert c.nodes[1].log.log_end_offset == 0
 
 

@@ -1,0 +1,377 @@
+"""Differential protocol tests: Apache Kafka is the oracle.
+
+Each scenario sends one request sequence (harness/kafka/wire.py, the same bytes) to a kraftlab
+cluster and to an Apache Kafka cluster laid out the same way (controllers 1-3, brokers 101-103;
+tests/peers/kafka_peer.py) and writes down what came back, field by field where Kafka defines
+the field: error codes, offsets, high watermarks, epochs, node ids, group states. The two
+transcripts must be equal, except for the entries in DIFFERENCES, each a known divergence with
+its reason (docs/kafka-peer.md, "Differential tests"); those are asserted to still differ, so a
+fix shows up as a failure that asks for the entry to go.
+
+Names that a system chooses freely are normalised before comparing: topic ids and member ids
+(only "present" is compared), replica orders (Kafka starts its round-robin at a random broker;
+only sizes and "the leader is the first replica" are compared), error messages (only codes).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from kafka.protocol.admin import (  # type: ignore[import-untyped]
+    CreateTopicsRequest,
+    DeleteGroupsRequest,
+    DeleteTopicsRequest,
+    DescribeGroupsRequest,
+    ElectLeadersRequest,
+)
+from kafka.protocol.consumer import (  # type: ignore[import-untyped]
+    FetchRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    ListOffsetsRequest,
+    OffsetCommitRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+)
+from kafka.protocol.metadata import FindCoordinatorRequest  # type: ignore[import-untyped]
+from kafka.protocol.producer import ProduceRequest  # type: ignore[import-untyped]
+
+from harness.kafka.wire import Wire
+from partition.log import batch as rb
+from tests.integration.conftest import poll
+from tests.kafka.conftest import BROKERS, KafkaCluster
+from tests.peers.kafka_peer import KafkaPeer
+
+pytestmark = [pytest.mark.integration, pytest.mark.kafka_peer]
+
+TS = 1_700_000_000_000
+Transcript = list[tuple[str, Any]]
+
+
+@dataclass
+class Side:
+    """One system as the scenarios see it: a name and its brokers' Kafka ports."""
+
+    name: str
+    ports: dict[int, int]
+
+    def wire(self, broker: int | None = None) -> Wire:
+        return Wire(self.ports[broker if broker is not None else BROKERS[0]])
+
+    def call(self, request: Any, broker: int | None = None) -> Any:
+        with self.wire(broker) as w:
+            return w.call(request)
+
+    def partition(self, topic: str, index: int = 0) -> Any:
+        with self.wire() as w:
+            return w.metadata([topic]).topics[0].partitions[index]
+
+
+@pytest.fixture(scope="module")
+def sides(kcluster: KafkaCluster, kafka_peer: KafkaPeer) -> dict[str, Side]:
+    return {
+        "kraftlab": Side("kraftlab", {b: kcluster.kafka_port(b) for b in BROKERS}),
+        "kafka": Side("kafka", {b: kafka_peer.kafka_port(b) for b in kafka_peer.brokers}),
+    }
+
+
+# --- requests -----------------------------------------------------------------------------------
+
+
+def create_topics(side: Side, name: str, partitions: int, rf: int,
+                  configs: dict[str, str] | None = None, validate_only: bool = False) -> Any:
+    cls = CreateTopicsRequest[5]
+    topic = cls.CreatableTopic(
+        name=name, num_partitions=partitions, replication_factor=rf, assignments=[],
+        configs=[cls.CreatableTopic.CreatableTopicConfig(name=k, value=v)
+                 for k, v in (configs or {}).items()])  # fmt: skip
+    return side.call(cls(topics=[topic], timeout_ms=30_000,
+                         validate_only=validate_only)).topics[0]
+
+
+def led_topic(side: Side, name: str, partitions: int = 1, **configs: str) -> None:
+    """Create a RF 3 topic and wait until every partition has a leader in Metadata."""
+    assert create_topics(side, name, partitions, 3, configs).error_code == 0
+
+    def led() -> bool:
+        with side.wire() as w:
+            t = w.metadata([name]).topics[0]
+        return t.error_code == 0 and len(t.partitions) == partitions and all(
+            p.leader_id >= 0 and len(p.isr_nodes) == 3 for p in t.partitions)
+
+    poll(led, 30, f"{side.name}: {name} led with a full ISR")
+
+
+def records(values: list[bytes]) -> bytes:
+    return rb.encode_batch([rb.Record(v, None, timestamp_ms=TS + i) for i, v in enumerate(values)])
+
+
+def produce(side: Side, broker: int, topic: str, data: bytes, *, acks: int = -1,
+            partition: int = 0) -> Any:
+    cls = ProduceRequest[9]
+    t = cls.TopicProduceData(name=topic, partition_data=[
+        cls.TopicProduceData.PartitionProduceData(index=partition, records=data)])
+    return side.call(cls(transactional_id=None, acks=acks, timeout_ms=10_000, topic_data=[t]),
+                     broker).responses[0].partition_responses[0]
+
+
+def fetch(side: Side, broker: int, topic: str, offset: int, *, epoch: int = -1,
+          partition: int = 0) -> Any:
+    cls = FetchRequest[12]
+    p = cls.FetchTopic.FetchPartition(partition=partition, current_leader_epoch=epoch,
+                                      fetch_offset=offset, last_fetched_epoch=-1,
+                                      log_start_offset=-1, partition_max_bytes=1 << 20)
+    req = cls(replica_id=-1, max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+              session_id=0, session_epoch=-1, topics=[cls.FetchTopic(topic=topic, partitions=[p])],
+              forgotten_topics_data=[], rack_id="")
+    return side.call(req, broker).responses[0].partitions[0]
+
+
+def list_offsets(side: Side, broker: int, topic: str, timestamp: int, *, epoch: int = -1,
+                 partition: int = 0) -> Any:
+    cls = ListOffsetsRequest[7]
+    tcls = cls.ListOffsetsTopic
+    req = cls(replica_id=-1, isolation_level=0, topics=[tcls(name=topic, partitions=[
+        tcls.ListOffsetsPartition(partition_index=partition, current_leader_epoch=epoch,
+                                  timestamp=timestamp)])])
+    return side.call(req, broker).topics[0].partitions[0]
+
+
+def coordinator(side: Side, group: str) -> tuple[int, int]:
+    """(error code, coordinator node id) of FindCoordinator v3 for a group."""
+    def found() -> tuple[int, int] | None:
+        a = side.call(FindCoordinatorRequest[3](key=group, key_type=0))
+        # COORDINATOR_NOT_AVAILABLE while __consumer_offsets is being created: retriable
+        if a.error_code == 15:
+            return None
+        # ... and until the named broker has loaded the group's offsets partition it answers
+        # NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS, as a client sees before it retries
+        probe = side.call(DescribeGroupsRequest[5](groups=[group],
+                                                   include_authorized_operations=False),
+                          a.node_id)
+        return None if probe.groups[0].error_code in (14, 15, 16) else (a.error_code,
+                                                                        a.node_id)
+
+    return poll(found, 30, f"{side.name}: a coordinator for {group}")
+
+
+# --- scenarios ----------------------------------------------------------------------------------
+
+
+def topic_admin(side: Side, name: str) -> Transcript:
+    out: Transcript = []
+    t = create_topics(side, name, 3, 3, {"min.insync.replicas": "2"})
+    out.append(("create", (t.error_code, t.num_partitions, t.replication_factor)))
+    out.append(("create again", create_topics(side, name, 3, 3).error_code))
+    out.append(("zero partitions", create_topics(side, name + "-z", 0, 3).error_code))
+    out.append(("rf above brokers", create_topics(side, name + "-rf", 1, 4).error_code))
+    out.append(("bad name", create_topics(side, "bad name!", 1, 3).error_code))
+    out.append(("name too long", create_topics(side, "x" * 250, 1, 3).error_code))
+    out.append(("unknown config", create_topics(side, name + "-c", 1, 3,
+                                                {"no.such.config": "1"}).error_code))
+    out.append(("bad config value", create_topics(side, name + "-v", 1, 3,
+                                                  {"min.insync.replicas": "abc"}).error_code))
+    v = create_topics(side, name + "-dry", 2, 3, validate_only=True)
+    out.append(("validate only", (v.error_code, v.num_partitions, v.replication_factor)))
+    with side.wire() as w:
+        out.append(("validated topic absent", w.metadata([name + "-dry"]).topics[0].error_code))
+    d = side.call(DeleteTopicsRequest[4](topic_names=["no-such-topic-" + name],
+                                         timeout_ms=10_000))
+    out.append(("delete unknown", d.responses[0].error_code))
+    return out
+
+
+def metadata_shape(side: Side, name: str) -> Transcript:
+    led_topic(side, name, 3)
+    with side.wire() as w:
+        md = w.metadata([name, "no-such-" + name])
+    out: Transcript = [
+        ("brokers", sorted((b.node_id, b.host) for b in md.brokers)),
+        ("cluster id present", bool(md.cluster_id)),
+        ("controller id is a broker", md.controller_id in BROKERS),
+    ]
+    known, unknown = md.topics
+    out.append(("known topic", (known.error_code, known.name, known.is_internal,
+                                len(known.partitions), known.topic_id != b"\x00" * 16)))
+    for p in sorted(known.partitions, key=lambda p: p.partition_index):
+        out.append((f"partition {p.partition_index}", (
+            p.error_code, len(p.replica_nodes), len(p.isr_nodes), list(p.offline_replicas),
+            p.leader_id == p.replica_nodes[0], p.leader_epoch)))
+    out.append(("unknown topic", (unknown.error_code, unknown.name, list(unknown.partitions))))
+    return out
+
+
+def produce_fetch(side: Side, name: str) -> Transcript:
+    led_topic(side, name, 1, **{"min.insync.replicas": "2"})
+    p = side.partition(name)
+    leader, epoch = p.leader_id, p.leader_epoch
+    follower = next(b for b in p.replica_nodes if b != leader)
+    out: Transcript = []
+    r = produce(side, leader, name, records([b"a", b"b", b"c"]))
+    out.append(("produce", (r.error_code, r.base_offset, r.log_start_offset)))
+    r = produce(side, leader, name, records([b"d", b"e", b"f"]))
+    out.append(("produce again", (r.error_code, r.base_offset)))
+    out.append(("produce to a follower", produce(side, follower, name, records([b"x"])).error_code))
+    out.append(("produce to no partition", produce(side, leader, name, records([b"x"]),
+                                                   partition=9).error_code))
+    out.append(("produce acks=2", produce(side, leader, name, records([b"x"]), acks=2).error_code))
+    f = fetch(side, leader, name, 0)
+    data = bytes(f.records or b"")
+    got = [rec.value for h in rb.iter_headers(data) for rec in rb.decode_records(data, h)]
+    out.append(("fetch", (f.error_code, f.high_watermark, f.last_stable_offset,
+                          f.log_start_offset, got)))
+    f = fetch(side, leader, name, 100)
+    out.append(("fetch out of range", (f.error_code, f.high_watermark)))
+    f = fetch(side, leader, name, 0, epoch=epoch + 1)
+    out.append(("fetch with a future epoch", f.error_code))
+    f = fetch(side, follower, name, 0)
+    out.append(("fetch from a follower", (f.error_code, f.high_watermark)))
+    for label, ts in (("earliest", -2), ("latest", -1), ("max timestamp", -3),
+                      ("timestamp of offset 4", TS + 1), ("after the last timestamp", TS + 99)):
+        o = list_offsets(side, leader, name, ts)
+        out.append((f"list offsets {label}", (o.error_code, o.offset, o.timestamp)))
+    o = list_offsets(side, follower, name, -1)
+    out.append(("list offsets at a follower", o.error_code))
+    o = list_offsets(side, leader, name, -1, epoch=epoch + 1)
+    out.append(("list offsets with a future epoch", o.error_code))
+    o = list_offsets(side, leader, name, -1, partition=9)
+    out.append(("list offsets of no partition", o.error_code))
+    return out
+
+
+def elect_leaders(side: Side, name: str) -> Transcript:
+    led_topic(side, name, 1)
+    out: Transcript = []
+    for election_type in (0, 1):  # PREFERRED, UNCLEAN
+        cls = ElectLeadersRequest[2]
+        req = cls(election_type=election_type, timeout_ms=10_000, topic_partitions=[
+            cls.TopicPartitions(topic=name, partitions=[0, 7])])
+        a = side.call(req)
+        parts = sorted((r.partition_id, r.error_code) for r in a.replica_election_results[0]
+                       .partition_result)
+        out.append((f"elect type {election_type}", (a.error_code, parts)))
+    cls = ElectLeadersRequest[2]
+    a = side.call(cls(election_type=0, timeout_ms=10_000, topic_partitions=[
+        cls.TopicPartitions(topic="no-such-" + name, partitions=[0])]))
+    out.append(("elect unknown topic", [(r.topic, [p.error_code for p in r.partition_result])
+                                        for r in a.replica_election_results]))
+    return out
+
+
+def group_flow(side: Side, name: str) -> Transcript:
+    led_topic(side, name, 1)
+    group = "g-" + name
+    out: Transcript = []
+    err, node = coordinator(side, group)
+    out.append(("find coordinator", (err, node in BROKERS)))
+    protocols = [JoinGroupRequest[5].JoinGroupRequestProtocol(name="range", metadata=b"")]
+
+    def join(member: str) -> Any:
+        return side.call(JoinGroupRequest[5](
+            group_id=group, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+            member_id=member, group_instance_id=None, protocol_type="consumer",
+            protocols=protocols), node)
+
+    first = join("")
+    out.append(("join without a member id", (first.error_code, bool(first.member_id))))
+    hb = side.call(HeartbeatRequest[3](group_id=group, generation_id=1,
+                                       member_id="nobody", group_instance_id=None), node)
+    out.append(("heartbeat of an unknown member", hb.error_code))
+    joined = join(first.member_id)
+    out.append(("join with it", (joined.error_code, joined.generation_id,
+                                 joined.leader == first.member_id, len(joined.members))))
+    sync = side.call(SyncGroupRequest[3](
+        group_id=group, generation_id=joined.generation_id, member_id=first.member_id,
+        group_instance_id=None, assignments=[SyncGroupRequest[3].SyncGroupRequestAssignment(
+            member_id=first.member_id, assignment=b"\x00\x01")]), node)
+    out.append(("sync", (sync.error_code, bytes(sync.assignment))))
+    hb = side.call(HeartbeatRequest[3](group_id=group, generation_id=joined.generation_id,
+                                       member_id=first.member_id, group_instance_id=None), node)
+    out.append(("heartbeat", hb.error_code))
+    hb = side.call(HeartbeatRequest[3](group_id=group, generation_id=joined.generation_id + 5,
+                                       member_id=first.member_id, group_instance_id=None), node)
+    out.append(("heartbeat of a wrong generation", hb.error_code))
+    oc = OffsetCommitRequest[7]
+    commit = side.call(oc(group_id=group, generation_id_or_member_epoch=joined.generation_id,
+                          member_id=first.member_id, group_instance_id=None, topics=[
+                              oc.OffsetCommitRequestTopic(name=name, partitions=[
+                                  oc.OffsetCommitRequestTopic.OffsetCommitRequestPartition(
+                                      partition_index=0, committed_offset=5,
+                                      committed_leader_epoch=-1, committed_metadata="m")])]),
+                       node)
+    out.append(("commit", commit.topics[0].partitions[0].error_code))
+    of = OffsetFetchRequest[7]
+    fetched = side.call(of(group_id=group, topics=[of.OffsetFetchRequestTopic(
+        name=name, partition_indexes=[0, 1])], require_stable=False), node)
+    out.append(("offset fetch", (fetched.error_code, [(t.name == name, sorted(
+        (p.partition_index, p.committed_offset, p.metadata, p.error_code)
+        for p in t.partitions)) for t in fetched.topics])))
+    unknown = "no-such-" + group
+    for label, g, at in (("describe", group, node),
+                         ("describe an unknown group", unknown, coordinator(side, unknown)[1]),
+                         ("describe at another broker", group,
+                          next(b for b in BROKERS if b != node))):
+        d = side.call(DescribeGroupsRequest[5](groups=[g], include_authorized_operations=False),
+                      at).groups[0]
+        out.append((label, (d.group_id == g, d.error_code, d.group_state, d.protocol_type,
+                            d.protocol_data, len(d.members))))
+    dl = side.call(DeleteGroupsRequest[2](groups_names=[group]), node)
+    out.append(("delete a live group", dl.results[0].error_code))
+    return out
+
+
+def quorum(side: Side, _name: str) -> Transcript:
+    """DescribeQuorum through a broker (KIP-595; the broker forwards it to the active
+    controller): who votes, who observes, and that the leader is one of the voters."""
+    with side.wire() as w:
+        a = w.describe_quorum()
+    t = a.topics[0]
+    p = t.partitions[0]
+    voters = sorted(v.replica_id for v in p.current_voters)
+    return [
+        ("describe quorum", (a.error_code, t.topic_name, p.partition_index, p.error_code)),
+        ("voters", voters),
+        ("observers", sorted(o.replica_id for o in p.observers)),
+        ("leader is a voter", p.leader_id in voters),
+        ("leader epoch positive", p.leader_epoch > 0),
+        ("high watermark positive", p.high_watermark > 0),
+    ]
+
+
+SCENARIOS: dict[str, Callable[[Side, str], Transcript]] = {
+    "quorum": quorum,
+    "topic-admin": topic_admin,
+    "metadata": metadata_shape,
+    "produce-fetch": produce_fetch,
+    "elect-leaders": elect_leaders,
+    "groups": group_flow,
+}
+
+# (scenario, step) -> why kraftlab answers differently (docs/kafka-peer.md)
+DIFFERENCES: dict[tuple[str, str], str] = {
+    ("produce-fetch", "fetch from a follower"):
+        "KIP-392: from Fetch v11 a consumer's fetch carries client metadata, so Kafka's "
+        "ReplicaManager lets any replica serve it up to that replica's high watermark "
+        "(FetchParams.fetchOnlyLeader is false); kraftlab's partition core serves consumer "
+        "fetches at the leader only and answers NOT_LEADER_OR_FOLLOWER",
+}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_kraftlab_answers_as_apache_kafka_does(sides: dict[str, Side], scenario: str) -> None:
+    name = f"diff-{scenario}-{uuid.uuid4().hex[:6]}"
+    ours = SCENARIOS[scenario](sides["kraftlab"], name)
+    theirs = SCENARIOS[scenario](sides["kafka"], name)
+    assert [s for s, _ in ours] == [s for s, _ in theirs]
+    report = []
+    for (step, got), (_, want) in zip(ours, theirs, strict=True):
+        known = DIFFERENCES.get((scenario, step))
+        if known is None and got != want:
+            report.append(f"{step}: kraftlab {got!r}, Apache Kafka {want!r}")
+        elif known is not None and got == want:
+            report.append(f"{step}: now agrees ({want!r}); drop its DIFFERENCES entry")
+    assert not report, "\n".join(report)
