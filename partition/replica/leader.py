@@ -98,7 +98,7 @@ def parse_produce_batches(
     LogValidator and ReplicaManager): valid acks, whole batches with good CRCs, one batch if
     idempotent, none over max.message.bytes. The headers, or the error to answer with."""
     if req.acks not in (ACKS_NONE, ACKS_LEADER, ACKS_ALL):
-        return [], Errors.INVALID_REQUEST, f"acks={req.acks} (INVALID_REQUIRED_ACKS)"
+        return [], Errors.INVALID_REQUIRED_ACKS, f"acks={req.acks}"
     try:
         headers = list(rb.iter_headers(req.records))
     except CorruptRecordError as exc:
