@@ -37,7 +37,7 @@ def bootstrap(cluster: cl.ClusterFile) -> str:
 Send = Callable[[str, list[bytes], int], int]
 
 
-def _confluent(servers: str, acks: int) -> tuple[Send, Callable[[], None]]:
+def confluent_sender(servers: str, acks: int) -> tuple[Send, Callable[[], None]]:
     """librdkafka through confluent-kafka: one Producer for the warm-up and the measured run
     (as the native client's). Delivery reports only for failures (`delivery.report.only.error`,
     one producer-wide callback), served by a poll every POLL_EVERY sends, and `flush` at the end:
@@ -72,7 +72,7 @@ def _confluent(servers: str, acks: int) -> tuple[Send, Callable[[], None]]:
     return send, lambda: None
 
 
-def _kafka_python(servers: str, acks: int) -> tuple[Send, Callable[[], None]]:
+def kafka_python_sender(servers: str, acks: int) -> tuple[Send, Callable[[], None]]:
     from kafka import KafkaProducer  # type: ignore[import-untyped]
 
     producer = KafkaProducer(bootstrap_servers=servers, acks=acks if acks != -1 else "all",
@@ -93,7 +93,7 @@ def produce_run(
     cluster: cl.ClusterFile, topic: str, acks: int, args: argparse.Namespace
 ) -> dict[str, Any]:
     """One producer, warmed up with 10% of the records, then measured (as bench produce)."""
-    factory = _confluent if args.client == "confluent-kafka" else _kafka_python
+    factory = confluent_sender if args.client == "confluent-kafka" else kafka_python_sender
     send, close = factory(bootstrap(cluster), acks)
     try:
         warmup = [os.urandom(args.record_size) for _ in range(max(1, args.records // 10))]

@@ -15,6 +15,9 @@ Sections, measured one after another (never in parallel: the machine has 2 cores
 - produce: RF 3, acks=all, 100 B records, 1 partition, the native client and librdkafka through
   the Kafka listener, each on a fresh cluster (harness/bench/produce.py);
 - append: the log's append against a raw write of the same bytes (harness/bench/log.py);
+- kafka: kraftlab beside Apache Kafka itself (the peer kit, docs/kafka-peer.md), same shape,
+  same client, same faults: produce acks=all/1, latency, consume, topic-create commit time,
+  controller and partition leader failover (harness/bench/versus_kafka.py);
 - further sections registered with `register_section`.
 
 With `--peers DIR` the peers' own runner (`DIR/run_all.sh`: etcd, ZooKeeper, pysyncobj and their
@@ -42,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.bench import failover, quorum
+from harness.bench import failover, quorum, versus_kafka
 from harness.bench import log as log_bench
 from harness.bench import produce as produce_bench
 from harness.launcher import cluster as cl
@@ -375,6 +378,28 @@ register_section("produce", data_plane)
 register_section("append", log_append)
 
 
+def kafka_side_by_side(run: Run) -> None:
+    """kraftlab and Apache Kafka (the peer kit) of the same shape, one after the other, every
+    figure of harness/bench/versus_kafka.py on each; the same `--config` on both."""
+    args = run.args
+    overrides = cl.parse_overrides(args.config)
+    results = {}
+    for name, system in (("kraftlab", versus_kafka.kraftlab_system),
+                         ("apache-kafka", versus_kafka.kafka_system)):
+        run.say(f"[kafka] {name}: 3 controllers + 3 brokers")
+        with system(overrides) as s:
+            results[name] = versus_kafka.measure(
+                s, records=args.kafka_records, latency_samples=args.kafka_latency_samples,
+                create_samples=args.kafka_creates, trials=args.kafka_trials, say=run.say)
+    run.raw["kafka"] = results
+    run.figures += [Figure(key, label, ours, "", "") for key, label, ours in
+                    versus_kafka.rows(results["kraftlab"], results["apache-kafka"])]
+    run.say(f"[kafka] {json.dumps(results)}")
+
+
+register_section("kafka", kafka_side_by_side)
+
+
 # --- the peers ---------------------------------------------------------------------------------
 
 def _lat(d: dict[str, Any] | None) -> str:
@@ -451,6 +476,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--floor-samples", type=int, default=FLOOR_SAMPLES)
     parser.add_argument("--produce-records", type=int, default=300_000,
                         help="records per produce run (default 300,000)")
+    parser.add_argument("--kafka-records", type=int, default=300_000,
+                        help="kafka section: records per produce run (default 300,000)")
+    parser.add_argument("--kafka-latency-samples", type=int, default=1000)
+    parser.add_argument("--kafka-creates", type=int, default=50)
+    parser.add_argument("--kafka-trials", type=int, default=3, help="kafka section: trials of "
+                        "each fault")
     parser.add_argument("--only", help="comma-separated sections (default all): "
                         + ",".join(name for name, _ in SECTIONS))
     parser.add_argument("--peers", metavar="DIR",
