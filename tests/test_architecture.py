@@ -5,6 +5,7 @@ functions too), and the dependency directions the layers promise."""
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from pathlib import Path
 
@@ -158,6 +159,33 @@ def test_nothing_below_the_cli_imports_it() -> None:
         if _within(target, "harness.cli")
     )
     assert importers == []
+
+
+# A path of the tree named in a docstring, a comment or a doc: "harness/drive/effects.py".
+NAMED_PATH = re.compile(r"\b((?:harness|quorum|partition|coordinator|tests|docs)/[\w./-]+"
+                        r"\.(?:py|md|json|toml|properties|xml))")
+
+
+def named_paths(text: str) -> set[str]:
+    return {m.group(1) for m in NAMED_PATH.finditer(text)}
+
+
+def test_every_file_the_code_and_docs_name_exists() -> None:
+    """A cross-reference to a file that was moved or removed misleads the next reader: every
+    repository path named in the code, the tests and the docs must exist."""
+    sources = [p for top in (*PACKAGES, "tests", "docs") for p in (ROOT / top).rglob("*")
+               if p.suffix in (".py", ".md")]
+    sources.append(ROOT / "README.md")
+    stale = sorted(f"{p.relative_to(ROOT)} names {ref}" for p in sources
+                   for ref in named_paths(p.read_text()) if not (ROOT / ref).exists())
+    assert not stale, "\n".join(stale)
+
+
+def test_named_paths_finds_a_reference_in_prose() -> None:
+    gone = "harness/no/" + "such.py"  # split, so this file names no missing path itself
+    text = f"as harness/drive/effects.py does (docs/architecture.md), not {gone}."
+    assert named_paths(text) == {"harness/drive/effects.py", "docs/architecture.md", gone}
+    assert not (ROOT / gone).exists()
 
 
 def test_the_checks_find_a_planted_cycle() -> None:

@@ -1,12 +1,13 @@
 """The broker side of KIP-631's broker lifecycle, in a broker process (`process.roles=broker`).
 
 A broker is a Raft *observer* of the metadata log (its RaftCore's node id is not among the voters;
-the runtime is the same as a controller's, see runtime.py) and applies the log to its own
-MetadataImage. This module drives the sans-IO BrokerSession (broker_session.py: registration with
-a fresh incarnation id per process start, DUPLICATE_BROKER_REGISTRATION retries, heartbeats with
-the applied metadata offset, re-registration, controlled shutdown) on the event loop, exactly as
-runtime.py drives the Raft core: input -> outputs -> re-arm ONE timer at `next_deadline_ms()`.
-The simulator drives the same BrokerSession (harness/sim/actors/cluster_node.py).
+the runtime is the same as a controller's, see node.py) and applies the log to its own
+MetadataImage. This module drives the sans-IO BrokerSession (harness/drive/broker_session.py:
+registration with a fresh incarnation id per process start, DUPLICATE_BROKER_REGISTRATION
+retries, heartbeats with the applied metadata offset, re-registration, controlled shutdown) on
+the event loop, exactly as
+node.py drives the Raft core: input -> outputs -> re-arm ONE timer at `next_deadline_ms()`.
+The simulator drives the same BrokerSession (harness/sim/actors/broker.py).
 
 It also logs this broker's own partition assignments as they change (`broker.partition_*`) and
 hands every applied metadata change to the replica manager (replica_manager.py), which hosts the
