@@ -134,6 +134,41 @@ def test_cores_import_nothing_from_the_harness() -> None:
         assert _violations(core, ("harness",)) == []
 
 
+# What a sans-IO core may not touch: the clock, the disk, the network, threads, processes.
+# Randomness comes in as a seeded random.Random (a pure generator: a seed gives one run);
+# the module's own functions, which draw from a hidden global generator, are refused.
+IO_MODULES = ("os", "time", "socket", "asyncio", "threading", "subprocess", "select",
+              "selectors", "signal", "ctypes", "shutil", "tempfile", "uvloop", "aiohttp")
+
+
+def _io_uses(path: Path) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                 [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                 else [])
+        found += [f"imports {n}" for n in names if n.split(".")[0] in IO_MODULES]
+        if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+                and node.value.id == "random" and node.attr != "Random"):
+            found.append(f"calls random.{node.attr} (the global generator)")
+    return found
+
+
+def test_cores_touch_no_clock_disk_network_or_global_randomness() -> None:
+    bad = [f"{path.relative_to(ROOT)}: {use}" for name, path in sorted(MODULES.items())
+           if name.split(".")[0] in ("quorum", "partition", "coordinator")
+           for use in _io_uses(path)]
+    assert not bad, "\n".join(bad)
+
+
+def test_io_uses_sees_an_import_and_a_global_random_call(tmp_path: Path) -> None:
+    planted = tmp_path / "core.py"
+    planted.write_text("import os.path\nfrom time import monotonic\nimport random\n"
+                       "rng = random.Random(1)\nx = random.random()\n")
+    assert _io_uses(planted) == ["imports os.path", "imports time",
+                                 "calls random.random (the global generator)"]
+
+
 def test_quorum_imports_nothing_from_the_other_cores() -> None:
     assert _violations("quorum", ("partition", "coordinator")) == []
 

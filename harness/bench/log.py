@@ -24,10 +24,10 @@ import tempfile
 import time
 from typing import Any
 
+from harness.runtime.file_storage import FileStorage
 from partition.log import batch as rb
 from partition.log.config import LogConfig
 from partition.log.log import PartitionLog
-from partition.log.storage import FileStorage
 
 RECORD_BYTES = 100
 BATCH_SIZES = (1, 100, 1000)

@@ -72,12 +72,12 @@ from harness.runtime.controller_rpc import (
     ControllerRpcResponse,
     ControllerRpcServer,
 )
+from harness.runtime.file_storage import FileStorage
 from harness.runtime.metrics import LatencyWindow, MetadataCounters, NodeMetrics
 from harness.runtime.quorum_state import QuorumStateFile
 from harness.runtime.replica_manager import ReplicaFetchBatch, ReplicaFetchBatchResponse
 from harness.runtime.status import quorum_replication, quorum_status
 from partition.log.config import LogConfig
-from partition.log.storage import FileStorage
 from partition.raft import RaftEnvelope
 from quorum import codec
 from quorum.metadata import (

@@ -60,12 +60,12 @@ import structlog
 from harness.drive.replica_effects import execute_replica_effects
 from harness.runtime.clock import ClockTimer
 from harness.runtime.context import BrokerLink, NodeContext
+from harness.runtime.file_storage import BufferedFileStorage, FileStorage
 from harness.runtime.log_configs import TopicLogConfigs
 from harness.runtime.raft_leadership import RaftLeadership
 from harness.runtime.raft_partitions import RaftPartitions, status_row
 from partition.log.log import PartitionLog
 from partition.log.manager import LogManager
-from partition.log.storage import BufferedFileStorage, FileStorage
 from partition.raft.election_states import ELECTION_STATES_FILE, ElectionStates
 from partition.replica import (
     ACKS_NONE,

@@ -1,6 +1,7 @@
 """partition.log: Kafka-format log storage for data partitions and the Raft metadata log.
 
-- `storage`: the Storage seam (FileStorage, SimStorage) every byte goes through;
+- `storage`: the Storage seam every byte goes through, and SimStorage (the real files:
+  harness/runtime/file_storage.py FileStorage);
 - `batch`: the RecordBatch v2 codec (header view, validate, patch, encode, decode);
 - `segment`, `index`: segment files with sparse offset and time indexes;
 - `log`: PartitionLog (append as leader/follower, read, truncate, retention, flush, recovery);
@@ -36,14 +37,13 @@ from partition.log.errors import (
 from partition.log.log import LogAppendInfo, PartitionLog
 from partition.log.manager import LogManager
 from partition.log.producer_state import ProducerState, SequenceCheck
-from partition.log.storage import FileStorage, SimStorage, Storage, StorageFile
+from partition.log.storage import SimStorage, Storage, StorageFile
 
 __all__ = [
     "BatchHeader",
     "CheckpointError",
     "CorruptRecordError",
     "FencedLeaderEpochError",
-    "FileStorage",
     "InvalidProducerEpochError",
     "InvalidRecordError",
     "LeaderEpochCache",

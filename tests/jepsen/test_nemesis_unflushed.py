@@ -1,4 +1,4 @@
-"""BufferedFileStorage (partition/log/storage.py), what the crash-unflushed nemesis relies on.
+"""BufferedFileStorage (harness/runtime/file_storage.py), what the crash-unflushed nemesis relies on.
 
 - Readers of a buffered file see exactly what FileStorage's readers see, whatever mix of appends,
   truncations and fsyncs (a model-based Hypothesis test against a bytearray);
@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from partition.log.storage import BufferedFileStorage, FileStorage
+from harness.runtime.file_storage import BufferedFileStorage, FileStorage
 
 OPS = st.lists(st.one_of(
     st.tuples(st.just("append"), st.binary(max_size=40), st.binary(max_size=8)),

@@ -13,9 +13,10 @@ import textwrap
 
 import pytest
 
+from harness.runtime.file_storage import FileStorage
 from partition.log import checkpoint as cp
 from partition.log.errors import CheckpointError
-from partition.log.storage import FileStorage, SimStorage
+from partition.log.storage import SimStorage
 from tests.log.crashpoints import CrashAt, Crashed
 
 OLD = {("orders", 0): 10, ("orders", 1): 20}
@@ -74,7 +75,7 @@ CHILD = textwrap.dedent(
     """
     import sys
     from partition.log import checkpoint as cp
-    from partition.log.storage import FileStorage
+    from harness.runtime.file_storage import FileStorage
     storage = FileStorage(sys.argv[1])
     i = 0
     while True:

@@ -13,11 +13,12 @@ import struct
 
 import pytest
 
+from harness.runtime.file_storage import FileStorage
 from partition.log import batch as rb
 from partition.log.config import LogConfig
 from partition.log.log import PartitionLog
 from partition.log.segment import LogSegment
-from partition.log.storage import FileStorage, SimStorage, StorageFile
+from partition.log.storage import SimStorage, StorageFile
 
 CFG = LogConfig(segment_bytes=3000, index_interval_bytes=100)
 SEG0 = "/d/t-0/00000000000000000000"

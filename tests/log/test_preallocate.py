@@ -13,11 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from structlog.testing import capture_logs
 
+from harness.runtime import file_storage as storage_module
+from harness.runtime.file_storage import ZERO_FILL_CHUNK_BYTES, FileStorage
 from partition.log import batch as rb
-from partition.log import storage as storage_module
 from partition.log.config import LogConfig
 from partition.log.log import PartitionLog
-from partition.log.storage import ZERO_FILL_CHUNK_BYTES, FileStorage, SimStorage, read_whole
+from partition.log.storage import SimStorage, read_whole
 
 CFG = LogConfig(segment_bytes=4000, index_interval_bytes=100, preallocate=True)
 SEG0 = "d/t-0/00000000000000000000.log"

@@ -10,10 +10,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness.runtime.file_storage import FileStorage
 from partition.log import batch as rb
 from partition.log.config import LogConfig
 from partition.log.log import PartitionLog
-from partition.log.storage import FileStorage, SimStorage
+from partition.log.storage import SimStorage
 
 CFG = LogConfig(segment_bytes=4000, index_interval_bytes=100)
 SEG0 = "/d/t-0/00000000000000000000.log"
@@ -251,7 +252,7 @@ configure_logging(level="warning", stream=sys.stderr)
 from partition.log import batch as rb
 from partition.log.config import LogConfig
 from partition.log.manager import LogManager
-from partition.log.storage import FileStorage
+from harness.runtime.file_storage import FileStorage
 config = LogConfig(segment_bytes=20_000, index_interval_bytes=512, preallocate=sys.argv[2] == "1")
 manager = LogManager.open(FileStorage(sys.argv[1]), "logs", config)
 log = manager.get_or_create("t", 0)

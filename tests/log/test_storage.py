@@ -6,7 +6,8 @@ import random
 
 import pytest
 
-from partition.log.storage import FileStorage, SimStorage, StorageCrashed, StorageError, read_whole
+from harness.runtime.file_storage import FileStorage
+from partition.log.storage import SimStorage, StorageCrashed, StorageError, read_whole
 
 
 def test_unsynced_bytes_are_lost_synced_survive() -> None:
