@@ -329,9 +329,11 @@ def fetch(node: BrokerNode, version: int, request: Any, reply: Reply) -> None:
                 send()
 
         for topic, partition, offset, max_bytes, epoch in wanted:
+            # KIP-392: from v11 a consumer's fetch carries client metadata (rack_id), and any
+            # replica may serve it (Kafka's FetchParams.fetchOnlyLeader is false then)
             replicas.fetch(topic, partition, offset, max_bytes, wait_ms,
                            functools.partial(got, (topic, partition)),
-                           current_leader_epoch=epoch)  # fmt: skip
+                           current_leader_epoch=epoch, follower_read=version >= 11)  # fmt: skip
 
     if not wanted:
         send()

@@ -602,10 +602,12 @@ class ReplicaManager:
                                      leader_epoch=leader_epoch))  # fmt: skip
 
     def fetch(self, topic: str, partition: int, offset: int, max_bytes: int, max_wait_ms: int,
-              callback: FetchCallback, current_leader_epoch: int = -1) -> None:  # fmt: skip
+              callback: FetchCallback, current_leader_epoch: int = -1,
+              follower_read: bool = False) -> None:  # fmt: skip
         """A consumer fetch (below the HW only, long-polling up to max_wait_ms). A
         current_leader_epoch >= 0 is checked by the core (KIP-320: FENCED_LEADER_EPOCH /
-        UNKNOWN_LEADER_EPOCH)."""
+        UNKNOWN_LEADER_EPOCH). `follower_read` (KIP-392, a Kafka Fetch v11+): an ISR follower
+        serves it too, below its own HW (partition/replica/follower_reads.py)."""
         raft = self.raft.by_name.get((topic, partition))
         r, error, leader, epoch = (None, Errors.NONE, -1, -1) if raft else self.lookup(topic, partition)
         request_id = self._request_id()
@@ -618,7 +620,8 @@ class ReplicaManager:
         assert hosted is not None
         request = FetchRequest(hosted.topic_id, partition, CONSUMER_REPLICA_ID, offset,
                                current_leader_epoch=current_leader_epoch, max_bytes=max_bytes,
-                               max_wait_ms=max_wait_ms, request_id=request_id)  # fmt: skip
+                               max_wait_ms=max_wait_ms, request_id=request_id,
+                               follower_read=follower_read)  # fmt: skip
         if raft is not None:
             self.raft.fetch(raft, request)
         else:

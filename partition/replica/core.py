@@ -13,7 +13,8 @@ Transitions (this module owns all of them; inputs are MetadataUpdated only):
     Offline --(leader == self)--> Leader --(leader != self, new epoch)--> Follower
        ^  <--(not a replica / no leader)--  |  <--(leader == self)--------'
     A Leader leaving: acks=all produces fail NOT_LEADER_OR_FOLLOWER (with the new leader hint)
-    and parked fetches are answered with the same error.
+    and parked fetches are answered with the same error. A Follower leaving answers the
+    consumer reads parked on it (KIP-392, partition.replica.follower_reads) with what it has.
     replication.mode=quorum (partition.replica.quorum_mode): Offline with no leader is the
     *fenced* state; the replica reports its position at that epoch (SendReplicaPosition) at once
     and every position_report_interval_ms, and takes nothing from an earlier leader. A new
@@ -28,9 +29,10 @@ LEO; a follower's HW never exceeds its LEO.
 
 Structure: the replica's explicit state (identity, config, metadata, the in-call log view) is
 one object, partition.replica.local_replica.LocalReplica; the leader-side rules
-(partition.replica.leader) and follower-side rules (partition.replica.follower) are functions
-over it and the role they apply to (their docstrings list the rules). This module owns the role,
-every transition, and routes each input to the rules of the role it is for.
+(partition.replica.leader), follower-side rules (partition.replica.follower) and consumer reads
+at a follower (partition.replica.follower_reads) are functions over it and the role they apply
+to (their docstrings list the rules). This module owns the role, every transition, and routes
+each input to the rules of the role it is for.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ import structlog
 
 from partition.log import batch as rb
 from partition.replica import follower as follower_rules
+from partition.replica import follower_reads
 from partition.replica import leader as leader_rules
 from partition.replica.config import ReplicaConfig
 from partition.replica.effects import AppendAsLeader, Effect, LeadershipChanged, SendReplicaPosition
@@ -49,6 +52,7 @@ from partition.replica.errors import InvariantViolation, ReplicaUsageError
 from partition.replica.local_log import ReplicaLog
 from partition.replica.local_replica import LocalReplica
 from partition.replica.messages import (
+    CONSUMER_REPLICA_ID,
     FetchRequest,
     FetchResponse,
     MetadataUpdated,
@@ -258,6 +262,7 @@ class ReplicaCore:
                 effects += leader_rules.answer_parked_fetches(r, role, now_ms)
             case Follower():
                 effects += follower_rules.tick(r, role, now_ms)
+                effects += follower_reads.answer_parked_reads(r, role, now_ms)
             case Offline():
                 effects += self._maybe_report_position(role, now_ms)
             case _:
@@ -279,7 +284,9 @@ class ReplicaCore:
                     deadlines.append(role.in_flight.sent_ms + r.config.alter_partition_timeout_ms)
                 return min(deadlines)
             case Follower():
-                return follower_rules.next_deadline_ms(r, role)
+                due = [d for d in (follower_rules.next_deadline_ms(r, role),
+                                   follower_reads.next_deadline_ms(r, role)) if d is not None]
+                return min(due) if due else None
             case Offline():
                 return role.next_report_ms
             case _:
@@ -309,6 +316,9 @@ class ReplicaCore:
             case FetchRequest():
                 if isinstance(role, Leader):
                     return leader_rules.on_fetch_request(r, role, message, now_ms)
+                if (isinstance(role, Follower) and message.follower_read
+                        and message.replica_id == CONSUMER_REPLICA_ID):
+                    return follower_reads.on_consumer_fetch(r, role, message, now_ms)
                 return leader_rules.fetch_error(r, message, Errors.NOT_LEADER_OR_FOLLOWER)
             case FetchResponse():
                 if isinstance(role, Follower):
@@ -390,7 +400,11 @@ class ReplicaCore:
         return leader_rules.after_isr_change(self._local, leader, old_isr, now_ms)
 
     def _leave_leadership(self) -> list[Effect]:
+        """Leaving the current role: a leader fails what it holds, a follower answers the
+        consumer reads parked on it (follower_reads.py)."""
         role = self.role
+        if isinstance(role, Follower):
+            return follower_reads.release_parked_reads(self._local, role)
         if not isinstance(role, Leader):
             return []
         failed = leader_rules.fail_produces(self._local, role, Errors.NOT_LEADER_OR_FOLLOWER)

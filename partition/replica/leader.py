@@ -271,7 +271,7 @@ def fetch_error(r: LocalReplica, req: FetchRequest, error: Errors, **fields: Any
     return [SendFetchResponse(req.replica_id, resp)]
 
 
-def _fetch_answer(
+def fetch_answer(
     r: LocalReplica, req: FetchRequest, records: bytes, high_watermark: int
 ) -> SendFetchResponse:
     leader_id, leader_epoch = r.leader_hint()
@@ -296,10 +296,11 @@ def _diverging_epoch(r: LocalReplica, req: FetchRequest) -> EpochEndOffset | Non
     return None
 
 
-def _check_fetch_epoch(r: LocalReplica, leader: Leader, req: FetchRequest) -> Errors:
-    if req.current_leader_epoch < 0 or req.current_leader_epoch == leader.leader_epoch:
+def check_fetch_epoch(req: FetchRequest, leader_epoch: int) -> Errors:
+    """KIP-320: a fetch naming a leader epoch must name the one this replica knows."""
+    if req.current_leader_epoch < 0 or req.current_leader_epoch == leader_epoch:
         return Errors.NONE
-    if req.current_leader_epoch < leader.leader_epoch:
+    if req.current_leader_epoch < leader_epoch:
         return Errors.FENCED_LEADER_EPOCH  # the fetcher is behind (KIP-320)
     return Errors.UNKNOWN_LEADER_EPOCH  # we are behind
 
@@ -307,7 +308,7 @@ def _check_fetch_epoch(r: LocalReplica, leader: Leader, req: FetchRequest) -> Er
 def on_fetch_request(
     r: LocalReplica, leader: Leader, req: FetchRequest, now_ms: int
 ) -> list[Effect]:
-    error = _check_fetch_epoch(r, leader, req)
+    error = check_fetch_epoch(req, leader.leader_epoch)
     if error is not Errors.NONE:
         return fetch_error(r, req, error)
     if req.replica_id == CONSUMER_REPLICA_ID:
@@ -330,7 +331,7 @@ def on_fetch_request(
     if not records and req.max_wait_ms > 0:
         leader.parked_fetches.append(ParkedFetch(req, now_ms + req.max_wait_ms))
     else:
-        effects.append(_fetch_answer(r, req, records, high_watermark))
+        effects.append(fetch_answer(r, req, records, high_watermark))
     return effects
 
 
@@ -343,14 +344,14 @@ def _on_consumer_fetch(
     # would reset them to the start: a non-monotonic poll).
     if not r.log_start <= req.fetch_offset <= r.leo:
         return fetch_error(r, req, Errors.OFFSET_OUT_OF_RANGE)
-    records = _read_committed(r, req)
+    records = read_committed(r, req)
     if not records and req.max_wait_ms > 0:
         leader.parked_fetches.append(ParkedFetch(req, now_ms + req.max_wait_ms))
         return []
-    return [_fetch_answer(r, req, records, r.hw)]
+    return [fetch_answer(r, req, records, r.hw)]
 
 
-def _read_committed(r: LocalReplica, req: FetchRequest) -> bytes:
+def read_committed(r: LocalReplica, req: FetchRequest) -> bytes:
     if req.fetch_offset >= r.hw:
         return b""
     return r.log.read(req.fetch_offset, req.max_bytes, max_offset=r.hw)
@@ -367,7 +368,7 @@ def answer_parked_fetches(r: LocalReplica, leader: Leader, now_ms: int) -> list[
             if not r.log_start <= req.fetch_offset <= r.leo:
                 effects += fetch_error(r, req, Errors.OFFSET_OUT_OF_RANGE)
                 continue
-            records = _read_committed(r, req) if woken else b""
+            records = read_committed(r, req) if woken else b""
         elif not r.log_start <= req.fetch_offset <= r.leo:
             effects += fetch_error(r, req, Errors.OFFSET_OUT_OF_RANGE)
             continue
@@ -378,7 +379,7 @@ def answer_parked_fetches(r: LocalReplica, leader: Leader, now_ms: int) -> list[
                 else b""
             )
         if records or parked.deadline_ms <= now_ms:
-            effects.append(_fetch_answer(r, req, records, r.hw))
+            effects.append(fetch_answer(r, req, records, r.hw))
         else:
             kept.append(parked)
     leader.parked_fetches = kept

@@ -50,6 +50,10 @@ class FetchRequest:
     max_bytes: int = 1 << 20
     max_wait_ms: int = 0
     request_id: int = 0
+    # KIP-392: a consumer fetch that carries client metadata (Kafka Fetch v11+), which any
+    # replica serves up to its own high watermark (partition/replica/follower_reads.py); without
+    # it only the leader answers (Kafka's FetchParams.fetchOnlyLeader).
+    follower_read: bool = False
 
 
 @dataclass(frozen=True, slots=True)

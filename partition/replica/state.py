@@ -104,6 +104,7 @@ class Follower:
     in_flight: FetchRequest | None = None
     sent_ms: int = 0
     next_fetch_ms: int = 0  # when to (re)send a fetch if none is in flight
+    parked_reads: list[ParkedFetch] = field(default_factory=list)  # KIP-392 consumer long polls
 
 
 @dataclass(slots=True)

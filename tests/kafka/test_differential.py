@@ -352,13 +352,7 @@ SCENARIOS: dict[str, Callable[[Side, str], Transcript]] = {
 }
 
 # (scenario, step) -> why kraftlab answers differently (docs/kafka-peer.md)
-DIFFERENCES: dict[tuple[str, str], str] = {
-    ("produce-fetch", "fetch from a follower"):
-        "KIP-392: from Fetch v11 a consumer's fetch carries client metadata, so Kafka's "
-        "ReplicaManager lets any replica serve it up to that replica's high watermark "
-        "(FetchParams.fetchOnlyLeader is false); kraftlab's partition core serves consumer "
-        "fetches at the leader only and answers NOT_LEADER_OR_FOLLOWER",
-}
+DIFFERENCES: dict[tuple[str, str], str] = {}
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))

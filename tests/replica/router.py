@@ -225,10 +225,12 @@ class Cluster:
         return request_id
 
     def consume(
-        self, offset: int, node: int | None = None, max_wait_ms: int = 0
+        self, offset: int, node: int | None = None, max_wait_ms: int = 0, *,
+        follower_read: bool = False, epoch: int = -1,
     ) -> FetchResponse | None:
         before = len(self.consumer_responses)
-        req = FetchRequest(TOPIC_ID, 0, -1, offset, max_wait_ms=max_wait_ms, request_id=offset)
+        req = FetchRequest(TOPIC_ID, 0, -1, offset, max_wait_ms=max_wait_ms, request_id=offset,
+                           follower_read=follower_read, current_leader_epoch=epoch)
         self.step(node if node is not None else self.partition.leader, wire(req))
         return self.consumer_responses[-1] if len(self.consumer_responses) > before else None
 
