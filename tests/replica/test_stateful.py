@@ -6,7 +6,9 @@ AlterPartition, clean leader elections from the ISR, and follower restarts. Afte
 - a leader's HW never goes backwards within its epoch; a follower's HW <= its leader's HW;
 - no divergence below the HW: every replica's records below its HW equal the leader's;
 - nothing committed is lost: every offset below the highest HW ever announced is, unchanged,
-  on every ISR member, and every acks=all success is there with its own value.
+  on every ISR member, and every acks=all success is there with its own value;
+- consumers, at the leader or at a follower (KIP-392), read only committed records: every
+  (offset, value) a read returned is the committed entry at that offset.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from partition.log.batch import decode_records, iter_headers
 from partition.replica import ReplicaConfig, ReplicaPosition, choose_quorum_leader
 from quorum.metadata.errors import Errors
 from tests.replica.router import Cluster
@@ -76,6 +79,12 @@ class ReplicationMachine(RuleBasedStateMachine):
         if node != self.c.partition.leader:
             self.c.clean_restart(node)
 
+    @rule(node=st.sampled_from(REPLICAS), offset=st.integers(0, 8),
+          wait=st.sampled_from([0, 0, 2_000]))
+    def consumer_read(self, node: int, offset: int, wait: int) -> None:
+        """A consumer fetch with client metadata at any replica (KIP-392), maybe a long poll."""
+        self.c.consume(offset, node=node, max_wait_ms=wait, follower_read=True)
+
     # ------------------------------------------------------------------------- invariants
 
     @invariant()
@@ -119,6 +128,11 @@ class ReplicationMachine(RuleBasedStateMachine):
         for rid, resp in self.c.responses.items():
             if self.acks[rid] == -1 and resp.error is Errors.NONE:
                 assert by_offset.get(resp.base_offset) == self.values[rid].encode(), rid
+        for read in self.c.consumer_responses:
+            data = read.records
+            for h in iter_headers(data):
+                for record in decode_records(data, h):
+                    assert by_offset.get(record.offset) == (record.value or b""), record.offset
 
 
 TestReplicationMachine = ReplicationMachine.TestCase
