@@ -137,10 +137,7 @@ class ClusterFile:
         return cluster
 
     def save(self, data_dir: Path) -> None:
-        path = self.path_in(data_dir)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
-        os.replace(tmp, path)
+        write_state(self.path_in(data_dir), asdict(self))
 
     def node(self, node_id: int) -> NodeEntry:
         for node in self.nodes:
@@ -175,6 +172,14 @@ def read_token(data_dir: Path) -> str | None:
         return ClusterFile.token_path(data_dir).read_text().strip() or None
     except (FileNotFoundError, NotADirectoryError):
         return None
+
+
+def write_state(path: Path, doc: dict[str, Any]) -> None:
+    """Replace a state file (cluster.json, the Kafka peer's peer.json) atomically: a reader
+    sees the old document or the new one, never half of one."""
+    tmp = path.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n")
+    os.replace(tmp, path)
 
 
 def is_our_process(pid: int | None, config_file: str, program: bytes = b"harness.node") -> bool:

@@ -20,7 +20,13 @@ Rules (tests/replica/test_follower_reads.py):
 from __future__ import annotations
 
 from partition.replica.effects import Effect
-from partition.replica.leader import check_fetch_epoch, fetch_answer, fetch_error, read_committed
+from partition.replica.leader import (
+    check_fetch_epoch,
+    consumer_read,
+    fetch_answer,
+    fetch_error,
+    read_committed,
+)
 from partition.replica.local_replica import LocalReplica
 from partition.replica.messages import FetchRequest
 from partition.replica.state import Follower, ParkedFetch
@@ -32,13 +38,7 @@ def on_consumer_fetch(r: LocalReplica, follower: Follower, req: FetchRequest,
     error = check_fetch_epoch(req, follower.leader_epoch)
     if error is not Errors.NONE:
         return fetch_error(r, req, error)
-    if not r.log_start <= req.fetch_offset <= r.leo:
-        return fetch_error(r, req, Errors.OFFSET_OUT_OF_RANGE)
-    records = read_committed(r, req)
-    if not records and req.max_wait_ms > 0:
-        follower.parked_reads.append(ParkedFetch(req, now_ms + req.max_wait_ms))
-        return []
-    return [fetch_answer(r, req, records, r.hw)]
+    return consumer_read(r, req, follower.parked_reads, now_ms)
 
 
 def _ready(r: LocalReplica, parked: ParkedFetch, now_ms: int) -> bool:

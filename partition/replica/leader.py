@@ -338,15 +338,21 @@ def on_fetch_request(
 def _on_consumer_fetch(
     r: LocalReplica, leader: Leader, req: FetchRequest, now_ms: int
 ) -> list[Effect]:
-    # Consumers read below the HW only, but the range check is Kafka's LocalLog.read one,
-    # [log start, LEO]: a position in (HW, LEO] is not out of range, it gets no records (a
-    # new leader's HW may lag what consumers already read from the old one; an error there
-    # would reset them to the start: a non-monotonic poll).
+    return consumer_read(r, req, leader.parked_fetches, now_ms)
+
+
+def consumer_read(r: LocalReplica, req: FetchRequest, parked: list[ParkedFetch],
+                  now_ms: int) -> list[Effect]:  # fmt: skip
+    """A consumer's read of this replica (the leader, or a follower: follower_reads.py).
+    Consumers read below the HW only, but the range check is Kafka's LocalLog.read one,
+    [log start, LEO]: a position in (HW, LEO] is not out of range, it gets no records (a new
+    leader's HW may lag what consumers already read from the old one; an error there would
+    reset them to the start: a non-monotonic poll). Nothing to return and a wait: parked."""
     if not r.log_start <= req.fetch_offset <= r.leo:
         return fetch_error(r, req, Errors.OFFSET_OUT_OF_RANGE)
     records = read_committed(r, req)
     if not records and req.max_wait_ms > 0:
-        leader.parked_fetches.append(ParkedFetch(req, now_ms + req.max_wait_ms))
+        parked.append(ParkedFetch(req, now_ms + req.max_wait_ms))
         return []
     return [fetch_answer(r, req, records, r.hw)]
 

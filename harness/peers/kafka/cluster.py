@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.kafka.wire import Wire
-from harness.launcher.cluster import free_ports, is_our_process, random_cluster_id
+from harness.launcher.cluster import free_ports, is_our_process, random_cluster_id, write_state
 from harness.peers.kafka.install import Install, require
 
 SYSTEM = "apache-kafka"
@@ -147,10 +147,7 @@ class PeerFile:
         return cls(nodes=nodes, **doc)
 
     def save(self, data_dir: Path) -> None:
-        path = self.path_in(data_dir)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(asdict(self), indent=2) + "\n")
-        os.replace(tmp, path)
+        write_state(self.path_in(data_dir), asdict(self))
 
     def node(self, node_id: int) -> PeerNode:
         for n in self.nodes:
