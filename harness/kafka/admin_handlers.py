@@ -33,9 +33,6 @@ from quorum.controller.messages import (
 )
 from quorum.metadata.errors import Errors
 
-# Kafka's num.partitions and default.replication.factor, for NumPartitions/ReplicationFactor -1.
-DEFAULT_PARTITIONS = 1
-DEFAULT_REPLICATION_FACTOR = 1
 BROKER_ENDPOINT_TYPE = 1
 # A kraftlab guard (Kafka has none): one CreateTopics must not make the controller build
 # millions of partition records from a single (possibly garbage) request.
@@ -53,8 +50,10 @@ def create_topics(node: BrokerNode, version: int, request: Any, reply: Reply) ->
     broker = node.broker
 
     async def one(topic: Any) -> Any:
-        partitions = DEFAULT_PARTITIONS if topic.num_partitions == -1 else topic.num_partitions
-        rf = (DEFAULT_REPLICATION_FACTOR if topic.replication_factor == -1
+        # -1: the broker's num.partitions and default.replication.factor, as Kafka's
+        partitions = (node.config.num_partitions if topic.num_partitions == -1
+                      else topic.num_partitions)  # fmt: skip
+        rf = (node.config.default_replication_factor if topic.replication_factor == -1
               else topic.replication_factor)  # fmt: skip
         if partitions > MAX_PARTITIONS:
             return Errors.INVALID_PARTITIONS, f"at most {MAX_PARTITIONS} partitions per topic", ""
@@ -74,15 +73,12 @@ def create_topics(node: BrokerNode, version: int, request: Any, reply: Reply) ->
         topics = []
         for topic, (error, message, topic_id) in zip(request.topics, results, strict=True):
             ok = error is Errors.NONE
-            rf = (
-                DEFAULT_REPLICATION_FACTOR
-                if topic.replication_factor == -1
-                else topic.replication_factor
-            )
+            rf = (node.config.default_replication_factor if topic.replication_factor == -1
+                  else topic.replication_factor)  # fmt: skip
             topics.append(rcls(name=topic.name, topic_id=_topic_uuid(topic_id),
                                error_code=error.code, error_message=message or None,
                                num_partitions=(topic.num_partitions if topic.num_partitions != -1
-                                               else DEFAULT_PARTITIONS) if ok else -1,
+                                               else node.config.num_partitions) if ok else -1,
                                replication_factor=rf if ok else -1, configs=[]))  # fmt: skip
         reply(cls(throttle_time_ms=0, topics=topics))
 

@@ -63,6 +63,7 @@ from kafka.protocol.producer import (  # type: ignore[import-untyped]
 
 from harness.kafka import (
     admin_handlers,
+    auto_create,
     config_handlers,
     group_handlers,
     ops_handlers,
@@ -169,8 +170,9 @@ def api_versions_body(version: int, error_code: int) -> Any:
 
 
 def metadata_body(node: BrokerNode, version: int, request: Any) -> Any:
-    """Brokers (unfenced, with a Kafka listener) and topics from this broker's image.
-    Auto-creation is off: an unknown topic is UNKNOWN_TOPIC_OR_PARTITION. A raft partition
+    """Brokers (unfenced, with a Kafka listener) and topics from this broker's image. An
+    unknown topic is UNKNOWN_TOPIC_OR_PARTITION, and when the request and the broker allow it,
+    its creation is started (auto_create.py). A raft partition
     hosted here names the leader its Raft replica knows when that is newer than the image
     (harness/runtime/raft_leadership.py: clients find it with every controller down)."""
     cls = MetadataResponse[version]
@@ -188,10 +190,13 @@ def metadata_body(node: BrokerNode, version: int, request: Any) -> Any:
         names = [t.name for t in request.topics if t.name is not None]
     topics = []
     tcls = cls.MetadataResponseTopic
+    may_create = auto_create.allowed(node, version, request)
     for name in names:
         topic = image.topic(name)
         if topic is None:
-            topics.append(tcls(error_code=Errors.UNKNOWN_TOPIC_OR_PARTITION.code, name=name,
+            missing = (auto_create.create(node, name) if may_create
+                       else Errors.UNKNOWN_TOPIC_OR_PARTITION)
+            topics.append(tcls(error_code=missing.code, name=name,
                                topic_id=uuid.UUID(int=0), is_internal=False, partitions=[]))  # fmt: skip
             continue
         parts = []

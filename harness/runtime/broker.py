@@ -84,6 +84,9 @@ class BrokerLifecycle:
         self._calls: dict[int, asyncio.Future[Any]] = {}
         self._next_call_id = 1 << 40  # disjoint from the session's request ids
         self._assignments: dict[tuple[str, int], tuple[int, int, tuple[int, ...]]] = {}
+        # Topics a Metadata request asked this broker to create, until the controller answers
+        # (harness/kafka/auto_create.py: one creation in flight per topic), with its task.
+        self.topics_being_created: dict[str, asyncio.Task[None]] = {}
         self.replicas = ReplicaManager(node, self)
         self.groups = GroupHost(node, self, self.replicas)  # the group coordinator (group_host.py)
 

@@ -155,6 +155,12 @@ TUNABLES: dict[str, tuple[str, int]] = {
     # Admin API security (docs/operations.md "Security"): mutating routes need the cluster's
     # bearer token when the admin listener is not 127.0.0.1, or always with this set to 1.
     "kraftlab.admin.require.token": ("admin_require_token", 0),
+    # Topics a client's Metadata creates (brokers; Kafka's names and defaults): with
+    # allow_auto_topic_creation (always before Metadata v4) an unknown topic is created with
+    # num.partitions partitions of default.replication.factor replicas (harness/kafka/auto_create.py).
+    "auto.create.topics.enable": ("auto_create_topics_enable", 1),
+    "num.partitions": ("num_partitions", 1),
+    "default.replication.factor": ("default_replication_factor", 1),
     # The group coordinator (brokers; Kafka's names and defaults, docs/groups.md).
     "offsets.topic.num.partitions": ("offsets_topic_num_partitions", 50),
     "offsets.topic.replication.factor": ("offsets_topic_replication_factor", 3),
@@ -220,6 +226,9 @@ class NodeConfig:
     message_max_bytes: int = 1024 * 1024 + 12
     unflushed_in_process: int = 0
     admin_require_token: int = 0
+    auto_create_topics_enable: int = 1
+    num_partitions: int = 1
+    default_replication_factor: int = 1
     offsets_topic_num_partitions: int = 50
     offsets_topic_replication_factor: int = 3
     offsets_commit_timeout_ms: int = 5_000
@@ -329,7 +338,8 @@ _TOPIC_CONFIG_SYNONYMS = {
 # Settings that are flags (Kafka booleans): true/false (any case, as Kafka's ConfigDef) or 1/0,
 # stored as 0/1. Every other tunable is an integer and refuses true/false.
 BOOLEAN_KEYS = frozenset({"auto.leader.rebalance.enable", "kraftlab.log.fsync",
-                          "kraftlab.admin.require.token", "eligible.leader.replicas.enable"})
+                          "kraftlab.admin.require.token", "eligible.leader.replicas.enable",
+                          "auto.create.topics.enable"})
 # Ranges checked at load beyond the 64-bit type (a value a node would misread, not merely an
 # odd choice; `kraftlab config` checks more, harness/cli/config.py `minimum`):
 # log.retention.ms: -2 stands for Kafka's null (unset: log.retention.hours applies), -1 is
@@ -338,6 +348,8 @@ BOOLEAN_KEYS = frozenset({"auto.leader.rebalance.enable", "kraftlab.log.fsync",
 LOAD_RANGES: dict[str, tuple[int, int, str]] = {
     "log.retention.ms": (-2, LONG_MAX, " (-2: unset, log.retention.hours applies; -1: unlimited)"),
     "log.retention.hours": (0, INT_MAX, " (for unlimited retention set log.retention.ms=-1)"),
+    "num.partitions": (1, 10_000, ""),
+    "default.replication.factor": (1, 1_000, ""),
     "offsets.topic.num.partitions": (1, 10_000, ""),
     "offsets.topic.replication.factor": (1, 1_000, ""),
     "offsets.commit.timeout.ms": (1, INT_MAX, ""),

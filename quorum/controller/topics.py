@@ -57,11 +57,16 @@ MAX_PARTITIONS_PER_TOPIC = 10_000
 MAX_REPLICATION_FACTOR = 1_000
 
 
+def valid_topic_name(name: str) -> bool:
+    """Kafka's Topic.validate: 1-249 of [a-zA-Z0-9._-], and not "." or ".."."""
+    return bool(_TOPIC_NAME.match(name)) and name not in (".", "..")
+
+
 def create_topic(req: CreateTopicRequest, image: MetadataImage) -> ControllerResult:
     def fail(error: Errors, message: str) -> ControllerResult:
         return ControllerResult(response=CreateTopicResponse(error, message))
 
-    if not _TOPIC_NAME.match(req.name) or req.name in (".", ".."):
+    if not valid_topic_name(req.name):
         return fail(Errors.INVALID_TOPIC_EXCEPTION, f"invalid topic name {req.name!r}")
     if image.topic(req.name) is not None:
         return fail(Errors.TOPIC_ALREADY_EXISTS, f"topic {req.name!r} already exists")

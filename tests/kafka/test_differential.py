@@ -62,6 +62,10 @@ class Side:
     def wire(self, broker: int | None = None) -> Wire:
         return Wire(self.ports[broker if broker is not None else BROKERS[0]])
 
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(f"127.0.0.1:{p}" for p in self.ports.values())
+
     def call(self, request: Any, broker: int | None = None) -> Any:
         with self.wire(broker) as w:
             return w.call(request)
@@ -342,7 +346,44 @@ def quorum(side: Side, _name: str) -> Transcript:
     ]
 
 
+def auto_create(side: Side, name: str) -> Transcript:
+    """Metadata creates an unknown topic when the request and the broker allow it (Kafka's
+    auto.create.topics.enable, num.partitions and default.replication.factor: true, 1, 1)."""
+    from kafka.protocol.metadata import MetadataRequest  # type: ignore[import-untyped]
+
+    def shape(topic: str) -> tuple[int, int, int] | None:
+        with side.wire() as w:
+            t = w.metadata([topic]).topics[0]
+        if t.error_code != 0 or not t.partitions or t.partitions[0].leader_id < 0:
+            return None
+        return t.error_code, len(t.partitions), len(t.partitions[0].replica_nodes)
+
+    out: Transcript = []
+    with side.wire() as w:
+        out.append(("not allowed", w.metadata([name]).topics[0].error_code))
+        out.append(("allowed", w.metadata([name], auto_create=True).topics[0].error_code))
+    out.append(("created", poll(lambda: shape(name), 30, f"{side.name}: {name} created")))
+    with side.wire() as w:
+        out.append(("a bad name", w.metadata(["bad name!"], auto_create=True).topics[0]
+                    .error_code))
+        v3 = w.call(MetadataRequest[3](topics=[MetadataRequest[3].MetadataRequestTopic(
+            name=name + "-v3")]))
+    out.append(("metadata v3 always allows it", v3.topics[0].error_code))
+    out.append(("created by v3", poll(lambda: shape(name + "-v3"), 30, "the v3 topic")))
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": side.bootstrap, "acks": "all"})
+    delivered: list[tuple[object, int]] = []
+    producer.produce(name + "-produced", b"first", on_delivery=lambda e, m: delivered.append(
+        (e, m.offset())))
+    producer.flush(60)
+    out.append(("a producer's first record to a new topic", [(e is None, o) for e, o in
+                                                             delivered]))
+    return out
+
+
 SCENARIOS: dict[str, Callable[[Side, str], Transcript]] = {
+    "auto-create": auto_create,
     "quorum": quorum,
     "topic-admin": topic_admin,
     "metadata": metadata_shape,
