@@ -185,6 +185,29 @@ def test_the_simulator_never_imports_asyncio_code() -> None:
     assert _violations("harness.sim", forbidden) == []
 
 
+def _external_imports(path: Path) -> set[str]:
+    """The top-level names of the modules `path` imports (every import statement)."""
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(a.name.partition(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names.add(node.module.partition(".")[0])
+    return names
+
+
+def test_the_shared_drive_code_does_no_io_and_imports_neither_driver() -> None:
+    # harness/drive is run by both drivers (the one raft-partition host among it, raft_host.py):
+    # time, disks, threads and the network come through its ports, never from an import.
+    io = {"asyncio", "os", "time", "random", "socket", "threading", "concurrent", "selectors"}
+    found = sorted(f"{name} -> {m}" for name, path in MODULES.items()
+                   if _within(name, "harness.drive") for m in _external_imports(path) & io)
+    assert found == []
+    forbidden = ("harness.runtime", "harness.sim", "harness.net", "harness.node",
+                 "harness.kafka", "harness.admin", "harness.cli")
+    assert _violations("harness.drive", forbidden) == []
+
+
 def test_nothing_below_the_cli_imports_it() -> None:
     importers = sorted(
         f"{name} -> {target}"

@@ -1,37 +1,28 @@
-"""The I/O-free part of the raft-partition round discipline both drivers run (partition/raft/
-effects.py "Rules for such a driver"): one input into a replica's core, its effects cut into
-stages, and the stages run up to the next fsync or election-state write (`call_core`,
-`run_stages`); the passes of a round's end until nothing is left to run (`run_round`); the
-effect environment every hosted replica shares (`HostedReplica`); the recovery flush of a log a
-replica is (re)built on (`recovery_flush`). The asyncio runtime (harness/runtime/
-raft_partitions.py) and the simulator (harness/sim/actors/raft_host.py) keep what differs in
-their rounds (when a round ends, how its fsyncs happen, when its envelopes leave) and call these
-(tests/raftpart/router.py is the reference driver of the same rules).
+"""The stage discipline of one raft-partition replica (partition/raft/effects.py "Rules for such
+a driver"): one input into a replica's core, its effects cut into stages, and the stages run up
+to the next fsync or election-state write (`call_core`, `run_stages`); the effect environment
+every hosted replica shares (`HostedReplica`); the recovery flush of a log a replica is
+(re)built on (`recovery_flush`). The round around them (when inputs wait, the grouped fsyncs,
+the envelopes, the timers) is the one raft-partition host's, harness/drive/raft_host.py.
 
 Invariants, enforced here:
 - rule 1: no input reaches a core with stages left (`call_core` raises: a driver bug);
 - a stage runs only after the fsync of the stage before it (`needs_flush` cleared by the
-  driver's fsync) and after the election state it asked for is durable (`persist` cleared);
+  host's durability port) and after the election state it asked for is durable (`persist`
+  cleared);
 - rule 1 across a restart: a replica counts nothing of its log that is not fsynced
   (`recovery_flush` before the core reads the log).
-
-What stays in the drivers, and why it differs: the runtime keeps a stage's election state
-pending (`persist`) until the round's ONE grouped write of every partition's election state
-(partition/raft/election_states.py), so `run_stages` is called without `write_election_state`;
-the simulator writes each partition's election state at once after its log's fsync (the
-partition's own quorum-state file), passing `write_election_state`. The runtime ships a
-round's envelopes after every pass and fsyncs synchronously; the simulator ships once per round
-and its fsync takes simulated time.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from collections.abc import Callable
+from typing import Any, Protocol
 
 from harness.drive.effects import EffectEnv, execute_effects
 from partition.log import PartitionLog
 from partition.raft import (
+    Effect,
     RaftPartitionInput,
     RaftPartitionLog,
     RaftReplica,
@@ -62,13 +53,14 @@ def has_stages(r: StagedReplica) -> bool:
     return r.needs_flush or r.persist is not None or bool(r.stages)
 
 
-def call_core(r: StagedReplica, message: RaftPartitionInput | None, now_ms: int) -> None:
-    """One input (None: a tick) into a core that has no stages left; its effects become the
-    replica's stages (run them with `run_stages`)."""
+def call_core(r: StagedReplica, message: RaftPartitionInput | None, now_ms: int) -> list[Effect]:
+    """One input (None: a tick) into a core that has no stages left; its effects (returned)
+    become the replica's stages (run them with `run_stages`)."""
     if has_stages(r):
         raise AssertionError(f"{r.key}: an input reached a core with stages left (rule 1)")
     effects = r.core.tick(now_ms) if message is None else r.core.handle(message, now_ms)
     r.stages = flush_stages(effects) if effects else []
+    return effects
 
 
 def run_stages(r: StagedReplica,
@@ -88,33 +80,9 @@ def run_stages(r: StagedReplica,
         r.persist = stage.persist
 
 
-R = TypeVar("R", bound=StagedReplica)
-
-
 def waits_for_durability(r: StagedReplica) -> bool:
     """Its last stage left its log to fsync or its election state to write."""
     return r.needs_flush or r.persist is not None
-
-
-def run_round(touched: Mapping[Any, R], feed: Callable[[R], None],
-              make_durable: Callable[[list[R]], bool], advance: Callable[[R], None],
-              after_pass: Callable[[], None] | None = None) -> None:  # fmt: skip
-    """The passes of a round's end, until nothing is left to run: `feed` every replica the round
-    touched what waits for it (it may touch more: `touched` is read again each pass), then
-    `after_pass` (the runtime puts the envelopes of what ran on the wire: rule 2), then make the
-    logs and election states the stages left waiting durable, once each for the pass
-    (`make_durable`; False: that completes later, as the simulator's fsync takes simulated
-    time), and `advance` those replicas to their next stages."""
-    while True:
-        for r in list(touched.values()):
-            feed(r)
-        if after_pass is not None:
-            after_pass()
-        dirty = [r for r in touched.values() if waits_for_durability(r)]
-        if not dirty or not make_durable(dirty):
-            return
-        for r in dirty:
-            advance(r)
 
 
 def recovery_flush(plog: PartitionLog) -> None:

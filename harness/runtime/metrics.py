@@ -53,10 +53,10 @@ from prometheus_client.core import (
     SummaryMetricFamily,
 )
 
+from harness.drive.raft_host import RaftPartitionHost
 from harness.drive.raftlog import RaftLogStore
 from harness.runtime.broker import BrokerNode
 from harness.runtime.raft_leadership import RaftLeadership
-from harness.runtime.raft_partitions import RaftPartitions
 from harness.runtime.status import partition_health
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import ApplyResult, MetadataImage
@@ -321,9 +321,9 @@ class _NodeCollector:
         yield from _raft_partitions(raft, rm.leadership)
 
 
-def _raft_partitions(raft: RaftPartitions, leadership: RaftLeadership) -> Iterator[Metric]:
+def _raft_partitions(raft: RaftPartitionHost, leadership: RaftLeadership) -> Iterator[Metric]:
     """replication.mode=raft: the driver's rounds, grouped fsyncs and per-peer envelopes
-    (harness/runtime/raft_partitions.py), and the Raft groups led here."""
+    (harness/drive/raft_host.py), and the Raft groups led here."""
     p = "kraftlab_raft_partition_"
     yield _gauge(p + "leader_count", "raft partitions whose Raft leader is this broker",
                  sum(1 for r in raft.replicas.values() if r.core.is_leader))

@@ -345,7 +345,7 @@ class ControllerNode:
         if isinstance(message, RaftEnvelope):
             if self.broker is None:
                 raise FrameError("a controller hosts no raft partitions")
-            self.broker.replicas.raft.on_envelope(src, message)
+            self.broker.replicas.on_raft_envelope(src, message)
             return
         if isinstance(message, ReplicaFetchBatch | ReplicaFetchBatchResponse):
             if self.broker is None:

@@ -29,8 +29,8 @@ from typing import Any
 
 import structlog
 
+from harness.drive.raft_host import HostedRaft, RaftPartitionHost
 from harness.runtime.context import BrokerLink, NodeContext
-from harness.runtime.raft_partitions import HostedRaft, RaftPartitions
 from partition.raft import in_sync_voters, metadata_leader
 from quorum.controller.messages import (
     RaftLeader,
@@ -54,7 +54,7 @@ class RaftLeadership:
         self.node = node
         self.broker = broker
         self.loop = node.loop
-        self.partitions: RaftPartitions | None = None  # set by the replica manager
+        self.partitions: RaftPartitionHost | None = None  # set by the replica manager
         self._in_flight = False
         self._check_scheduled = False
         self._timer: Any = None
@@ -63,7 +63,7 @@ class RaftLeadership:
         self.reports_sent = 0
         self.leaders_reported = 0
 
-    def start(self, partitions: RaftPartitions) -> None:
+    def start(self, partitions: RaftPartitionHost) -> None:
         self.partitions = partitions
         self._timer = self.loop.call_later(REPORT_INTERVAL_MS / 1000, self._on_timer)
 
@@ -151,7 +151,7 @@ class RaftLeadership:
         it is newer (module docstring)."""
         if self.partitions is None:
             return part.leader, part.leader_epoch
-        known = self.partitions.leader_of(part.topic_id, part.partition)
+        known = self.partitions.leader_of((part.topic_id, part.partition))
         if known is None:
             return part.leader, part.leader_epoch
         return metadata_leader(part.leader, part.leader_epoch, *known)

@@ -57,15 +57,23 @@ from typing import Any
 
 import structlog
 
+from harness.drive.raft_host import RaftPartitionHost
 from harness.drive.replica_effects import execute_replica_effects
 from harness.runtime.clock import ClockTimer
 from harness.runtime.context import BrokerLink, NodeContext
 from harness.runtime.file_storage import BufferedFileStorage, FileStorage
 from harness.runtime.log_configs import TopicLogConfigs
 from harness.runtime.raft_leadership import RaftLeadership
-from harness.runtime.raft_partitions import RaftPartitions, status_row
+from harness.runtime.raft_partitions import (
+    host_partition,
+    partition_config,
+    raft_partitions,
+    receive_envelope,
+    status_row,
+)
 from partition.log.log import PartitionLog
 from partition.log.manager import LogManager
+from partition.raft import RaftEnvelope
 from partition.raft.election_states import ELECTION_STATES_FILE, ElectionStates
 from partition.replica import (
     ACKS_NONE,
@@ -200,7 +208,7 @@ class ReplicaManager:
         # replication.mode=raft partitions: their own driver and leadership reports.
         self.leadership = RaftLeadership(node, broker)
         states = ElectionStates(storage, str(self.data_dir / ELECTION_STATES_FILE))
-        self.raft = RaftPartitions(node, self, self.leadership, states)
+        self.raft: RaftPartitionHost = raft_partitions(node, self, self.leadership, states)
         self.leadership.start(self.raft)
         self._arm_housekeeping()
         self._arm_retention()
@@ -267,8 +275,8 @@ class ReplicaManager:
         # The cores of new raft partitions start together, after every log was opened (a
         # thousand logs take seconds): their election timers all start from now.
         for name, topic_id, part, plog in new_raft:
-            new = self.raft.create(name, topic_id, part.partition, part.replicas, plog,
-                                   self.topic_logs.effective(overrides_of[name]))  # fmt: skip
+            new = host_partition(self.raft, self.node, name, topic_id, part.partition,
+                                 part.replicas, plog, self.topic_logs.effective(overrides_of[name]))
             new.config_overrides = overrides_of[name]
 
     @staticmethod
@@ -288,7 +296,8 @@ class ReplicaManager:
         if overrides != r.config_overrides:
             r.config_overrides = overrides
             self.log_manager.set_config(topic, part.partition, self.topic_logs.log_config(overrides))
-            self.raft.set_configs(r, self.topic_logs.effective(overrides))
+            # Dynamic topic config (max.message.bytes); the Raft timing is the broker's.
+            r.core.config = partition_config(self.node, self.topic_logs.effective(overrides))
         return None
 
     def _caught_up(self, image: MetadataImage) -> bool:
@@ -388,6 +397,7 @@ class ReplicaManager:
         deleted = image.partition(*key) is None
         r = self.raft.remove(key, deleted)
         if r is not None:
+            log.info("raft_partition.removed", topic=r.topic, partition=r.partition)
             self._drop_log(r.topic, r.partition, deleted)
 
     def _drop_log(self, topic: str, partition: int, deleted: bool) -> None:
@@ -623,10 +633,14 @@ class ReplicaManager:
                                max_wait_ms=max_wait_ms, request_id=request_id,
                                follower_read=follower_read)  # fmt: skip
         if raft is not None:
-            self.raft.fetch(raft, request)
+            self.raft.input(raft, request)
         else:
             assert r is not None
             self._step(r, request)
+
+    def on_raft_envelope(self, src: int, envelope: RaftEnvelope) -> None:
+        """A peer's round of Raft messages for the raft partitions (FrameError if malformed)."""
+        receive_envelope(self.raft, src, envelope)
 
     def answer_consumer_fetch(self, response: FetchResponse) -> None:
         self.send_fetch_response(CONSUMER_REPLICA_ID, response)

@@ -7,8 +7,9 @@ file per partition the votes alone kept a loaded broker's event loop busy past t
 timeouts, and the elections never converged.
 
 The per-partition `quorum-state` file (partition.raft.log, Kafka's FileQuorumStateStore) is the
-single-group way and stays; a driver uses one or the other (harness/runtime/raft_partitions.py
-uses this one and reads a partition's own file only if this one has no entry for it).
+single-group way and stays; a driver uses one or the other (the runtime's durability port,
+harness/runtime/raft_partitions.py, uses this one and reads a partition's own file only if this
+one has no entry for it; the simulator's uses the per-partition files).
 
 Format (JSON, like quorum-state): {"version": 0, "partitions": {"<topic id>/<partition>":
 {"leaderEpoch": E, "votedId": V, "leaderId": L}}} with -1 for "none".

@@ -17,8 +17,9 @@ the follower fetches again at once. Bundling per round alone helps little: each 
 cycle keeps the phase its last write gave it, so a broker pair still exchanges about one message
 per partition per period (tests/raftpart/test_mux.py measures it). The driver therefore merges
 phases: after a *timer* round (ticks, not messages) whose envelope to broker F carries a Fetch
-answer (a long poll that expired), it asks every partition it leads that has F as a voter to
-answer the parked Fetch of F now if that would end within fetch_max_wait_ms anyway
+answer (a long poll that expired), it asks every partition that holds a Fetch of F unanswered
+(the driver's `parked`, harness/drive/raft_host.py) to answer it now if that would end within
+fetch_max_wait_ms anyway
 (AnswerLongPolls(F, now + fetch_max_wait_ms), RaftCore.answer_long_polls): a long poll may be
 answered at any time before its max wait. Those answers leave in the same envelope, F's
 partitions fetch again in the same round, so in one envelope, which the leader parks with one

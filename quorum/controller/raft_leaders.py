@@ -4,7 +4,7 @@ assigns the replicas and records the leader each group elected, as the leader's 
 (ReportRaftLeadersRequest), so Metadata answers, `topic describe` and clients find it. It never
 elects, fences or moves a raft partition's leader, and no election waits for it: with every
 controller down the groups keep electing and writing, and brokers answer Metadata from their own
-Raft state when it is newer than their image (harness/runtime/raft_partitions.py).
+Raft state when it is newer than their image (harness/runtime/raft_leadership.py).
 
 Rules (each checked per partition; errors are per partition):
 - A new raft partition has no leader (-1) at epoch 0 and ISR = replicas; the group's first

@@ -38,7 +38,7 @@ def _produce(r: Router, rng: random.Random, p: int, producers: list[Producer], n
     if not up:
         return n
     to = (
-        max(leaders, key=lambda x: x.core.leader_epoch).broker.node_id
+        max(leaders, key=lambda x: x.core.leader_epoch).node_id
         if leaders
         else rng.choice(up)
     )
@@ -67,7 +67,7 @@ def _fault(r: Router, rng: random.Random) -> None:
     down = [b for b in nodes if not r.brokers[b].up]
     kind = rng.choice(["isolate", "cut", "heal", "kill", "power", "power", "restart", "restart",
                        "resign"])  # fmt: skip
-    leaders = [x.broker.node_id for p in range(len(r.keys)) for x in r.leaders(p)]
+    leaders = [x.node_id for p in range(len(r.keys)) for x in r.leaders(p)]
     node = rng.choice(leaders) if leaders and rng.random() < 0.5 else rng.choice(nodes)
     broker = r.brokers[node]
     if kind == "isolate":
@@ -135,6 +135,6 @@ def _converge(r: Router, producers: list[Producer]) -> None:
         r.checker.check_acked_present(leader)
         expected = leader.store.read(0, 1 << 30)
         for replica in replicas:
-            assert replica.store.read(0, 1 << 30) == expected, (p, replica.broker.node_id)
+            assert replica.store.read(0, 1 << 30) == expected, (p, replica.node_id)
         committed = r.checker.committed_producer_batches(r.keys[p], prod.producer_id)
         assert len(committed) == len(set(committed)), f"a producer batch written twice: {committed}"

@@ -45,6 +45,10 @@ class Checker:
         self.acked: list[tuple[Any, int, int, list[bytes]]] = []  # key, base, last, values
         self.violations: list[Violation] = []
         self.digest = hashlib.sha256()
+        # Per running replica (node, partition key), forgotten when its broker restarts: the
+        # commits compared up to here, and its HW at the end of its last round.
+        self.checked_up_to: dict[tuple[int, Any], int] = {}
+        self.hw_seen: dict[tuple[int, Any], int] = {}
 
     def fail(self, name: str, detail: str) -> None:
         violation = Violation(name, detail)
@@ -55,13 +59,13 @@ class Checker:
     # ------------------------------------------------------------------------------ hooks
 
     def on_effects(self, replica: Replica, effects: list[Any]) -> None:
-        node = replica.broker.node_id
+        node = replica.node_id
         self.digest.update(f"{self.router.now_ms} {node} {replica.key[1]} {effects!r}".encode())
 
     def on_leader_changed(self, replica: Replica, effect: LeaderChanged) -> None:
         if not effect.is_self:
             return
-        node = replica.broker.node_id
+        node = replica.node_id
         first = self.leader_of.setdefault((replica.key, effect.epoch), node)
         if first != node:
             self.fail("two-leaders", f"{replica.key} epoch {effect.epoch}: {first} and {node}")
@@ -69,10 +73,10 @@ class Checker:
     def on_commit(self, replica: Replica, high_watermark: int) -> None:
         """Compare every newly committed offset with the first committed copy of it."""
         committed = self.committed.setdefault(replica.key, {})
-        start = max(replica.checked_up_to, replica.store.start_offset)
+        node = replica.node_id
+        start = max(self.checked_up_to.get((node, replica.key), 0), replica.store.start_offset)
         if start >= high_watermark:
             return
-        node = replica.broker.node_id
         for e in replica.store.read(start, 1 << 30):
             if e.offset >= high_watermark:
                 break
@@ -81,16 +85,18 @@ class Checker:
             if first != entry:
                 self.fail("divergence-below-hw", f"{replica.key} offset {e.offset} on {node}: "
                           f"epoch {e.epoch}, first committed at epoch {first[0]}")  # fmt: skip
-        replica.checked_up_to = high_watermark
+        self.checked_up_to[(node, replica.key)] = high_watermark
 
     def on_restart(self, broker: Broker) -> None:
-        pass  # new Replica objects: their commits are re-read (and re-compared) from offset 0
+        """New replicas: their commits are re-read (and re-compared) from offset 0."""
+        for seen in (self.checked_up_to, self.hw_seen):
+            for k in [k for k in seen if k[0] == broker.node_id]:
+                del seen[k]
 
-    def on_ack(self, replica: Replica, request: ProduceRequest, response: ProduceResponse) -> None:
+    def on_ack(self, key: Any, request: ProduceRequest, response: ProduceResponse) -> None:
         if response.error is not Errors.NONE or request.acks != -1:
             return
         values = batch_values(request.records)
-        key = replica.key
         self.acked.append((key, response.base_offset, response.last_offset, values))
         self._check_acked(key, response.base_offset, response.last_offset, values, "when answered")
 
@@ -98,10 +104,10 @@ class Checker:
         """After a round on a broker: the replicas it called (only a call moves a HW)."""
         for replica in replicas:
             now = replica.core.high_watermark
-            if now < replica.hw_seen:
-                self.fail("hw-regressed", f"{replica.key} on {replica.broker.node_id}: "
-                          f"{replica.hw_seen} -> {now}")  # fmt: skip
-            replica.hw_seen = now
+            seen = self.hw_seen.get((replica.node_id, replica.key), -1)
+            if now < seen:
+                self.fail("hw-regressed", f"{replica.key} on {replica.node_id}: {seen} -> {now}")
+            self.hw_seen[(replica.node_id, replica.key)] = now
 
     # ------------------------------------------------------------------------------ final
 

@@ -1,17 +1,19 @@
-"""A deterministic router for raft-partition tests (not the simulator, harness/sim): explicit
-virtual time; brokers hosting a replica of each of `partitions` raft partitions; every Raft
-message bundled per broker pair per round by RaftMux and round-tripped through quorum.codec;
-timers on a TickGrid; each call's effects cut by flush_stages and run with one grouped fsync
-round per broker per event (log fsyncs, then election states; the driver design of
-partition/raft/effects.py), the Raft effects by harness.drive.effects.execute_effects, the
-drivers' executor. The invariant checker (checker.py) sees
-every commit, leader change and acknowledgement as it happens.
+"""A deterministic router for raft-partition tests (not the whole-cluster simulator, harness/sim):
+explicit virtual time; brokers hosting a replica of each of `partitions` raft partitions; every
+Raft message bundled per broker pair per round by RaftMux and round-tripped through quorum.codec.
+Each broker is the one raft-partition host (harness/drive/raft_host.py) on the simulator's ports
+(harness/sim/actors/raft_host.py SimRaftPorts: virtual clock, simulated disk with fsyncs that
+take no simulated time, one envelope per peer per round); a round is one event of the router (an
+envelope delivered, a broker's due timers, a client request). The invariant checker (checker.py)
+sees every core call's effects, commit, leader change and acknowledgement as it happens.
 
-Crashes: `kill` (the process dies; the page cache survives, so unflushed bytes stay) and
-`power_loss` (SimStorage.crash: what was not fsynced is gone, with a seeded rng a random prefix
-of it survives). `restart` rebuilds the logs from storage and a fresh core from the persisted
-quorum-state. Planted bugs for the checker's own tests: `drop_flush_log` (a driver that skips
-the leader's FlushLog) and RaftConfig(flush_on_append=False) (followers acknowledge unflushed).
+Crashes: `kill` (the process dies; the page cache survives, so unflushed bytes stay, and the
+restarted replica's recovery flush makes them durable before it counts them) and `power_loss`
+(SimStorage.crash: what was not fsynced is gone, with a seeded rng a random prefix of it
+survives). `restart` rebuilds the logs from storage and a fresh core from the persisted
+quorum-state. Planted bugs for the checker's own tests: `drop_flush_log` (a core whose FlushLog
+the driver never sees, so the leader counts its own unflushed appends) and
+RaftConfig(flush_on_append=False) (followers acknowledge unflushed).
 """
 
 from __future__ import annotations
@@ -19,35 +21,25 @@ from __future__ import annotations
 import heapq
 import random
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
-from harness.drive.effects import execute_effects
+from harness.drive.raft_host import HostedRaft, RaftObserver, RaftPartitionHost
+from harness.sim.actors.raft_host import SimRaftPorts
 from partition.log import LogConfig, PartitionLog, Record, SimStorage, encode_batch
 from partition.raft import (
-    AnswerLongPolls,
     Effect,
     PartitionKey,
     PeerUnreachable,
-    ProducesReceived,
     RaftEnvelope,
-    RaftMessageReceived,
-    RaftMux,
     RaftPartitionConfig,
-    RaftPartitionLog,
+    RaftPartitionInput,
     RaftReplica,
     ResignRequested,
-    Stage,
-    TickGrid,
-    execute_partition_effects,
-    flush_stages,
-    unbundle,
 )
-from partition.raft.effects import RaftEffect
 from partition.replica import FetchRequest, FetchResponse, ProduceRequest, ProduceResponse
 from quorum import codec
-from quorum.raft.effects import ElectionState, FlushLog, LeaderChanged
-from quorum.raft.log import OffsetAndEpoch
+from quorum.raft.effects import FlushLog, LeaderChanged
 from tests.raftpart.checker import Checker
 
 TOPIC = "events"
@@ -55,6 +47,8 @@ TOPIC_ID = "raft-topic-id-0"
 LOG_DIR = "/data"
 T0_MS = 1_000_000
 FAR = 1 << 62
+
+Replica = HostedRaft  # one partition's replica on one broker
 
 
 def wire(message: Any) -> Any:
@@ -68,68 +62,70 @@ def batch(*values: str, producer: tuple[int, int, int] | None = None) -> bytes:
                         producer_epoch=pepoch, base_sequence=seq)  # fmt: skip
 
 
-@dataclass(eq=False)
-class Replica:
-    """One partition's replica on one broker; harness.drive.effects' EffectEnv and partition.raft's
-    PartitionEffectEnv for it."""
+class DropFlushLogReplica(RaftReplica):
+    """PLANTED BUG: the driver never sees the leader's FlushLog (partition/raft/effects.py rule
+    1): nothing cuts the stage after the leader's append, so its fetch answers and its commit
+    count an append no fsync made durable."""
 
-    router: Router
-    broker: Broker
-    key: PartitionKey
-    plog: PartitionLog
-    store: RaftPartitionLog
-    core: RaftReplica
-    stages: list[Stage] = field(default_factory=list)
-    needs_flush: bool = False
-    persist: ElectionState | None = None  # to make durable before the next stage
-    checked_up_to: int = 0  # the checker compared this replica's commits up to here
-    hw_seen: int = -1  # its HW at the end of the last round (a new replica after a restart)
+    def handle(self, message: RaftPartitionInput, now_ms: int) -> list[Effect]:
+        return [e for e in super().handle(message, now_ms) if not isinstance(e, FlushLog)]
 
-    # -- harness.drive.effects.EffectEnv
-    @property
-    def log(self) -> RaftPartitionLog:
-        return self.store
+    def tick(self, now_ms: int) -> list[Effect]:
+        return [e for e in super().tick(now_ms) if not isinstance(e, FlushLog)]
+
+
+class _BrokerEnv:
+    """What the simulator's ports need from a broker: the router's network and clients."""
+
+    def __init__(self, router: Router, node_id: int) -> None:
+        self.router = router
+        self.node_id = node_id
 
     def send(self, to: int, message: Any) -> None:
-        self.broker.mux.add(to, self.key, message)
-
-    def persist_election_state(self, state: ElectionState) -> None:
-        self.store.persist_election_state(state)
-
-    def on_commit_advanced(self, high_watermark: int) -> None:
-        self.store.update_high_watermark(high_watermark)
-        self.router.checker.on_commit(self, high_watermark)
-
-    def on_leader_changed(self, effect: LeaderChanged) -> None:
-        self.router.checker.on_leader_changed(self, effect)
-
-    def on_read_barrier(self, effect: Any) -> None:
-        raise AssertionError(f"raft partitions take no read barriers: {effect}")
-
-    def on_snapshot_installed(self, snapshot: OffsetAndEpoch) -> None:
-        raise AssertionError(f"raft partitions install no snapshots: {snapshot}")
-
-    # -- partition.raft.PartitionEffectEnv
-    def run_raft_effects(self, effects: list[RaftEffect]) -> None:
-        execute_effects(effects, self)
+        self.router._ship(message)
 
     def complete_produce(self, response: ProduceResponse) -> None:
-        self.router.on_produce_answer(self, wire(response))
+        self.router.on_produce_answer(wire(response))
 
-    def answer_consumer_fetch(self, response: FetchResponse) -> None:
+    def send_fetch_response(self, to: int, response: FetchResponse) -> None:
         self.router.consumer_responses.append(wire(response))
+
+
+class _Watch(RaftObserver):
+    """The checker and the effect logs, observing a broker's host."""
+
+    def __init__(self, router: Router) -> None:
+        self.router = router
+
+    def on_effects(self, r: HostedRaft, effects: list[Effect]) -> None:
+        router = self.router
+        router.checker.on_effects(r, effects)
+        router.last_effects[(r.node_id, r.key)] = effects
+        if router.keep_effect_log:
+            router.effect_log.append((r.node_id, r.key, effects))
+
+    def on_commit(self, r: HostedRaft, high_watermark: int) -> None:
+        self.router.checker.on_commit(r, high_watermark)
+
+    def on_leader_changed(self, r: HostedRaft, effect: LeaderChanged) -> None:
+        self.router.checker.on_leader_changed(r, effect)
+
+    def after_round(self, replicas: list[HostedRaft]) -> None:
+        self.router.checker.after_round(replicas)
 
 
 @dataclass(eq=False)
 class Broker:
     node_id: int
     storage: SimStorage
-    mux: RaftMux
-    grid: TickGrid[PartitionKey]
-    replicas: dict[PartitionKey, Replica] = field(default_factory=dict)
-    touched: dict[PartitionKey, Replica] = field(default_factory=dict)  # called this round
+    host: RaftPartitionHost
+    ports: SimRaftPorts
     up: bool = True
     incarnation: int = 0
+
+    @property
+    def replicas(self) -> dict[PartitionKey, HostedRaft]:
+        return self.host.replicas
 
 
 class Router:
@@ -153,8 +149,7 @@ class Router:
         self.fault_rng: random.Random | None = None
         self.drop_rate = 0.0
         self.jitter_ms = 0
-        self.grouped_fsyncs = 0  # fsync rounds (one per broker per event with something to flush)
-        self.log_fsyncs = 0  # fsyncs of partition logs between stages
+        self._retired = (0, 0)  # fsync counters of the hosts of processes that ended
         self.responses: dict[int, ProduceResponse] = {}
         self.requests: dict[int, tuple[PartitionKey, ProduceRequest]] = {}
         self.consumer_responses: list[FetchResponse] = []
@@ -165,27 +160,39 @@ class Router:
         self.checker = Checker(self, enabled=check)
         self.brokers: dict[int, Broker] = {}
         for b in brokers:
-            broker = Broker(b, SimStorage(), RaftMux(b), TickGrid(quantum_ms))
-            self.brokers[b] = broker
-            self._open_replicas(broker)
+            self.brokers[b] = self._start(b, SimStorage(), 0)
 
     # ---------------------------------------------------------------------------- brokers
 
-    def _open_replicas(self, broker: Broker) -> None:
-        broker.mux = RaftMux(broker.node_id)
-        broker.grid = TickGrid(self.quantum_ms)
-        broker.replicas = {}
+    def _start(self, node_id: int, storage: SimStorage, incarnation: int) -> Broker:
+        """A broker process: its host on the simulator's ports, a replica of every partition."""
+        ports = SimRaftPorts(_BrokerEnv(self, node_id), None)
+        host = ports.bind(RaftPartitionHost(node_id, ports, ports, ports, _Watch(self),
+                                            tick_quantum_ms=self.quantum_ms,
+                                            merge_phases=self.merge_phases))  # fmt: skip
+        ports.at(self.now_ms)
+        core_class = DropFlushLogReplica if self.drop_flush_log else RaftReplica
         for key in self.keys:
-            plog = PartitionLog.open(broker.storage, LOG_DIR, TOPIC, key[1], LogConfig(),
+            plog = PartitionLog.open(storage, LOG_DIR, TOPIC, key[1], LogConfig(),
                                      topic_id=TOPIC_ID)  # fmt: skip
-            store = RaftPartitionLog(plog)
-            seed = self.seed * 10_000 + broker.node_id * 100 + broker.incarnation * 10 + key[1]
-            core = RaftReplica(broker.node_id, key[0], key[1], self.voters, store, seed=seed,
-                               now_ms=self.now_ms, config=self.config,
-                               election_state=store.election_state(), topic=TOPIC)  # fmt: skip
-            replica = Replica(self, broker, key, plog, store, core)
-            broker.replicas[key] = replica
-            broker.grid.set(key, core.next_deadline_ms(), self.now_ms)
+            seed = self.seed * 10_000 + node_id * 100 + incarnation * 10 + key[1]
+            host.add(key, self.voters, plog, seed=seed, config=self.config, topic=TOPIC,
+                     core_class=core_class)  # fmt: skip
+        return Broker(node_id, storage, host, ports, incarnation=incarnation)
+
+    def host(self, broker: Broker) -> RaftPartitionHost:
+        """`broker`'s host, its clock at the router's time."""
+        return broker.ports.at(self.now_ms)
+
+    @property
+    def grouped_fsyncs(self) -> int:
+        """Grouped fsync rounds (a round's make_durable with a log to fsync), every broker."""
+        return self._retired[0] + sum(b.host.fsync_rounds for b in self.brokers.values())
+
+    @property
+    def log_fsyncs(self) -> int:
+        """fsyncs of partition logs between stages, every broker."""
+        return self._retired[1] + sum(b.host.log_fsyncs for b in self.brokers.values())
 
     def kill(self, node_id: int, connections_closed: bool = True) -> None:
         """The broker process dies (kill -9): its page cache, unflushed bytes included, stays.
@@ -196,9 +203,9 @@ class Router:
         if connections_closed:
             for broker in self.brokers.values():
                 if broker.up:
-                    for replica in broker.replicas.values():
-                        self._call(replica, PeerUnreachable(node_id))
-                    self._end_round(broker)
+                    host = self.host(broker)
+                    host.peer_unreachable(node_id)
+                    host.end_round()
 
     def power_loss(self, node_id: int, rng: random.Random | None = None) -> None:
         """The machine loses power: everything not fsynced is gone (a random prefix of it
@@ -208,11 +215,11 @@ class Router:
         broker.storage.crash(rng)
 
     def restart(self, node_id: int) -> None:
-        broker = self.brokers[node_id]
-        assert not broker.up, f"broker {node_id} is running"
-        broker.incarnation += 1
-        broker.up = True
-        self._open_replicas(broker)
+        old = self.brokers[node_id]
+        assert not old.up, f"broker {node_id} is running"
+        self._retired = (self._retired[0] + old.host.fsync_rounds,
+                         self._retired[1] + old.host.log_fsyncs)  # fmt: skip
+        broker = self.brokers[node_id] = self._start(node_id, old.storage, old.incarnation + 1)
         self.checker.on_restart(broker)
 
     # ---------------------------------------------------------------------------- network
@@ -243,91 +250,19 @@ class Router:
             return
         if not target.up:
             if self.refuse_down and sender.up:
+                host = self.host(sender)
                 for key in envelope.partition_keys():
-                    self._call(sender.replicas[key], PeerUnreachable(envelope.dst))
-                self._end_round(sender)
+                    host.input(host.replicas[key], PeerUnreachable(envelope.dst))
+                host.end_round()
             return
-        for key, src, message in unbundle(envelope, target.node_id):
-            replica = target.replicas.get(key)
-            if replica is not None:
-                self._call(replica, RaftMessageReceived(src, message))
-        self._end_round(target)
-
-    # ---------------------------------------------------------------------- running cores
-
-    def _call(self, replica: Replica, message: Any | None) -> list[Effect]:
-        """One input (None: a tick) to a replica's core; its effects' first stage runs now, the
-        rest after its broker's grouped fsync at the end of the round."""
-        self._finish(replica)  # rule 1: no input while stages of the previous call are left
-        core = replica.core
-        effects = core.tick(self.now_ms) if message is None else core.handle(message, self.now_ms)
-        self.checker.on_effects(replica, effects)
-        self.last_effects[(replica.broker.node_id, replica.key)] = effects
-        if self.keep_effect_log:
-            self.effect_log.append((replica.broker.node_id, replica.key, effects))
-        if self.drop_flush_log:
-            effects = [e for e in effects if not isinstance(e, FlushLog)]  # the planted bug
-        replica.stages = flush_stages(effects)
-        self._advance(replica)
-        replica.broker.touched[replica.key] = replica
-        return effects
-
-    def _advance(self, replica: Replica) -> None:
-        while replica.stages and not replica.needs_flush and replica.persist is None:
-            stage = replica.stages.pop(0)
-            execute_partition_effects(stage.effects, replica)
-            replica.needs_flush = stage.flush_after
-            replica.persist = stage.persist
-
-    def _make_durable(self, replica: Replica) -> None:
-        """What the last stage asked for before the next one: the log's fsync, then the
-        election state."""
-        if replica.needs_flush:
-            replica.store.flush()
-            replica.needs_flush = False
-            self.log_fsyncs += 1
-        if replica.persist is not None:
-            replica.store.persist_election_state(replica.persist)
-            replica.persist = None
-
-    def _finish(self, replica: Replica) -> None:
-        while replica.needs_flush or replica.persist is not None or replica.stages:
-            self._make_durable(replica)
-            self._advance(replica)
-
-    def _end_round(self, broker: Broker, timer_round: bool = False) -> None:
-        """Phase merging after a timer round (partition/raft/mux.py), then grouped fsyncs:
-        every log with a flush pending, once, then the next stages; then the envelopes."""
-        if timer_round and self.merge_phases:
-            due_by = self.now_ms + self.config.raft.fetch_max_wait_ms
-            for peer in broker.mux.fetch_answers_to():
-                for replica in broker.replicas.values():
-                    if replica.core.is_leader and peer in replica.core.voters:
-                        self._call(replica, AnswerLongPolls(peer, due_by))
-        while True:
-            pending = [r for r in broker.touched.values()
-                       if r.needs_flush or r.persist is not None]  # fmt: skip
-            if not pending:
-                break
-            if any(r.needs_flush for r in pending):
-                self.grouped_fsyncs += 1
-            for r in pending:
-                self._make_durable(r)
-            for r in pending:
-                self._advance(r)
-        for envelope in broker.mux.drain():
-            self._ship(envelope)
-        touched, broker.touched = list(broker.touched.values()), {}
-        for r in touched:
-            broker.grid.set(r.key, r.core.next_deadline_ms(), self.now_ms)
-        self.checker.after_round(touched)
+        host = self.host(target)
+        host.on_envelope(envelope)
+        host.end_round()
 
     # ------------------------------------------------------------------------------- time
 
     def _next_event_ms(self) -> int:
-        ticks = [
-            t for b in self.brokers.values() if b.up and (t := b.grid.next_tick_ms()) is not None
-        ]
+        ticks = [t for b in self.brokers.values() if b.up and (t := b.ports.timer_at) is not None]
         return min([*ticks, self.queue[0][0] if self.queue else FAR])
 
     def step(self) -> bool:
@@ -340,13 +275,11 @@ class Router:
             self._deliver(envelope)
             return True
         for broker in self.brokers.values():
-            if not broker.up:
-                continue
-            due = broker.grid.pop_due(self.now_ms)
-            for key in due:
-                self._call(broker.replicas[key], None)
-            if due:
-                self._end_round(broker, timer_round=True)
+            at_ms = broker.ports.timer_at
+            if broker.up and at_ms is not None and at_ms <= self.now_ms:
+                host = self.host(broker)
+                host.on_timer(at_ms)
+                host.end_round()
         return True
 
     def advance(self, ms: int, max_events: int = 500_000) -> None:
@@ -401,17 +334,18 @@ class Router:
         data = records if records is not None else batch(*values, producer=producer)
         req = wire(ProduceRequest(key[0], key[1], request_id, data, acks, timeout_ms))
         self.requests[request_id] = (key, req)
-        node = to if to is not None else self.leader(partition).broker.node_id
+        node = to if to is not None else self.leader(partition).node_id
         broker = self.brokers[node]
         if broker.up:
-            self._call(broker.replicas[key], req)
-            self._end_round(broker)
+            host = self.host(broker)
+            host.produce(host.replicas[key], req)
+            host.end_round()
         return request_id
 
     def produce_many(self, writes: list[tuple[int, str]], to: int, acks: int = 1) -> list[int]:
         """(partition, value) writes to broker `to` handled in ONE round (one event-loop turn of
         a broker that got many produce requests at once): their fsyncs are grouped."""
-        broker = self.brokers[to]
+        host = self.host(self.brokers[to])
         ids = []
         for partition, value in writes:
             key = self.keys[partition]
@@ -419,9 +353,9 @@ class Router:
             self.next_request_id += 1
             req = wire(ProduceRequest(key[0], key[1], request_id, batch(value), acks, 30_000))
             self.requests[request_id] = (key, req)
-            self._call(broker.replicas[key], req)
+            host.produce(host.replicas[key], req)
             ids.append(request_id)
-        self._end_round(broker)
+        host.end_round()
         return ids
 
     def produce_together(self, writes: list[tuple[bytes, int]], partition: int = 0,
@@ -429,7 +363,7 @@ class Router:
         """(records, acks) produce requests handed to one core in ONE call (ProducesReceived:
         what a driver does with the produce requests of one event-loop round); request ids."""
         key = self.keys[partition]
-        node = to if to is not None else self.leader(partition).broker.node_id
+        node = to if to is not None else self.leader(partition).node_id
         requests = []
         for records, acks in writes:
             request_id = self.next_request_id
@@ -437,15 +371,16 @@ class Router:
             req = wire(ProduceRequest(key[0], key[1], request_id, records, acks, timeout_ms))
             self.requests[request_id] = (key, req)
             requests.append(req)
-        broker = self.brokers[node]
-        self._call(broker.replicas[key], ProducesReceived(tuple(requests)))
-        self._end_round(broker)
+        host = self.host(self.brokers[node])
+        for req in requests:
+            host.produce(host.replicas[key], req)
+        host.end_round()
         return [req.request_id for req in requests]
 
-    def on_produce_answer(self, replica: Replica, response: ProduceResponse) -> None:
+    def on_produce_answer(self, response: ProduceResponse) -> None:
         self.responses[response.request_id] = response
         key, request = self.requests[response.request_id]
-        self.checker.on_ack(replica, request, response)
+        self.checker.on_ack(key, request, response)
 
     def commit(self, *values: str, partition: int = 0, within_ms: int = 5_000,
                producer: tuple[int, int, int] | None = None) -> ProduceResponse:  # fmt: skip
@@ -458,16 +393,16 @@ class Router:
                 current_leader_epoch: int = -1, max_wait_ms: int = 0,
                 max_bytes: int = 1 << 20) -> FetchResponse | None:  # fmt: skip
         key = self.keys[partition]
-        node = to if to is not None else self.leader(partition).broker.node_id
+        node = to if to is not None else self.leader(partition).node_id
         before = len(self.consumer_responses)
         req = wire(FetchRequest(key[0], key[1], -1, offset, current_leader_epoch=current_leader_epoch,
                                 max_bytes=max_bytes, max_wait_ms=max_wait_ms, request_id=offset))  # fmt: skip
-        broker = self.brokers[node]
-        self._call(broker.replicas[key], req)
-        self._end_round(broker)
+        host = self.host(self.brokers[node])
+        host.input(host.replicas[key], req)
+        host.end_round()
         return self.consumer_responses[-1] if len(self.consumer_responses) > before else None
 
     def resign(self, node_id: int, partition: int = 0) -> None:
-        broker = self.brokers[node_id]
-        self._call(broker.replicas[self.keys[partition]], ResignRequested())
-        self._end_round(broker)
+        host = self.host(self.brokers[node_id])
+        host.input(host.replicas[self.keys[partition]], ResignRequested())
+        host.end_round()

@@ -39,23 +39,23 @@ def test_a_deposed_leaders_tail_is_truncated_at_the_epoch_boundary(seed: int) ->
     old = r.wait_for_leader()
     assert r.commit("committed").error is Errors.NONE  # offset 1, epoch 1
     r.advance(100)
-    r.isolate(old.broker.node_id)
+    r.isolate(old.node_id)
     for value in ("lost-1", "lost-2"):  # acks=1: answered by the old leader alone
         assert r.responses[r.produce(value, acks=1)].error is Errors.NONE
     assert old.store.end_offset == 4 and old.core.high_watermark == 2
-    others = [b.replicas[r.keys[0]] for b in r.brokers.values() if b is not old.broker]
+    others = [b.replicas[r.keys[0]] for b in r.brokers.values() if b.node_id != old.node_id]
     r.run_until(lambda: any(x.core.is_leader for x in others), 5000, "a majority-side leader")
     new = next(x for x in others if x.core.is_leader)
     epoch = new.core.leader_epoch  # 2, or more after a split vote
     assert epoch >= 2
     for value in ("new-1", "new-2", "new-3"):
-        request = r.produce(value, to=new.broker.node_id)
+        request = r.produce(value, to=new.node_id)
         r.run_until(lambda request=request: request in r.responses, 1000, value)
     # Epoch 1 ends at offset 2 on the new leader (its LeaderChange batch opens its epoch there).
     assert new.store.end_offset_for_epoch(1) == OffsetAndEpoch(2, 1)
     r.heal()
     r.advance(4000)
-    truncations = [e for node, key, effects in r.effect_log if node == old.broker.node_id
+    truncations = [e for node, key, effects in r.effect_log if node == old.node_id
                    for e in effects if isinstance(e, TruncateLog)]  # fmt: skip
     assert truncations == [TruncateLog(2)]  # once, exactly at the boundary, above the HW of 2
     assert log_of(old) == log_of(new)
@@ -72,16 +72,16 @@ def test_two_deposed_leaders_with_tails_of_different_epochs_converge() -> None:
     first = r.wait_for_leader()
     assert r.commit("base").error is Errors.NONE
     r.advance(100)
-    a = first.broker.node_id
+    a = first.node_id
     # The epoch-1 leader writes a tail only it has, then loses its followers.
     r.isolate(a)
     r.produce("a-tail-1", acks=1)
     r.produce("a-tail-2", acks=1)
-    others = [b.replicas[r.keys[0]] for b in r.brokers.values() if b is not first.broker]
+    others = [b.replicas[r.keys[0]] for b in r.brokers.values() if b.node_id != first.node_id]
     r.run_until(lambda: any(x.core.is_leader for x in others), 5000, "an epoch-2 leader")
     second = next(x for x in others if x.core.is_leader)
     # The epoch-2 leader writes its own tail, and a majority moves on without it too.
-    b = second.broker.node_id
+    b = second.node_id
     r.isolate(b)
     r.produce("b-tail", acks=1, to=b)
     rest = [x for x in others if x is not second]

@@ -136,8 +136,8 @@ def test_a_broker_fsyncs_once_per_round_for_all_its_partitions() -> None:
     for p in range(12):
         r.wait_for_leader(partition=p)
     r.advance(2000)  # idle: phases merged, every follower's fetch parked at its leader
-    leader = r.leader(0).broker.node_id
-    led = [p for p in range(12) if r.leader(p).broker.node_id == leader]
+    leader = r.leader(0).node_id
+    led = [p for p in range(12) if r.leader(p).node_id == leader]
     assert len(led) >= 3
     rounds, fsyncs = r.grouped_fsyncs, r.log_fsyncs
     r.produce_many([(p, f"v{p}") for p in led], to=leader)

@@ -29,7 +29,7 @@ def new_leader_after(r: Router, old: int, within_ms: int) -> int:
     start = r.now_ms
 
     def elected() -> bool:
-        leaders = [x for x in r.leaders() if x.broker.node_id != old]
+        leaders = [x for x in r.leaders() if x.node_id != old]
         return len(leaders) == 1 and leaders[0].core.high_watermark > 0
 
     r.run_until(elected, within_ms, "a new leader")
@@ -46,7 +46,7 @@ def data_batches(response: FetchResponse) -> list[list[bytes]]:
 def test_replicas_elect_a_leader_among_themselves() -> None:
     r = Router(seed=3)
     leader = r.wait_for_leader(within_ms=2 * ELECTION_TIMEOUT_MS + 100)
-    node, epoch = leader.broker.node_id, leader.core.leader_epoch
+    node, epoch = leader.node_id, leader.core.leader_epoch
     assert epoch == 1
     for broker in r.brokers.values():
         replica = broker.replicas[r.keys[0]]
@@ -69,7 +69,7 @@ def test_replicas_elect_a_leader_among_themselves() -> None:
 @pytest.mark.parametrize("seed", range(5))
 def test_a_killed_leader_is_replaced_at_once_when_its_connections_close(seed: int) -> None:
     r = Router(seed=seed)
-    old = r.wait_for_leader().broker.node_id
+    old = r.wait_for_leader().node_id
     r.commit("before")
     r.advance(300)
     r.kill(old)  # kill -9: the peers' connections to it close
@@ -81,7 +81,7 @@ def test_a_killed_leader_is_replaced_at_once_when_its_connections_close(seed: in
 @pytest.mark.parametrize("seed", range(5))
 def test_a_silently_dead_leader_is_replaced_after_a_refused_fetch(seed: int) -> None:
     r = Router(seed=seed)
-    old = r.wait_for_leader().broker.node_id
+    old = r.wait_for_leader().node_id
     r.advance(300)
     r.kill(old, connections_closed=False)
     # A follower's fetch is re-sent after fetch_retry_ms (550) and refused: pre-vote at once.
@@ -93,10 +93,10 @@ def test_a_leader_cut_from_its_followers_is_replaced_and_resigns(seed: int) -> N
     r = Router(seed=seed)
     old = r.wait_for_leader()
     r.advance(300)
-    r.isolate(old.broker.node_id)
+    r.isolate(old.node_id)
     waiting = r.produce("stranded")  # acks=all on the cut-off leader
     took = new_leader_after(
-        r, old.broker.node_id, within_ms=FETCH_TIMEOUT_MS + 2 * ELECTION_TIMEOUT_MS
+        r, old.node_id, within_ms=FETCH_TIMEOUT_MS + 2 * ELECTION_TIMEOUT_MS
     )
     assert took <= FETCH_TIMEOUT_MS + 2 * ELECTION_TIMEOUT_MS
     assert r.commit("majority side").error is Errors.NONE
@@ -109,7 +109,7 @@ def test_a_leader_cut_from_its_followers_is_replaced_and_resigns(seed: int) -> N
     r.heal()
     r.advance(2 * FETCH_TIMEOUT_MS)
     leader = r.leader()
-    assert old.core.leader_id == leader.broker.node_id
+    assert old.core.leader_id == leader.node_id
     assert old.core.high_watermark == leader.core.high_watermark
 
 
@@ -117,15 +117,15 @@ def test_controlled_shutdown_hands_over_without_a_timeout() -> None:
     r = Router(seed=1)
     old = r.wait_for_leader()
     r.advance(300)
-    r.resign(old.broker.node_id)
+    r.resign(old.node_id)
     assert not old.core.is_leader
-    assert new_leader_after(r, old.broker.node_id, within_ms=200) < 200
+    assert new_leader_after(r, old.node_id, within_ms=200) < 200
 
 
 def test_describe_shows_voters_roles_and_lag() -> None:
     r = Router(seed=2)
     leader = r.wait_for_leader()
-    node = leader.broker.node_id
+    node = leader.node_id
     behind, other = [b for b in r.brokers if b != node]
     r.commit("a")
     r.advance(100)

@@ -40,7 +40,7 @@ def test_a_round_of_produce_requests_is_one_append_and_one_fsync() -> None:
     r = Router(seed=3)
     leader = r.wait_for_leader()
     r.advance(100)
-    node = leader.broker.node_id
+    node = leader.node_id
     fsyncs = leader.store.flush_count
     ids = r.produce_together([(batch("a", "b"), 1), (batch("c"), -1), (batch("d"), 0),
                               (batch("e", "f", "g"), 1)])  # fmt: skip

@@ -71,7 +71,8 @@ def test_tick_grid_rounds_future_deadlines_up_never_down() -> None:
         TickGrid(0)
 
 
-def idle_envelopes_per_pair_and_cycle(partitions: int, merge_phases: bool) -> float:
+def idle_per_cycle(partitions: int, merge_phases: bool) -> tuple[float, float]:
+    """(envelopes per ordered broker pair, core calls per partition) per idle long-poll cycle."""
     r = Router(partitions=partitions, quantum_ms=10, seed=1, merge_phases=merge_phases)
     r.keep_effect_log = False
     for p in range(partitions):
@@ -80,21 +81,31 @@ def idle_envelopes_per_pair_and_cycle(partitions: int, merge_phases: bool) -> fl
         r.produce(f"v{p}", partition=p, acks=1)
         r.advance(7)
     r.advance(3000)
-    before = sum(b.mux.envelopes_sent for b in r.brokers.values())
-    items = sum(b.mux.items_sent for b in r.brokers.values())
+    before = sum(b.host.mux.envelopes_sent for b in r.brokers.values())
+    items = sum(b.host.mux.items_sent for b in r.brokers.values())
+    calls = sum(b.host.core_calls for b in r.brokers.values())
     r.advance(5000)  # idle
-    envelopes = sum(b.mux.envelopes_sent for b in r.brokers.values()) - before
-    items = sum(b.mux.items_sent for b in r.brokers.values()) - items
+    envelopes = sum(b.host.mux.envelopes_sent for b in r.brokers.values()) - before
+    items = sum(b.host.mux.items_sent for b in r.brokers.values()) - items
+    calls = sum(b.host.core_calls for b in r.brokers.values()) - calls
     # Per idle cycle (~510 ms: the 500 ms long poll, a round trip, the grid's rounding) each
     # partition's two followers send a Fetch and get an answer: 4 items.
     cycles = items / (partitions * 4)
     assert 9 <= cycles <= 10
-    return envelopes / 6 / cycles  # 3 brokers: 6 ordered pairs
+    return envelopes / 6 / cycles, calls / partitions / cycles  # 3 brokers: 6 ordered pairs
 
 
 def test_idle_partitions_merge_into_two_envelopes_per_pair_and_period() -> None:
     # Led by each broker in turn, so every broker pair carries both directions of groups.
-    assert idle_envelopes_per_pair_and_cycle(12, merge_phases=True) == pytest.approx(2, abs=0.1)
-    assert idle_envelopes_per_pair_and_cycle(36, merge_phases=True) == pytest.approx(2, abs=0.1)
+    assert idle_per_cycle(12, merge_phases=True)[0] == pytest.approx(2, abs=0.1)
+    assert idle_per_cycle(36, merge_phases=True)[0] == pytest.approx(2, abs=0.1)
     # Without merging, bundling per round alone leaves about one envelope per partition cycle.
-    assert idle_envelopes_per_pair_and_cycle(36, merge_phases=False) > 8
+    assert idle_per_cycle(36, merge_phases=False)[0] > 8
+
+
+def test_phase_merging_asks_only_the_cores_holding_a_long_poll() -> None:
+    # Per idle partition and cycle: each follower's Fetch and the answer to it (4 calls), and
+    # the leader's one tick that answers both long polls. Merging adds no call: it asks only a
+    # partition that holds the follower's Fetch unanswered, never one whose fetch was answered
+    # in the same round (that AnswerLongPolls would be a no-op call per partition and peer).
+    assert idle_per_cycle(12, merge_phases=True)[1] == pytest.approx(5, abs=0.1)

@@ -37,7 +37,7 @@ def lose_the_follower_copy(config: RaftPartitionConfig) -> Router:
     """Leader A and follower B commit a write while C is cut off; B loses power, A dies, and B
     (restarted) and C elect a leader between them."""
     r = Router(seed=1, config=config)
-    a = r.wait_for_leader().broker.node_id
+    a = r.wait_for_leader().node_id
     b, c = [n for n in r.brokers if n != a]
     r.advance(100)
     r.isolate(c)
@@ -57,7 +57,7 @@ def lose_the_leader_copy(drop_flush_log: bool) -> Router:
     """Leader A and follower C commit a write while B is cut off; A loses power, C dies, and A
     (restarted) and B elect a leader between them."""
     r = Router(seed=1, drop_flush_log=drop_flush_log)
-    a = r.wait_for_leader().broker.node_id
+    a = r.wait_for_leader().node_id
     b, c = [n for n in r.brokers if n != a]
     r.advance(100)
     r.isolate(b)

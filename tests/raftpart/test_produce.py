@@ -46,7 +46,7 @@ def test_acks_all_waits_for_a_majority() -> None:
     r = Router(seed=1)
     leader = r.wait_for_leader()
     r.advance(100)
-    node = leader.broker.node_id
+    node = leader.node_id
     r.isolate(node)
     request = r.produce("x", "y")
     effects = r.last_effects[(node, r.keys[0])]
@@ -66,7 +66,7 @@ def test_acks_all_waits_for_a_majority() -> None:
 def test_acks_all_times_out_when_no_majority_answers() -> None:
     r = Router(seed=1)
     leader = r.wait_for_leader()
-    r.isolate(leader.broker.node_id)
+    r.isolate(leader.node_id)
     request = r.produce("x", timeout_ms=500)
     r.advance(499)
     assert request not in r.responses
@@ -78,7 +78,7 @@ def test_acks_1_is_answered_at_once_and_read_only_once_committed() -> None:
     r = Router(seed=1)
     leader = r.wait_for_leader()
     r.advance(100)
-    r.isolate(leader.broker.node_id)
+    r.isolate(leader.node_id)
     request = r.produce("early", acks=1)
     assert r.responses[request].error is Errors.NONE and r.responses[request].base_offset == 1
     fetched = r.consume(1)  # in (HW, LEO]: no records, and no error (Kafka's LocalLog.read)
@@ -93,7 +93,7 @@ def test_acks_1_is_answered_at_once_and_read_only_once_committed() -> None:
 def test_acks_0_is_never_answered() -> None:
     r = Router(seed=1)
     leader = r.wait_for_leader()
-    follower = next(b for b in r.brokers if b != leader.broker.node_id)
+    follower = next(b for b in r.brokers if b != leader.node_id)
     first = r.produce("to the follower", acks=0, to=follower)
     second = r.produce("to the leader", acks=0)
     r.advance(500)
@@ -104,7 +104,7 @@ def test_acks_0_is_never_answered() -> None:
 def test_non_leaders_answer_not_leader_with_the_leader_hint() -> None:
     r = Router(seed=1)
     leader = r.wait_for_leader()
-    node, epoch = leader.broker.node_id, leader.core.leader_epoch
+    node, epoch = leader.node_id, leader.core.leader_epoch
     follower = next(b for b in r.brokers if b != node)
     answer = r.responses[r.produce("x", to=follower)]
     assert (answer.error, answer.leader_id, answer.leader_epoch) == (
@@ -119,7 +119,7 @@ def test_consumer_epoch_fencing_comes_first_as_in_kafka() -> None:
     r = Router(seed=1)
     leader = r.wait_for_leader()
     epoch = leader.core.leader_epoch
-    follower = next(b for b in r.brokers if b != leader.broker.node_id)
+    follower = next(b for b in r.brokers if b != leader.node_id)
     cases = [
         (None, epoch - 1, Errors.FENCED_LEADER_EPOCH),  # the consumer's metadata is older
         (None, epoch + 1, Errors.UNKNOWN_LEADER_EPOCH),  # the leader's is (it does not know yet)
@@ -155,7 +155,7 @@ def test_a_leader_change_fails_parked_long_polls() -> None:
     r = Router(seed=1)
     leader = r.wait_for_leader()
     assert r.consume(1, max_wait_ms=5000) is None
-    r.resign(leader.broker.node_id)
+    r.resign(leader.node_id)
     failed = r.consumer_responses[-1]
     assert (failed.fetch_offset, failed.error) == (1, Errors.NOT_LEADER_OR_FOLLOWER)
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from harness.drive.raft_host import HostedRaft
 from harness.drive.raftlog import RaftLogStore
 from harness.sim.actors.kv_client import Operation
-from harness.sim.actors.raft_host import HostedPartition, RaftHost, RaftSettings
+from harness.sim.actors.raft_host import RaftSettings, SimRaftPorts
 from harness.sim.actors.raft_node import RaftNode
 from partition.log import PartitionLog
 from quorum.raft import membership
@@ -99,18 +100,17 @@ class UnsyncedLogNode(RaftNode):
     log_store_class = UnsyncedLogStore
 
 
-# -- replication.mode=raft partitions (harness/sim/actors/raft_host.py) -----------------------------
+# -- replication.mode=raft partitions: the simulator's ports (harness/sim/actors/raft_host.py) ------
 
 
-class SkipFlushHost(RaftHost):
-    """PLANTED BUG: a driver that skips the flush: the grouped fsync of a round is reported done
-    but never happens, so every append a core counts (the leader's own, the followers' behind
-    their next fetch) lives only in the page cache. A power loss of a majority then takes away
-    acknowledged acks=all writes."""
+class SkipFlushPorts(SimRaftPorts):
+    """PLANTED BUG: a disk port that skips the flush: the grouped fsync of a round is reported
+    done but never happens, so every append a core counts (the leader's own, the followers'
+    behind their next fetch) lives only in the page cache. A power loss of a majority then takes
+    away acknowledged acks=all writes."""
 
-    def make_durable(self, partitions: list[HostedPartition]) -> None:
-        for r in partitions:
-            r.needs_flush = False
+    def flush_logs(self, logs: list[HostedRaft]) -> None:
+        pass
 
 
 def followers_ack_unflushed(settings: RaftSettings) -> RaftSettings:
@@ -120,7 +120,7 @@ def followers_ack_unflushed(settings: RaftSettings) -> RaftSettings:
     return replace(settings, config=replace(settings.config, raft=raft))
 
 
-class NoRecoveryFlushHost(RaftHost):
+class NoRecoveryFlushPorts(SimRaftPorts):
     """PLANTED BUG: a replica rebuilt after a kill -9 trusts its log as it finds it: appends its
     killed process never fsynced (still in the page cache) are counted by its first fetch,
     though a power loss can still take them away."""

@@ -158,8 +158,9 @@ def test_raft_partitions_draw_each_grouped_fsync_from_the_broker_s_disk(monkeypa
         r = ScenarioRun(ScenarioConfig(seed=4, replication_mode="raft",
                                        flush_policy="fsync-before-ack", metadata="raft"))
         r.run()
+        ports = [broker.raft_ports for broker in r.cluster.brokers.values()]
+        assert all(p is not None and p.draw_fsync_ms is not None for p in ports)
         hosts = [broker.raft for broker in r.cluster.brokers.values()]
-        assert all(h is not None and h.draw_fsync_ms is not None for h in hosts)
         return list(drawn), sum(h.fsync_rounds for h in hosts if h is not None)
 
     times, rounds = run()

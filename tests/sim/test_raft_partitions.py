@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from harness.sim.actors.raft_host import RaftHost, RaftSettings
+from harness.sim.actors.raft_host import RaftSettings, SimRaftPorts
 from harness.sim.faults.shapes import CLUSTER_KINDS
 from harness.sim.runs.cluster import raft_settings_for
 from harness.sim.runs.cluster_run import (
@@ -43,7 +43,7 @@ from harness.sim.runs.scenario_run import FAULT_START_MS, ScenarioConfig, Scenar
 from partition.log import Record, encode_batch
 from partition.raft import RaftPartitionConfig, data_partition_raft_config
 from partition.replica import ACKS_ALL, ProduceRequest
-from tests.sim.planted import NoRecoveryFlushHost, SkipFlushHost, followers_ack_unflushed
+from tests.sim.planted import NoRecoveryFlushPorts, SkipFlushPorts, followers_ack_unflushed
 
 NEMESIS = parse_nemesis("partition,crash,pause,power-loss")
 RAFT = ClusterRunConfig(replication_mode="raft", nemesis=NEMESIS)
@@ -124,7 +124,7 @@ def _first_violation(config: ClusterRunConfig,
 PLANTED: list[tuple[str, ClusterRunConfig, Callable[[RaftSettings], RaftSettings]]] = [
     ("followers-ack-unflushed", replace(SWEEP, nemesis=POWER_LOSS), followers_ack_unflushed),
     ("skip-flush", replace(SWEEP, nemesis=POWER_LOSS),
-     lambda s: replace(s, host_class=SkipFlushHost)),
+     lambda s: replace(s, ports_class=SkipFlushPorts)),
 ]
 
 
@@ -141,7 +141,7 @@ def test_planted_bug_is_caught(name: str, config: ClusterRunConfig,
     assert run_cluster(found.config).ok
 
 
-def _killed_mid_fsync_then_power_loss(host_class: type[RaftHost]) -> dict[str, int]:
+def _killed_mid_fsync_then_power_loss(ports_class: type[SimRaftPorts]) -> dict[str, int]:
     """Leader L, followers A and B; B is cut off. A write x reaches A, and A is killed while its
     fsync of x is in flight (x stays in its page cache), then restarted: its first fetch reports
     x, which L commits. A then loses power, L is killed, B heals: A and B elect a leader between
@@ -149,7 +149,7 @@ def _killed_mid_fsync_then_power_loss(host_class: type[RaftHost]) -> dict[str, i
     raft = data_partition_raft_config(election_timeout_ms=1000, election_backoff_max_ms=1000,
                                       fetch_timeout_ms=5000, request_timeout_ms=1000,
                                       fetch_max_wait_ms=100)  # L leads alone until A returns
-    settings = RaftSettings(RaftPartitionConfig(raft), fsync_ms=5, host_class=host_class)
+    settings = RaftSettings(RaftPartitionConfig(raft), fsync_ms=5, ports_class=ports_class)
     run = ClusterRun(ClusterRunConfig(seed=1, replication_mode="raft", voters=0, producers=0,
                                       consumers=0, nemesis=()), settings)
     run.start()
@@ -175,8 +175,8 @@ def _killed_mid_fsync_then_power_loss(host_class: type[RaftHost]) -> dict[str, i
     x_offset = replica(leader).core.log_end_offset
     world.send(1999, leader, ProduceRequest(cluster.topic_id, 0, 1, encode_batch([Record(b"7")]),
                                             ACKS_ALL, 5000))
-    until(lambda: (cluster.brokers[a].raft is not None
-                   and cluster.brokers[a].raft.fsync_done_ms is not None
+    until(lambda: (cluster.brokers[a].raft_ports is not None
+                   and cluster.brokers[a].raft_ports.fsync_done_ms is not None
                    and replica(a).store.end_offset > x_offset), 50, "A fsyncing x")
     world.kill(a)
     world.restart(a)
@@ -193,8 +193,8 @@ def _killed_mid_fsync_then_power_loss(host_class: type[RaftHost]) -> dict[str, i
 def test_a_replica_rebuilt_after_a_kill_fsyncs_its_log_before_counting_it() -> None:
     # Without the recovery flush, x was committed on a copy only a page cache held: the new
     # leader's epoch marker takes its offset (a committed record rewritten).
-    assert _killed_mid_fsync_then_power_loss(NoRecoveryFlushHost) == {"divergence-below-hw": 1}
-    assert _killed_mid_fsync_then_power_loss(RaftHost) == {}
+    assert _killed_mid_fsync_then_power_loss(NoRecoveryFlushPorts) == {"divergence-below-hw": 1}
+    assert _killed_mid_fsync_then_power_loss(SimRaftPorts) == {}
 
 
 # -- leadership without the controller ----------------------------------------------------------

@@ -40,8 +40,9 @@ Model of the data-plane broker:
   fsync completes); the session and the periodic flush and checkpoint go on. Without one
   (`Disk(None)`), appends flush as the core asks, at no cost.
 - replication.mode=raft (the push says so): the partition is a replica of its Raft group,
-  hosted by a RaftHost (harness.sim.actors.raft_host) on the same log, built like the
-  ReplicaCore (once registered, voters = the partition's replicas) and kept when the
+  hosted by the one raft-partition host (harness.drive.raft_host) on the simulator's ports
+  (harness.sim.actors.raft_host) on the same log, built like the ReplicaCore (once registered,
+  voters = the partition's replicas) and kept when the
   registration is lost (no controller is on a raft partition's leadership path). The broker
   reports the leaderships its replicas win to the controller (ReportRaftLeadersRequest, recorded
   by quorum/controller/raft_leaders.py: after a round that elected it, and every heartbeat
@@ -61,11 +62,17 @@ from typing import Any, Protocol
 
 from harness.drive.broker_session import BrokerSession, BrokerTiming
 from harness.drive.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
+from harness.drive.raft_host import RaftPartitionHost
 from harness.drive.replica_effects import execute_replica_effects
 from harness.sim.actors.controller import TOPIC, MetadataPush
 from harness.sim.actors.disk import Disk
 from harness.sim.actors.process import SimProcess
-from harness.sim.actors.raft_host import RaftHost, RaftSettings
+from harness.sim.actors.raft_host import (
+    RaftSettings,
+    SimRaftPorts,
+    metadata_leader_of,
+    unrecorded_leaders,
+)
 from harness.sim.actors.raft_node import RaftNode
 from harness.sim.checks.replicas import ReplicaChecker
 from partition.log import LogConfig, PartitionLog, SimStorage
@@ -192,7 +199,8 @@ class Broker(SimProcess):
         self.log: PartitionLog | None = None
         self.view: LocalReplicaLog | None = None
         self.core: ReplicaCore | None = None
-        self.raft: RaftHost | None = None  # replication.mode=raft partitions
+        self.raft: RaftPartitionHost | None = None  # replication.mode=raft partitions
+        self.raft_ports: SimRaftPorts | None = None  # its clock, disk, outbox, checker
         self.partition: Partition | None = None  # the last applied push's view of the partition
         self.next_report_ms = 0
         self.seed = 0
@@ -243,8 +251,8 @@ class Broker(SimProcess):
         self.storage.crash(rng)
 
     def shutdown(self, now_ms: int) -> None:
-        if self.raft is not None:
-            self.raft.shutdown(now_ms)
+        if self.raft_ports is not None:
+            self.raft_ports.shutdown(now_ms)
         if self.log is not None:
             self.log.flush()
 
@@ -270,13 +278,19 @@ class Broker(SimProcess):
             case MetadataPush():
                 self._on_metadata(message, now_ms)
             case RaftEnvelope():
-                if self.raft is not None:  # not hosting yet: the sender retries on its timers
-                    self.raft.on_envelope(message, now_ms)
+                if self.raft_ports is not None:  # not hosting yet: the sender retries
+                    self.raft_ports.at(now_ms).on_envelope(message)
             case ProduceRequest() | FetchRequest() if self._hosts_raft(message):
-                assert self.raft is not None
-                if isinstance(message, ProduceRequest) or message.replica_id < 0:
+                assert self.raft_ports is not None
+                host = self.raft_ports.at(now_ms)
+                r = host.replicas[(message.topic_id, message.partition)]
+                if isinstance(message, ProduceRequest):
                     self.clients[message.request_id] = src
-                self.raft.input((message.topic_id, message.partition), message, now_ms)
+                    host.produce(r, message)
+                else:
+                    if message.replica_id < 0:
+                        self.clients[message.request_id] = src
+                    host.input(r, message)
             case ProduceRequest():
                 self.clients[message.request_id] = src
                 if self.core is None:
@@ -317,23 +331,23 @@ class Broker(SimProcess):
             deadline = core.next_deadline_ms()
             if deadline is not None and deadline <= now_ms:
                 self.execute(core.tick(now_ms), now_ms)
-        if self.raft is not None:
-            self.raft.tick(now_ms)
+        if self.raft_ports is not None:
+            self.raft_ports.tick(now_ms)
         self._end_raft_round(now_ms)
         self.step(now_ms)
 
     def peer_unreachable(self, peer: int, now_ms: int) -> None:
         # A ReplicaCore's requests time out on their own (replica.socket.timeout.ms); a raft
         # partition's voters hear it (PeerUnreachable: a follower of `peer` pre-votes at once).
-        if self.raft is not None:
-            self.raft.peer_unreachable(peer, now_ms)
+        if self.raft_ports is not None:
+            self.raft_ports.at(now_ms).peer_unreachable(peer)
             self._end_raft_round(now_ms)
 
     def next_deadline_ms(self) -> int | None:
         deadlines = [self.next_flush_ms, self.next_checkpoint_ms]
-        if self.raft is not None:
+        if self.raft_ports is not None:
             deadlines.append(self.next_report_ms)
-            raft = self.raft.next_deadline_ms()
+            raft = self.raft_ports.next_deadline_ms()
             if raft is not None:
                 deadlines.append(raft)
         session = self.session.next_deadline_ms()
@@ -403,24 +417,29 @@ class Broker(SimProcess):
         self.partition = part
         if self.node_id not in part.replicas or self.log is None:
             return
-        if self.raft is None:
+        if self.raft_ports is None:
             assert self.raft_settings is not None, "a raft partition on a broker without settings"
-            self.raft = self.raft_settings.host(self, self.checker, self.disk.fsync_ms)
+            self.raft, self.raft_ports = self.raft_settings.host(self, self.checker,
+                                                                 self.disk.fsync_ms)  # fmt: skip
             self.next_report_ms = now_ms
+        host = self.raft_ports.at(now_ms)
         key = (part.topic_id, part.partition)
-        if key not in self.raft.replicas:
-            self.raft.add(key, part.replicas, self.log, self.seed, now_ms, TOPIC)
+        if key not in host.replicas:
+            assert self.raft_settings is not None
+            host.add(key, part.replicas, self.log, seed=self.seed,
+                     config=self.raft_settings.config, topic=TOPIC)
 
     def _end_raft_round(self, now_ms: int) -> None:
         """The raft host's end of round, then a leadership report if one is due."""
-        raft = self.raft
-        if raft is None:
+        ports = self.raft_ports
+        if ports is None:
             return
-        raft.end_round(now_ms)
-        if (raft.became_leader or now_ms >= self.next_report_ms) and self.broker_epoch >= 0:
-            raft.became_leader = False
+        host = ports.at(now_ms)
+        host.end_round()
+        if (ports.became_leader or now_ms >= self.next_report_ms) and self.broker_epoch >= 0:
+            ports.became_leader = False
             self.next_report_ms = now_ms + self.timing.heartbeat_interval_ms
-            leaders = raft.unrecorded_leaders(self.partition, now_ms)
+            leaders = unrecorded_leaders(host, self.partition, now_ms)
             if leaders:
                 self._call(ReportRaftLeadersRequest(self.node_id, self.broker_epoch, leaders))
         elif now_ms >= self.next_report_ms:
@@ -435,7 +454,7 @@ class Broker(SimProcess):
             return self.core.partition.leader if self.core.partition is not None else -1
         if self.raft is None or self.partition is None:
             return None
-        return self.raft.metadata_leader(self.partition)
+        return metadata_leader_of(self.raft, self.partition)
 
     def _core_input(self, message: Any, now_ms: int) -> None:
         if self.fsync_until_ms is not None:

@@ -190,7 +190,7 @@ class ActiveController:
 @dataclass(frozen=True, slots=True)
 class MetadataPush:
     """The committed image's view of the partition, at `offset`, with its topic's
-    replication.mode (a raft partition is hosted by the broker's RaftHost, not a ReplicaCore)."""
+    replication.mode (a raft partition is hosted by the broker's raft-partition host, not a ReplicaCore)."""
 
     offset: int
     update: MetadataUpdated | None
