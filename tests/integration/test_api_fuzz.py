@@ -36,7 +36,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from harness.launcher import cluster as cl
-from tests.integration.conftest import LiveCluster, started_cluster
+from tests.live import LiveCluster, started_cluster
 
 pytestmark = pytest.mark.integration
 

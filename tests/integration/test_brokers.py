@@ -22,10 +22,10 @@ import pytest
 
 from harness.admin.client import AdminError
 from harness.launcher import cluster as cl
-from tests.integration.conftest import (
+from tests.live import (
     BROKER_SESSION_TIMEOUT_MS as SESSION_TIMEOUT_MS,
 )
-from tests.integration.conftest import (
+from tests.live import (
     LiveCluster,
     broker_cluster,
     cli,

@@ -24,7 +24,7 @@ from harness.bench.failover import write_until_success
 from harness.launcher import cluster as cl
 from harness.net.client import KvRequest
 from quorum import codec
-from tests.integration.conftest import LiveCluster, kraftlab, poll
+from tests.live import LiveCluster, kraftlab, poll
 
 pytestmark = pytest.mark.integration
 

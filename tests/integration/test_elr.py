@@ -31,7 +31,7 @@ import pytest
 
 from harness.launcher import cluster as cl
 from harness.runtime.clean_shutdown import CLEAN_SHUTDOWN_FILE
-from tests.integration.conftest import (
+from tests.live import (
     BROKER_SESSION_TIMEOUT_MS,
     LiveCluster,
     broker_cluster,

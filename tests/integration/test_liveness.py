@@ -15,7 +15,7 @@ import pytest
 from harness.admin.client import AdminError
 from harness.launcher import cluster as cl
 from harness.net.client import NativeKvClient
-from tests.integration.conftest import LiveCluster, kraftlab, poll, started_cluster
+from tests.live import LiveCluster, kraftlab, poll, started_cluster
 
 pytestmark = pytest.mark.integration
 

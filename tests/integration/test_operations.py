@@ -26,7 +26,7 @@ import pytest
 
 from harness.admin.client import AdminClient
 from harness.launcher import cluster as cl
-from tests.integration.conftest import (
+from tests.live import (
     LiveCluster,
     cli,
     kraftlab,

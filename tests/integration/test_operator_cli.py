@@ -12,7 +12,7 @@ import pytest
 from harness.launcher import cluster as cl
 from harness.runtime.config import TUNABLES
 from quorum.metadata.configs import TOPIC_CONFIG_DEFAULTS
-from tests.integration.conftest import LiveCluster, kraftlab, started_cluster
+from tests.live import LiveCluster, kraftlab, started_cluster
 
 pytestmark = pytest.mark.integration
 

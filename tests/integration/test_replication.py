@@ -10,8 +10,9 @@
 - NOT_ENOUGH_REPLICAS for acks=all with min.insync.replicas=2 once both followers are down, while
   acks=1 is still accepted (and not visible to consumers: strict min ISR).
 
-The tests share one cluster and run in file order. Every wait polls a condition with a deadline;
-processes are killed by their recorded PID (conftest.kill_recorded).
+The tests run in file order on the suite's shared broker cluster (tests/conftest.py `brokers`),
+each on topics of its own. Every wait polls a condition with a deadline; processes are killed by
+their recorded PID.
 """
 
 from __future__ import annotations
@@ -20,46 +21,14 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from harness.admin.client import AdminError
 from harness.launcher import cluster as cl
-from tests.integration.conftest import (
-    LiveCluster,
-    broker_cluster,
-    cli,
-    poll,
-)
+from tests.live import BROKERS, LiveCluster, cli, poll
 
 pytestmark = pytest.mark.integration
-
-BROKERS = [101, 102, 103]
-
-
-@pytest.fixture(scope="module")
-def rcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    with broker_cluster(tmp_path_factory.mktemp("replication")) as live:
-        yield live
-
-
-def create_topic(c: LiveCluster, name: str, *configs: str) -> None:
-    extra = [a for kv in configs for a in ("--config", kv)]
-    cli(c, "topic", "create", name, "--partitions", "1", "--replication-factor", "3", *extra)
-
-
-def partition(c: LiveCluster, topic: str) -> dict[str, Any]:
-    p: dict[str, Any] = c.client(1, 2.0).get_json(f"/topics/{topic}")["partitions"][0]
-    return p
-
-
-def replica_view(c: LiveCluster, broker: int, topic: str) -> dict[str, Any] | None:
-    for r in c.client(broker, 2.0).get_json("/partitions"):
-        if r["topic"] == topic:
-            return dict(r)
-    return None
 
 
 def wait_replicas_converged(c: LiveCluster, topic: str, end: int, brokers: list[int],
@@ -68,7 +37,7 @@ def wait_replicas_converged(c: LiveCluster, topic: str, end: int, brokers: list[
     an epoch marker after the records)."""
 
     def converged() -> bool:
-        views = [replica_view(c, b, topic) for b in brokers]
+        views = [c.replica_view(b, topic) for b in brokers]
         ends = {(v["log_end_offset"], v["high_watermark"]) if v else None for v in views}
         return len(ends) == 1 and (pair := ends.pop()) is not None and pair[0] == pair[1] >= end
 
@@ -97,28 +66,28 @@ def kill(c: LiveCluster, node_id: int) -> None:
     assert cl.wait_dead(node, 10)
 
 
-def test_produce_consume_round_trip_acks_all(rcluster: LiveCluster) -> None:
-    create_topic(rcluster, "roundtrip")
+def test_produce_consume_round_trip_acks_all(brokers: LiveCluster) -> None:
+    brokers.create_topic("roundtrip")
     values = [f"r{i:05d}" for i in range(3000)]
     done = subprocess.run(
         [sys.executable, "-m", "harness", "produce", "roundtrip", "--acks", "all",
-         "--data-dir", str(rcluster.data_dir)],
+         "--data-dir", str(brokers.data_dir)],
         input="\n".join(values).encode() + b"\n", capture_output=True, timeout=60, check=False)
     assert done.returncode == 0, done.stderr
     assert b"produced 3000 records (partition 0 offsets 0..2999)" in done.stderr
-    assert consume_all(rcluster, "roundtrip", 3000) == values
-    wait_replicas_converged(rcluster, "roundtrip", 3000, BROKERS)
-    leader = partition(rcluster, "roundtrip")["leader"]
-    view = replica_view(rcluster, leader, "roundtrip")
+    assert consume_all(brokers, "roundtrip", 3000) == values
+    wait_replicas_converged(brokers, "roundtrip", 3000, BROKERS)
+    leader = brokers.partition("roundtrip")["leader"]
+    view = brokers.replica_view(leader, "roundtrip")
     assert view is not None and view["role"] == "leader" and view["isr"] == BROKERS
 
 
-def test_http_produce_and_consume_with_errors(rcluster: LiveCluster) -> None:
-    p = partition(rcluster, "roundtrip")
+def test_http_produce_and_consume_with_errors(brokers: LiveCluster) -> None:
+    p = brokers.partition("roundtrip")
     leader = p["leader"]
     follower = next(b for b in BROKERS if b != leader)
     path = "/topics/roundtrip/partitions/0/records"
-    client = rcluster.client(leader)
+    client = brokers.client(leader)
     status, ok = client.request("POST", f"{path}?acks=all",
                                 {"records": [{"key": "k", "value": "h1"}, {"value": "h2"}]})
     assert status == 200 and (ok["base_offset"], ok["last_offset"]) == (3000, 3001)
@@ -126,7 +95,7 @@ def test_http_produce_and_consume_with_errors(rcluster: LiveCluster) -> None:
     assert [(r["offset"], r["key"], r["value"]) for r in got["records"]] == [
         (3000, "k", "h1"), (3001, None, "h2")]
     assert got["high_watermark"] == 3002
-    status, moved = rcluster.client(follower).request("POST", path, {"records": [{"value": "x"}]})
+    status, moved = brokers.client(follower).request("POST", path, {"records": [{"value": "x"}]})
     assert (status, moved["error"], moved["leader"]) == (421, "NOT_LEADER_OR_FOLLOWER", leader)
     # Idempotence: the same (producer id, epoch, sequence) twice is written once.
     batch = {"records": [{"value": "i"}], "producer_id": 777, "producer_epoch": 0,
@@ -155,8 +124,8 @@ def test_http_produce_and_consume_with_errors(rcluster: LiveCluster) -> None:
 
 
 def run_kill_leader_midway(c: LiveCluster, topic: str, count: int) -> None:
-    create_topic(c, topic)
-    leader = partition(c, topic)["leader"]
+    c.create_topic(topic)
+    leader = c.partition(topic)["leader"]
     values = [f"m{i:06d}" for i in range(count)]
     half = count // 2
     proc = produce_process(c, topic)
@@ -165,7 +134,7 @@ def run_kill_leader_midway(c: LiveCluster, topic: str, count: int) -> None:
         proc.stdin.write(("\n".join(values[:half]) + "\n").encode())
         proc.stdin.flush()
         # Kill the leader once part of the first half is committed: batches are in flight.
-        poll(lambda: (replica_view(c, leader, topic) or {}).get("high_watermark", 0) >= half // 2,
+        poll(lambda: (c.replica_view(leader, topic) or {}).get("high_watermark", 0) >= half // 2,
              30, "half of the first half committed")
         kill(c, leader)
         proc.stdin.write(("\n".join(values[half:]) + "\n").encode())
@@ -176,7 +145,7 @@ def run_kill_leader_midway(c: LiveCluster, topic: str, count: int) -> None:
             proc.wait()
     assert proc.returncode == 0, err
     assert f"produced {count} records".encode() in err
-    new_leader = partition(c, topic)["leader"]
+    new_leader = c.partition(topic)["leader"]
     assert new_leader not in (leader, None)
     consumed = consume_all(c, topic, count)
     assert len(consumed) == count and consumed == values  # nothing lost, duplicated or reordered
@@ -185,36 +154,36 @@ def run_kill_leader_midway(c: LiveCluster, topic: str, count: int) -> None:
 
     # The killed broker restarts, catches up and rejoins the ISR through its leader alone.
     cli(c, "cluster", "restart", str(leader))
-    poll(lambda: sorted(partition(c, topic)["isr"]) == BROKERS, 30, f"{leader} back in the ISR")
+    poll(lambda: sorted(c.partition(topic)["isr"]) == BROKERS, 30, f"{leader} back in the ISR")
     wait_replicas_converged(c, topic, count, BROKERS)
     # The demonstration of docs/operations.md, complete: the preferred replica takes the lead back.
     out = cli(c, "elect-leaders", "--topic", topic, "--election-type", "preferred")
     assert "Successfully completed leader election (PREFERRED)" in out
-    poll(lambda: partition(c, topic)["leader"] == leader, 10, "the preferred leader restored")
+    poll(lambda: c.partition(topic)["leader"] == leader, 10, "the preferred leader restored")
     status, ok = c.client(leader).request(
         "POST", f"/topics/{topic}/partitions/0/records?acks=all", {"records": [{"value": "end"}]})
     # At or after `count`: a new leader may have appended an epoch marker (a control record).
     assert status == 200 and ok["base_offset"] >= count
 
 
-def test_kill_leader_midway_100k_nothing_lost_or_duplicated(rcluster: LiveCluster) -> None:
+def test_kill_leader_midway_100k_nothing_lost_or_duplicated(brokers: LiveCluster) -> None:
     # 100k records, leader killed; about 7 s here (well under the ~60 s budget of the default run).
-    run_kill_leader_midway(rcluster, "failover", 100_000)
+    run_kill_leader_midway(brokers, "failover", 100_000)
 
 
-def test_not_enough_replicas_when_both_followers_are_down(rcluster: LiveCluster) -> None:
-    create_topic(rcluster, "strict", "min.insync.replicas=2")
-    p = partition(rcluster, "strict")
+def test_not_enough_replicas_when_both_followers_are_down(brokers: LiveCluster) -> None:
+    brokers.create_topic("strict", 1, "min.insync.replicas=2")
+    p = brokers.partition("strict")
     leader = p["leader"]
     followers = [b for b in p["replicas"] if b != leader]
     path = "/topics/strict/partitions/0/records"
-    client = rcluster.client(leader)
+    client = brokers.client(leader)
     status, _ = client.request("POST", f"{path}?acks=all", {"records": [{"value": "ok"}]})
     assert status == 200
     for b in followers:
-        kill(rcluster, b)
-    poll(lambda: partition(rcluster, "strict")["isr"] == [leader], 20, "ISR shrunk to the leader")
-    poll(lambda: replica_view(rcluster, leader, "strict")["isr"] == [leader], 10, "leader saw it")
+        kill(brokers, b)
+    poll(lambda: brokers.partition("strict")["isr"] == [leader], 20, "ISR shrunk to the leader")
+    poll(lambda: brokers.replica_view(leader, "strict")["isr"] == [leader], 10, "leader saw it")
     status, refused = client.request("POST", f"{path}?acks=all", {"records": [{"value": "no"}]})
     assert (status, refused["error"]) == (503, "NOT_ENOUGH_REPLICAS")
     status, accepted = client.request("POST", f"{path}?acks=1", {"records": [{"value": "one"}]})
@@ -222,24 +191,24 @@ def test_not_enough_replicas_when_both_followers_are_down(rcluster: LiveCluster)
     # Strict min ISR: the HW does not move while the ISR is below min.insync.replicas.
     assert client.get_json(f"{path}?offset=0")["high_watermark"] == 1
     for b in followers:
-        cli(rcluster, "cluster", "restart", str(b))
-    poll(lambda: sorted(partition(rcluster, "strict")["isr"]) == sorted(p["replicas"]), 30,
+        cli(brokers, "cluster", "restart", str(b))
+    poll(lambda: sorted(brokers.partition("strict")["isr"]) == sorted(p["replicas"]), 30,
          "followers back in the ISR")
     poll(lambda: client.get_json(f"{path}?offset=0")["high_watermark"] == 2, 10, "HW moves again")
 
 
-def test_a_topic_deleted_and_created_again_starts_empty(rcluster: LiveCluster) -> None:
-    create_topic(rcluster, "reborn")
+def test_a_topic_deleted_and_created_again_starts_empty(brokers: LiveCluster) -> None:
+    brokers.create_topic("reborn")
     path = "/topics/reborn/partitions/0/records"
-    leader = partition(rcluster, "reborn")["leader"]
-    status, _ = rcluster.client(leader).request("POST", path, {"records": [{"value": "old"}]})
+    leader = brokers.partition("reborn")["leader"]
+    status, _ = brokers.client(leader).request("POST", path, {"records": [{"value": "old"}]})
     assert status == 200
-    cli(rcluster, "topic", "delete", "reborn")
-    poll(lambda: all(replica_view(rcluster, b, "reborn") is None for b in BROKERS), 10,
+    cli(brokers, "topic", "delete", "reborn")
+    poll(lambda: all(brokers.replica_view(b, "reborn") is None for b in BROKERS), 10,
          "replicas of the deleted topic removed")
-    create_topic(rcluster, "reborn")
-    leader = partition(rcluster, "reborn")["leader"]
-    status, ok = rcluster.client(leader).request("POST", path, {"records": [{"value": "new"}]})
+    brokers.create_topic("reborn")
+    leader = brokers.partition("reborn")["leader"]
+    status, ok = brokers.client(leader).request("POST", path, {"records": [{"value": "new"}]})
     assert status == 200 and ok["base_offset"] == 0
-    got = rcluster.client(leader).get_json(f"{path}?offset=0")
+    got = brokers.client(leader).get_json(f"{path}?offset=0")
     assert [r["value"] for r in got["records"]] == ["new"]

@@ -20,7 +20,7 @@ import pytest
 
 from harness.drive.raftlog import METADATA_PARTITION, METADATA_TOPIC, SNAPSHOT_SUFFIX
 from harness.launcher import cluster as cl
-from tests.integration.conftest import (
+from tests.live import (
     LiveCluster,
     poll,
     started_cluster,

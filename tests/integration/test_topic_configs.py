@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import (
+from tests.live import (
     LiveCluster,
     cli,
     kraftlab,

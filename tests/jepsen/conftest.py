@@ -23,7 +23,7 @@ import pytest
 
 from harness.jepsen.nemesis import ClusterNemesis
 from harness.jepsen.runner import RunOptions, bring_up
-from tests.integration.conftest import kill_recorded
+from tests.live import kill_recorded
 
 
 @pytest.fixture

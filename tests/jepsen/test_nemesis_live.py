@@ -36,7 +36,7 @@ from harness.cli.main import main
 from harness.jepsen.nemesis import ClusterNemesis, Schedule
 from harness.jepsen.recorder import Recorder
 from harness.net.pipelined import PipelinedConnection
-from tests.integration.conftest import (
+from tests.live import (
     LiveCluster,
     broker_cluster,
     cli,

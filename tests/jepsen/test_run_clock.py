@@ -9,7 +9,7 @@ the CLOCK_FAULTS of harness/jepsen/nemesis.py).
 - a bad clock change is refused (400) and changes nothing;
 - a kv run under every clock fault (jumps forward and back, drift) finds no anomaly with
   linearizable reads: time decides when nodes time out, never what is committed.
-Every wait polls a condition with a deadline (tests/integration/conftest.py `poll`).
+Every wait polls a condition with a deadline (tests/live.py `poll`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from harness.check.history import NEMESIS, load_history
 from harness.jepsen.nemesis import CLOCK_FAULTS, ClusterNemesis
 from harness.jepsen.runner import DEFAULT_OVERRIDES, RunOptions, run
 from harness.jepsen.workload_kv import KvOptions
-from tests.integration.conftest import (
+from tests.live import (
     LiveCluster,
     cli,
     kraftlab,

@@ -32,7 +32,7 @@ from harness.check.history import load_history
 from harness.check.queue import check_queue
 from harness.jepsen.runner import DEFAULT_OVERRIDES, RunOptions, RunResult, bring_up, run
 from harness.jepsen.workload_queue import QueueOptions
-from tests.integration.conftest import kill_recorded
+from tests.live import kill_recorded
 from tests.jepsen.conftest import healed_then_written
 
 pytestmark = pytest.mark.integration

@@ -19,7 +19,7 @@ import pytest
 from harness.jepsen.nemesis import FAULTS
 from harness.jepsen.runner import RunOptions, bring_up, run
 from harness.jepsen.workload_queue import QueueOptions
-from tests.integration.conftest import kill_recorded
+from tests.live import kill_recorded
 
 pytestmark = pytest.mark.integration
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.conftest import poll
+from tests.live import poll
 from tests.kafka.conftest import BROKERS, KafkaCluster, Wire
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ from kafka.protocol.admin import (  # type: ignore[import-untyped]
 )
 
 from harness.kafka.config_handlers import legacy_pairs, refusals
-from tests.integration.conftest import poll
+from tests.live import poll
 from tests.kafka.conftest import BROKERS, KafkaCluster, Wire
 
 pytestmark = pytest.mark.integration

@@ -42,7 +42,7 @@ from kafka.protocol.producer import ProduceRequest  # type: ignore[import-untype
 
 from harness.kafka.wire import Wire
 from partition.log import batch as rb
-from tests.integration.conftest import poll
+from tests.live import poll
 from tests.kafka.conftest import BROKERS, KafkaCluster
 from tests.peers.kafka_peer import KafkaPeer
 

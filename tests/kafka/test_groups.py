@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import poll
+from tests.live import poll
 from tests.kafka.conftest import BROKERS, KafkaCluster, Wire
 from tests.kafka.groups import (
     Member,

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.integration.conftest import poll
+from tests.live import poll
 from tests.kafka.conftest import BROKERS, KafkaCluster, Wire
 from tests.kafka.test_protocol import fetch
 

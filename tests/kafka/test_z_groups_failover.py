@@ -18,7 +18,7 @@ import signal
 
 import pytest
 
-from tests.integration.conftest import poll
+from tests.live import poll
 from tests.kafka.conftest import BROKERS, KafkaCluster, Wire
 from tests.kafka.groups import Member, committed, kafka_python_loop, produce, wait_for
 

@@ -5,43 +5,30 @@ follow the leader's log start and delete theirs; a consumer below the new log st
 OFFSET_OUT_OF_RANGE; a batch over max.message.bytes is MESSAGE_TOO_LARGE; a deleted topic's
 directories are renamed `-delete` at once and gone after log.segment.delete.delay.ms.
 
-Every wait polls a condition with a deadline; processes are killed by their recorded PID.
+On the suite's shared broker cluster (tests/conftest.py `brokers`, whose settings include the short
+retention check and delete delay), on topics of its own. Every wait polls a condition with a
+deadline; processes are killed by their recorded PID.
 """
 
 from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.admin.client import AdminError
-from tests.integration.conftest import (
-    LiveCluster,
-    broker_cluster,
-    cli,
-    poll,
-)
+from tests.live import BROKERS, SEGMENT_DELETE_DELAY_MS, LiveCluster, cli, poll
 
 pytestmark = pytest.mark.integration
 
-BROKERS = [101, 102, 103]
 TOPIC = "retained"
 SEGMENT_BYTES = 4096
 RETENTION_BYTES = 3 * SEGMENT_BYTES
 COUNT = 3000  # ~110 bytes each with framing: ~80 segments of 4 KiB
-DELETE_DELAY_MS = 1500
-
-
-@pytest.fixture(scope="module")
-def rcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    with broker_cluster(tmp_path_factory.mktemp("retention"),
-                        "log.retention.check.interval.ms=300",
-                        f"log.segment.delete.delay.ms={DELETE_DELAY_MS}") as live:
-        yield live
+DELETE_DELAY_MS = SEGMENT_DELETE_DELAY_MS
 
 
 def replica_dirs(c: LiveCluster, name: str) -> dict[int, list[Path]]:
@@ -62,8 +49,8 @@ def views(c: LiveCluster) -> dict[int, dict[str, Any]]:
     return out
 
 
-def test_small_segments_roll_and_retention_deletes_them_on_every_replica(rcluster: LiveCluster) -> None:
-    c = rcluster
+def test_small_segments_roll_and_retention_deletes_them_on_every_replica(brokers: LiveCluster) -> None:
+    c = brokers
     cli(c, "topic", "create", TOPIC, "--partitions", "1", "--replication-factor", "3",
         "--config", f"segment.bytes={SEGMENT_BYTES}", "--config", f"retention.bytes={RETENTION_BYTES}",
         "--config", "max.message.bytes=2048")  # fmt: skip
@@ -120,8 +107,8 @@ def test_small_segments_roll_and_retention_deletes_them_on_every_replica(rcluste
     assert status == 413 and body["error"] == "MESSAGE_TOO_LARGE"
 
 
-def test_a_deleted_topics_directories_are_removed_after_the_delay(rcluster: LiveCluster) -> None:
-    c = rcluster
+def test_a_deleted_topics_directories_are_removed_after_the_delay(brokers: LiveCluster) -> None:
+    c = brokers
     name = "doomed"
     cli(c, "topic", "create", name, "--partitions", "2", "--replication-factor", "3")
     poll(lambda: all(len(d) == 2 for d in replica_dirs(c, f"{name}-").values()), 30,

@@ -5,7 +5,8 @@ replicas report their positions at that epoch over the controller RPC, the most 
 leads at epoch 2, its epoch marker lets its HW pass the old tail, and every record produced is
 consumed exactly once, in order. The killed broker comes back as a follower and converges.
 
-Every wait polls a condition with a deadline; processes are killed by their recorded PID.
+On the suite's shared broker cluster (tests/conftest.py `brokers`), on a topic of its own. Every
+wait polls a condition with a deadline; processes are killed by their recorded PID.
 """
 
 from __future__ import annotations
@@ -14,44 +15,23 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
 from harness.launcher import cluster as cl
-from tests.integration.conftest import LiveCluster, broker_cluster, cli, poll
+from tests.live import BROKERS, LiveCluster, cli, poll
 
 pytestmark = pytest.mark.integration
 
-BROKERS = [101, 102, 103]
 TOPIC = "quorum-failover"
 COUNT = 20_000
 
 
-@pytest.fixture(scope="module")
-def qcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    with broker_cluster(tmp_path_factory.mktemp("quorum-mode")) as live:
-        yield live
-
-
-def partition(c: LiveCluster) -> dict[str, Any]:
-    p: dict[str, Any] = c.client(1, 2.0).get_json(f"/topics/{TOPIC}")["partitions"][0]
-    return p
-
-
-def replica_view(c: LiveCluster, broker: int) -> dict[str, Any] | None:
-    for r in c.client(broker, 2.0).get_json("/partitions"):
-        if r["topic"] == TOPIC:
-            return dict(r)
-    return None
-
-
-def test_kill_leader_midway_quorum_mode_loses_nothing(qcluster: LiveCluster) -> None:
-    c = qcluster
+def test_kill_leader_midway_quorum_mode_loses_nothing(brokers: LiveCluster) -> None:
+    c = brokers
     cli(c, "topic", "create", TOPIC, "--partitions", "1", "--replication-factor", "3",
         "--config", "replication.mode=quorum")  # fmt: skip
-    before = partition(c)
+    before = c.partition(TOPIC)
     leader, epoch = before["leader"], before["leader_epoch"]
     values = [f"q{i:06d}" for i in range(COUNT)]
     half = COUNT // 2
@@ -64,7 +44,7 @@ def test_kill_leader_midway_quorum_mode_loses_nothing(qcluster: LiveCluster) -> 
         assert proc.stdin is not None
         proc.stdin.write(("\n".join(values[:half]) + "\n").encode())
         proc.stdin.flush()
-        poll(lambda: (replica_view(c, leader) or {}).get("high_watermark", 0) >= half // 2,
+        poll(lambda: (c.replica_view(leader, TOPIC) or {}).get("high_watermark", 0) >= half // 2,
              30, "a quarter committed")  # fmt: skip
         node = c.file.node(leader)
         assert node.pid is not None and cl.is_our_process(node.pid, node.config_file)
@@ -80,7 +60,7 @@ def test_kill_leader_midway_quorum_mode_loses_nothing(qcluster: LiveCluster) -> 
     assert f"produced {COUNT} records".encode() in err
     # The fencing change (epoch + 1, no leader), then the election (epoch + 2); a lost report
     # or a controller failover may take more rounds, so: at least two epochs, a new leader.
-    poll(lambda: (p := partition(c))["leader"] not in (leader, None)
+    poll(lambda: (p := c.partition(TOPIC))["leader"] not in (leader, None)
          and p["leader_epoch"] >= epoch + 2, 30, "a new leader at a later epoch")  # fmt: skip
     out = cli(c, "consume", TOPIC, "--from-beginning", "--max-messages", str(COUNT),
               "--timeout-ms", "20000", timeout_s=120)  # fmt: skip
@@ -89,9 +69,9 @@ def test_kill_leader_midway_quorum_mode_loses_nothing(qcluster: LiveCluster) -> 
     cli(c, "cluster", "restart", str(leader))
 
     def converged() -> bool:
-        views = [replica_view(c, b) for b in BROKERS]
+        views = [c.replica_view(b, TOPIC) for b in BROKERS]
         ends = {(v["log_end_offset"], v["high_watermark"]) if v else None for v in views}
         return len(ends) == 1 and (pair := ends.pop()) is not None and pair[0] == pair[1] >= COUNT
 
     poll(converged, 30, "every replica at the same LEO = HW")
-    assert (replica_view(c, leader) or {}).get("role") == "follower"
+    assert (c.replica_view(leader, TOPIC) or {}).get("role") == "follower"

@@ -8,8 +8,10 @@ replicas of a raft partition elect their own leader, so
   killed, leadership moves, the client finds the new leader through a broker's Metadata answer
   (the brokers' own Raft state), and every record is consumed exactly once, in order.
 
-Every wait polls a condition with a deadline; processes are killed by their recorded PID. The
-failover times are printed (run with -s), never asserted.
+On the suite's shared broker cluster (tests/conftest.py `brokers`: the next module finds every
+node started again), on topics of its own. Every wait polls a condition with a deadline;
+processes are killed by their recorded PID. The failover times are printed (run with -s), never
+asserted.
 """
 
 from __future__ import annotations
@@ -19,31 +21,16 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from harness.admin.client import AdminError
 from harness.launcher import cluster as cl
-from tests.integration.conftest import (
-    BROKER_SESSION_TIMEOUT_MS,
-    LiveCluster,
-    broker_cluster,
-    cli,
-    poll,
-)
+from tests.live import BROKER_SESSION_TIMEOUT_MS, BROKERS, CONTROLLERS, LiveCluster, cli, poll
 
 pytestmark = pytest.mark.integration
 
-BROKERS = [101, 102, 103]
-CONTROLLERS = [1, 2, 3]
-
-
-@pytest.fixture(scope="module")
-def rcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveCluster]:
-    with broker_cluster(tmp_path_factory.mktemp("raft-mode")) as live:
-        yield live
 
 
 def described(c: LiveCluster, topic: str) -> dict[str, Any]:
@@ -90,8 +77,8 @@ def broker_state(c: LiveCluster, broker: int) -> dict[str, Any]:
     return next(b for b in brokers if b["id"] == broker)
 
 
-def test_describe_status_and_metrics_show_the_raft_groups(rcluster: LiveCluster) -> None:
-    c = rcluster
+def test_describe_status_and_metrics_show_the_raft_groups(brokers: LiveCluster) -> None:
+    c = brokers
     topic = "raft-shown"
     cli(c, "topic", "create", topic, "--partitions", "2", "--replication-factor", "3",
         "--config", "replication.mode=raft")  # fmt: skip
@@ -152,9 +139,9 @@ def test_describe_status_and_metrics_show_the_raft_groups(rcluster: LiveCluster)
 
 
 def test_kill_minus_9_of_the_leader_moves_leadership_before_the_session_expires(
-    rcluster: LiveCluster,
+    brokers: LiveCluster,
 ) -> None:
-    c = rcluster
+    c = brokers
     topic = "raft-failover"
     cli(c, "topic", "create", topic, "--partitions", "1", "--replication-factor", "3",
         "--config", "replication.mode=raft")  # fmt: skip
@@ -209,9 +196,9 @@ def test_kill_minus_9_of_the_leader_moves_leadership_before_the_session_expires(
 
 
 def test_with_every_controller_down_writes_go_on_and_leadership_moves(
-    rcluster: LiveCluster,
+    brokers: LiveCluster,
 ) -> None:
-    c = rcluster
+    c = brokers
     topic = "raft-headless"
     count = 4000
     cli(c, "topic", "create", topic, "--partitions", "1", "--replication-factor", "3",

@@ -7,10 +7,10 @@ through the CLI a user runs (`kraftlab peer kafka up|down --data-dir D`), so the
 the test of that path. It is registered suite-wide by tests/conftest.py. It is not skipped when
 Kafka is missing: the suite fails, saying to run `bash .ci/install`, which installs it.
 
-It is laid out as kraftlab's test cluster is (tests/kafka/conftest): controllers 1-3 and brokers
+It is laid out as kraftlab's shared test cluster is (tests/live.py): controllers 1-3 and brokers
 101-103 as six JVMs (the "split" layout), so the two systems' answers can be compared node id for
-node id. It runs with the settings the kraftlab test cluster runs with (tests/integration/conftest
-BROKER_CONFIGS and tests/kafka/conftest) where Kafka has them, so the two answer under one
+node id. It runs with the settings the kraftlab test cluster runs with (tests/live.py
+BROKER_CONFIGS and SHARED_BROKER_CONFIGS) where Kafka has them, so the two answer under one
 configuration.
 """
 
@@ -27,7 +27,7 @@ import pytest
 from harness.kafka.wire import Wire
 from harness.peers.kafka import cluster as pk
 from harness.peers.kafka import install as inst
-from tests.integration.conftest import BROKER_CONFIGS, kraftlab, poll
+from tests.live import BROKER_CONFIGS, kraftlab, poll
 
 PEER_CONFIGS = (*BROKER_CONFIGS, "offsets.topic.num.partitions=10",
                 "group.initial.rebalance.delay.ms=300")

@@ -11,7 +11,7 @@ import pytest
 
 from harness.kafka.wire import Wire
 from harness.peers.kafka import cluster as pk
-from tests.integration.conftest import poll
+from tests.live import poll
 from tests.peers.kafka_peer import KafkaPeer
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_peer]

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.conftest import poll
+from tests.live import poll
 
 CHROMIUM = ("chromium", "chromium-browser")
 DRIVER = "chromedriver"

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from selenium.webdriver.common.by import By
 
-from tests.integration.conftest import broker_cluster, cli
+from tests.live import broker_cluster, cli
 from tests.ui.browser import browser, served, wait_for
 
 pytestmark = pytest.mark.integration
