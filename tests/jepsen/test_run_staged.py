@@ -32,8 +32,8 @@ from harness.check.history import load_history
 from harness.check.queue import check_queue
 from harness.jepsen.runner import DEFAULT_OVERRIDES, RunOptions, RunResult, bring_up, run
 from harness.jepsen.workload_queue import QueueOptions
-from tests.live import kill_recorded
 from tests.jepsen.conftest import healed_then_written
+from tests.live import kill_recorded
 
 pytestmark = pytest.mark.integration
 

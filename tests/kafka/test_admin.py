@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.live import poll
 from tests.kafka.conftest import BROKERS, KafkaCluster, Wire
+from tests.live import poll
 
 pytestmark = pytest.mark.integration
 

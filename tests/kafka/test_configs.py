@@ -16,8 +16,8 @@ from kafka.protocol.admin import (  # type: ignore[import-untyped]
 )
 
 from harness.kafka.config_handlers import legacy_pairs, refusals
-from tests.live import poll
 from tests.kafka.conftest import BROKERS, KafkaCluster, Wire
+from tests.live import poll
 
 pytestmark = pytest.mark.integration
 

@@ -42,8 +42,8 @@ from kafka.protocol.producer import ProduceRequest  # type: ignore[import-untype
 
 from harness.kafka.wire import Wire
 from partition.log import batch as rb
-from tests.live import poll
 from tests.kafka.conftest import BROKERS, KafkaCluster
+from tests.live import poll
 from tests.peers.kafka_peer import KafkaPeer
 
 pytestmark = [pytest.mark.integration, pytest.mark.kafka_peer]

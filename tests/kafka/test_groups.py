@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 
-from tests.live import poll
 from tests.kafka.conftest import BROKERS, KafkaCluster, Wire
 from tests.kafka.groups import (
     Member,
@@ -27,6 +26,7 @@ from tests.kafka.groups import (
     produce,
     wait_for,
 )
+from tests.live import poll
 
 pytestmark = pytest.mark.integration
 

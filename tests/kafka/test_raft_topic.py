@@ -13,9 +13,9 @@ import time
 
 import pytest
 
-from tests.live import poll
 from tests.kafka.conftest import BROKERS, KafkaCluster, Wire
 from tests.kafka.test_protocol import fetch
+from tests.live import poll
 
 pytestmark = pytest.mark.integration
 

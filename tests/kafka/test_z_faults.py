@@ -20,9 +20,9 @@ import time
 
 import pytest
 
-from tests.live import poll
 from tests.kafka.conftest import BROKERS, KafkaCluster, Wire
 from tests.kafka.test_protocol import batch, fetch, produce
+from tests.live import poll
 
 pytestmark = pytest.mark.integration
 

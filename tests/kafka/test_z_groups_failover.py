@@ -18,9 +18,9 @@ import signal
 
 import pytest
 
-from tests.live import poll
 from tests.kafka.conftest import BROKERS, KafkaCluster, Wire
 from tests.kafka.groups import Member, committed, kafka_python_loop, produce, wait_for
+from tests.live import poll
 
 pytestmark = pytest.mark.integration
 
