@@ -97,17 +97,28 @@ def create_topics(side: Side, name: str, partitions: int, rf: int,
                          validate_only=validate_only)).topics[0]
 
 
+NOT_LEADER_OR_FOLLOWER = 6
+
+
 def led_topic(side: Side, name: str, partitions: int = 1, **configs: str) -> None:
-    """Create a RF 3 topic and wait until every partition has a leader in Metadata."""
+    """Create a RF 3 topic and wait until every partition has a leader in Metadata and that
+    leader serves it: Kafka's brokers publish a partition to their metadata cache before their
+    ReplicaManager makes it leader (BrokerMetadataPublisher), so a Metadata answer can name a
+    leader that still answers UNKNOWN_TOPIC_OR_PARTITION for a moment, as a client retries."""
     assert create_topics(side, name, partitions, 3, configs).error_code == 0
 
     def led() -> bool:
         with side.wire() as w:
             t = w.metadata([name]).topics[0]
-        return t.error_code == 0 and len(t.partitions) == partitions and all(
-            p.leader_id >= 0 and len(p.isr_nodes) == 3 for p in t.partitions)
+        def served(p: Any) -> bool:  # the leader answers, each follower knows it follows
+            return all(list_offsets(side, b, name, -1, partition=p.partition_index).error_code
+                       == (0 if b == p.leader_id else NOT_LEADER_OR_FOLLOWER)
+                       for b in p.replica_nodes)  # fmt: skip
 
-    poll(led, 30, f"{side.name}: {name} led with a full ISR")
+        return t.error_code == 0 and len(t.partitions) == partitions and all(
+            p.leader_id >= 0 and len(p.isr_nodes) == 3 and served(p) for p in t.partitions)
+
+    poll(led, 30, f"{side.name}: {name} led with a full ISR, served by its leader")
 
 
 def records(values: list[bytes]) -> bytes:
