@@ -20,6 +20,10 @@ With `net="netns"` (`--net netns`) the cluster runs in network namespaces the ru
 deletes (harness/launcher/netns.py): nodes bind private addresses, the run's clients and nemesis
 talk from the clients' namespace, and partitions are nftables drops in the kernel. Needs root;
 without it the run fails at once with the reason (exit 3), tests skip with it.
+With `system="kafka"` (`--system kafka`) the same run goes against an Apache Kafka KRaft cluster
+of the peer kit instead (harness/jepsen/target_kafka.py: queue workload, process faults); steps
+2-4 are shared by both targets (harness/jepsen/run_core.py), and results.json and the summary
+row name the system.
 Exit codes: 0 valid, 1 anomalies (invalid), 2 unknown (checker gave up, or the cluster never
 recovered and the history is still valid), 3 the run could not be done.
 """
@@ -38,6 +42,7 @@ from typing import Any
 import aiohttp
 
 from harness.admin.auth import bearer
+from harness.jepsen import target_kafka
 from harness.jepsen.nemesis import ClusterNemesis, Schedule, parse_nemesis
 from harness.jepsen.recorder import Recorder, RunContext, Workload
 from harness.jepsen.run_core import (  # noqa: F401 - re-exported: the runner's public names
@@ -52,6 +57,7 @@ from harness.jepsen.run_core import (  # noqa: F401 - re-exported: the runner's 
     QUEUE_OVERRIDES,
     STOP_POLL_S,
     SUBSCRIBE_OVERRIDES,
+    SYSTEMS,
     WORKLOADS,
     RunError,
     RunOptions,
@@ -223,10 +229,15 @@ async def _controller_epoch(nemesis: ClusterNemesis) -> int | None:
 
 def run(options: RunOptions, net: Netns | None = None) -> RunResult:
     """One run. `net`: namespaces the cluster in `options.data_dir` already runs in (a soak's;
-    the caller created them and deletes them); None: `options.net` decides."""
+    the caller created them and deletes them); None: `options.net` decides. `options.system`
+    "kafka" runs against an Apache Kafka peer instead (harness/jepsen/target_kafka.py)."""
     parse_nemesis(options.nemesis)  # bad names fail before anything starts
-    if options.system != "kraftlab":
-        raise RunError(f"unknown system {options.system!r}; this runner runs kraftlab")
+    if options.system not in SYSTEMS:
+        raise RunError(f"unknown system {options.system!r}; use one of {', '.join(SYSTEMS)}")
+    if options.system == target_kafka.SYSTEM:
+        if net is not None:
+            raise RunError("--system kafka runs on loopback only (no network namespaces)")
+        return target_kafka.run(options)
     workload = make_workload(options)
     out_dir = options.out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
