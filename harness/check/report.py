@@ -234,6 +234,14 @@ def _settings(results: dict[str, Any]) -> str:
     return f"reads {results.get('consistency')}"
 
 
+def _system(results: dict[str, Any]) -> str:
+    """What the run ran against, as the title says it."""
+    if results.get("system", "kraftlab") == "kraftlab":
+        return "kraftlab"
+    version = (results.get("peer") or {}).get("version")
+    return f"Apache Kafka {version}" if version else str(results["system"])
+
+
 def render_html(ops: Sequence[Operation], results: dict[str, Any], workers: int) -> str:
     summary = results["summary"]
     verdict = results["verdict"]
@@ -260,11 +268,12 @@ def render_html(ops: Sequence[Operation], results: dict[str, Any], workers: int)
         extra += _queue_anomalies(results["anomalies"])
     return f"""<!doctype html>
 <html><head><meta charset="utf-8"><title>kraftlab jepsen: {html.escape(results['workload'])}
-under {html.escape(results['nemesis'])}</title>
+on {html.escape(_system(results))} under {html.escape(results['nemesis'])}</title>
 <style>body {{ font-family: sans-serif; margin: 20px; }} .lbl {{ font-size: 10px; fill: #333; }}
 table {{ border-collapse: collapse; margin: 8px 0 16px; }}
 td, th {{ border: 1px solid #bbb; padding: 2px 8px; font-size: 13px; }}</style></head><body>
-<h1>{html.escape(results['workload'])} under {html.escape(results['nemesis'])}:
+<h1>{html.escape(results['workload'])} on {html.escape(_system(results))} under
+{html.escape(results['nemesis'])}:
 <span style="color:{colour}">{verdict.upper()}</span></h1>
 <p>seed {results['seed']}, time limit {results['time_limit_s']} s, {html.escape(_settings(results))};
 anomalies: {anomalies}.
@@ -314,7 +323,8 @@ def write_png(ops: Sequence[Operation], results: dict[str, Any], workers: int, p
     bottom.set_yscale("log")
     bottom.set_ylabel("latency (ms)")
     bottom.set_xlabel("time (s)")
-    fig.suptitle(f"{results['workload']} under {results['nemesis']}: {results['verdict']}")
+    fig.suptitle(f"{results['workload']} on {_system(results)} under {results['nemesis']}: "
+                 f"{results['verdict']}")
     fig.tight_layout()
     fig.savefig(path, dpi=100)
     plt.close(fig)

@@ -6,6 +6,8 @@
                         [--min-insync-replicas N] [--replication-factor R] [--partitions P]
                         [--unclean] [--no-idempotence] [--replication-mode isr|quorum|raft] ...
     kraftlab jepsen run ... --net netns      (nodes in network namespaces; needs root)
+    kraftlab jepsen run --system kafka --workload queue --nemesis kill-partition-leader ...
+                                             (against Apache Kafka: docs/kafka-peer.md)
     kraftlab jepsen soak [--duration S] [--segment S] [--net netns] [--out DIR]
 
 Progress goes to stderr; the last stdout line is a one-line summary. Exit 0 valid, 1 anomalies,
@@ -28,6 +30,7 @@ from harness.jepsen.runner import (
     EXIT_ERROR,
     NETS,
     PLANNED_WORKLOADS,
+    SYSTEMS,
     WORKLOADS,
     RunError,
     RunOptions,
@@ -58,6 +61,11 @@ def register(sub: Any) -> None:
         + ", ".join(f"{k} ({', '.join(v) or 'no faults'})" for k, v in GROUPS.items()) + ".",
     )
     p.add_argument("--workload", default="kv", choices=WORKLOADS + tuple(PLANNED_WORKLOADS))
+    p.add_argument("--system", choices=SYSTEMS, default="kraftlab",
+                   help="what the run runs against: kraftlab (default, its own cluster) or "
+                        "kafka (an Apache Kafka KRaft cluster of the peer kit: controllers 1-3, "
+                        "brokers 101-103; queue workload, process faults only; "
+                        "docs/kafka-peer.md)")
     p.add_argument("--nemesis", default="partition",
                    help="fault names or groups, comma-separated (default: partition)")
     p.add_argument("--time-limit", type=float, default=10.0, metavar="S",
@@ -174,7 +182,8 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
                       time_limit_s=args.time_limit, seed=seed, data_dir=args.data_dir, kv=kv,
                       queue=queue_options, brokers=args.brokers,
                       fault_s=args.fault_s, quiet_s=args.quiet_s, lead_in_s=args.lead_in,
-                      overrides=overrides, progress=progress, net=args.net)
+                      overrides=overrides, progress=progress, net=args.net,
+                      system=args.system)
 
 
 def cmd_soak(args: argparse.Namespace) -> int:
@@ -201,8 +210,9 @@ def cmd_soak(args: argparse.Namespace) -> int:
 def cmd_run(args: argparse.Namespace) -> int:
     try:
         options = options_from_args(args)
-        progress(f"jepsen run: workload {options.workload}, nemesis {options.nemesis}, "
-                  f"seed {options.seed}, {options.time_limit_s} s -> {options.out_dir}")
+        progress(f"jepsen run on {options.system}: workload {options.workload}, nemesis "
+                 f"{options.nemesis}, seed {options.seed}, {options.time_limit_s} s -> "
+                 f"{options.out_dir}")
         result = run(options)
     except (RunError, NemesisError, ValueError) as exc:
         print(json.dumps({"error": "INVALID_REQUEST", "message": str(exc)}), file=sys.stderr)
@@ -217,5 +227,5 @@ def cmd_run(args: argparse.Namespace) -> int:
               f"{s['availability']} (during faults "
               f"{s['phases']['during_fault']['availability']}), {len(s['faults'])} faults, "
               f"recovered in {r['recovery_s']} s; anomalies {sorted(r['anomalies']) or 'none'}; "
-              f"report {result.out_dir / 'report.html'}")
+              f"system {r['system']}; report {result.out_dir / 'report.html'}")
     return result.exit_code

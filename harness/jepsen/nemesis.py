@@ -26,6 +26,9 @@ Fault names (`FAULTS`; groups in `GROUPS`):
   brokers included), `kill-partition-leader`, `pause-partition-leader`, `crash-unflushed` (kill
   -9 of every replica of the partition at once; with `kraftlab.log.unflushed.in.process=1` the
   brokers keep appends in memory until a flush, so the unflushed tail is really lost).
+- random brokers (`BROKER_NODE_FAULTS`, group `crash` with every other process fault: the faults
+  the Apache Kafka target runs too, harness/jepsen/nemesis_kafka.py): `kill-broker`,
+  `pause-broker`, `restart-broker` (kill -9, SIGSTOP, SIGTERM then start, of a random broker).
 - staged (`STAGED_FAULTS`, harness/jepsen/staged.py; broker faults in several steps, each
   waiting for the cluster's reaction): `staggered-isr-drop` (KIP-966: the followers leave the
   ISR one after another, then the leader is killed) and `truncate-restart-then-leader-crash`
@@ -89,7 +92,9 @@ BROKER_PROCESS_FAULTS = ("kill-partition-leader", "pause-partition-leader", "cra
 BROKER_FAULTS = BROKER_PARTITIONS + BROKER_PROCESS_FAULTS
 STAGED_FAULTS = tuple(STAGED)
 CLOCK_FAULTS = ("clock-jump-forward", "clock-jump-back", "clock-drift")
-FAULTS = PARTITIONS + PROCESS_FAULTS + BROKER_FAULTS + STAGED_FAULTS + CLOCK_FAULTS
+BROKER_NODE_FAULTS = ("kill-broker", "pause-broker", "restart-broker")
+FAULTS = (PARTITIONS + PROCESS_FAULTS + BROKER_FAULTS + STAGED_FAULTS + CLOCK_FAULTS
+          + BROKER_NODE_FAULTS)
 GROUPS: dict[str, tuple[str, ...]] = {
     "none": (),
     "partition": PARTITIONS,
@@ -98,6 +103,7 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "broker": BROKER_FAULTS,
     "staged": STAGED_FAULTS,
     "clock": CLOCK_FAULTS,
+    "crash": PROCESS_FAULTS + BROKER_PROCESS_FAULTS + BROKER_NODE_FAULTS,
     "everything": FAULTS,
 }
 # Clock steps: a few of the jepsen runs' fetch timeouts (1 s, runner.DEFAULT_OVERRIDES), and
@@ -503,6 +509,10 @@ class ClusterNemesis:
             return await self.plan_broker_fault(name)
         if name in CLOCK_FAULTS:
             return await self.plan_clock_fault(name)
+        if name in BROKER_NODE_FAULTS:
+            if not self.broker_ids:
+                return Fault(name, "skipped", target={"skipped": "no brokers"})
+            return Fault(name, name.split("-")[0], nodes=(self.rng.choice(self.broker_ids),))
         nodes = self.node_ids
         rng = self.rng
         leader = await self.leader() if "leader" in name or name in (

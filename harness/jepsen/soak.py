@@ -59,6 +59,7 @@ ROTATION: tuple[tuple[str, str], ...] = (
     ("queue", "clock"),
     ("kv", "clock"),
     ("queue", "all"),
+    ("queue", "crash"),  # last, so the earlier segments are as they were: adds random brokers
 )
 RUN_OVERHEAD_S = 20.0  # a run's setup, heal, recovery, final phase and check, on a loaded machine
 MIN_SEGMENT_S = 10.0

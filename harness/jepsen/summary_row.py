@@ -27,7 +27,9 @@ Mapping (the simulator's rules, harness/sim/runs/matrix.py, applied to a recorde
   an acknowledged acks=1 write whose offset a new leader reused (that is loss: lost_writes);
 - leader elections: the increase of partition leader epochs (queue) or of the controller
   epoch (kv) over the run; ISR shrinks/expands: those the partition leaders logged
-  (`isr_changes`, queue runs); unclean elections are not observed (0).
+  (`isr_changes`, queue runs; kraftlab's JSON log lines, so 0 for a run against Apache Kafka,
+  whose logs are text); unclean elections are not observed (0);
+- `system`: what the run ran against, `kraftlab` or `kafka` (results.json `system`).
 """
 
 from __future__ import annotations
@@ -174,11 +176,14 @@ def isr_changes(logs_dir: Path, topic: str) -> tuple[int, int]:
 
 
 def run_id(results: dict[str, Any], started_s: float) -> str:
-    """`jepsen-<workload>-<matrix nemesis>-s<seed>-<start, ms since the epoch>`: unique per
-    run, and a valid Parquet part name."""
+    """`jepsen-<workload>-<matrix nemesis>-s<seed>-<start, ms since the epoch>` (`jepsen-kafka-...`
+    for a run against Apache Kafka): unique per run, and a valid Parquet part name."""
     stamp = int(started_s * 1000)
     nemesis = matrix_nemesis(results["faults"], results["workload"])
-    raw = f"jepsen-{results['workload']}-{nemesis}-s{results['seed']}-{stamp}"
+    # a kraftlab run's id is as it always was; another system's names it
+    system = results.get("system", "kraftlab")
+    prefix = "jepsen" if system == "kraftlab" else f"jepsen-{system}"
+    raw = f"{prefix}-{results['workload']}-{nemesis}-s{results['seed']}-{stamp}"
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", raw)
 
 
@@ -260,6 +265,7 @@ def build_row(ops: Sequence[Operation], results: dict[str, Any], *, wall_ms: int
         recovery_time_ms=recovery_ms,
         leader_elections=elections,
         isr_shrinks=shrinks, isr_expands=expands,
+        system=str(results.get("system", "kraftlab")),
     )
     validate_row(row)
     return row

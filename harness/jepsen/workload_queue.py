@@ -307,11 +307,23 @@ class QueueWorkload:
                               delivery_timeout_ms=max(timeout_ms * 4, 10_000),
                               request_timeout_ms=timeout_ms, retry_backoff_ms=50)
 
+    # The clients: harness/client's, over kraftlab's native protocol. A target with another
+    # protocol overrides these three (workload_queue_kafka.py: Apache Kafka's).
+
+    async def _new_producer(self, config: ProducerConfig) -> Producer:
+        return await Producer.create(self.client, config)
+
+    def _new_consumer(self, config: ConsumerConfig) -> Consumer:
+        return Consumer(self.client, config)
+
+    async def _release_consumer(self, consumer: Consumer) -> None:
+        """A consumer the workload no longer uses (harness/client's hold nothing of their own)."""
+
     async def _producer(self, worker: int) -> Producer:
         producer = self._producers.get(worker)
         if producer is None:
             config = self._producer_config(self.options.acks, self.options.idempotence)
-            producer = await Producer.create(self.client, config)
+            producer = await self._new_producer(config)
             self._producers[worker] = producer
         return producer
 
@@ -368,12 +380,15 @@ class QueueWorkload:
                       positions: dict[int, int] | None = None) -> Consumer:  # fmt: skip
         """A new consumer for the worker's current process, recorded as an `assign` op."""
         process = self.pids.current(worker)
-        consumer = Consumer(self.client, self._consumer_config())
+        consumer = self._new_consumer(self._consumer_config())
         ctx.recorder.record(process, "invoke", "assign", list(self.tps))
         for p in range(self.options.partitions):
             await consumer.assign(self.options.topic, p, (positions or {}).get(p, 0))
         ctx.recorder.record(process, "ok", "assign", list(self.tps))
+        old = self._consumers.get(worker)
         self._consumers[worker] = consumer
+        if old is not None:
+            await self._release_consumer(old)
         return consumer
 
     @staticmethod
@@ -444,7 +459,7 @@ class QueueWorkload:
         async def make() -> Producer:
             nonlocal producer
             if producer is None:
-                producer = await Producer.create(self.client, self._producer_config("all", True))
+                producer = await self._new_producer(self._producer_config("all", True))
             return producer
 
         try:
@@ -473,7 +488,7 @@ class QueueWorkload:
         """Every record of the partition from offset 0 to its high watermark (which must pass
         `after`), or None if that did not finish in time."""
         topic = self.options.topic
-        consumer = Consumer(self.client, self._consumer_config())
+        consumer = self._new_consumer(self._consumer_config())
         await consumer.assign(topic, partition, 0)
         rows: list[list[Any]] = []
         try:
@@ -487,6 +502,8 @@ class QueueWorkload:
                         return rows
         except (TimeoutError, ClientError, OSError):
             return None
+        finally:
+            await self._release_consumer(consumer)
 
     async def _drain(self, ctx: RunContext, partition: int, after: int,
                      deadline: float) -> bool:  # fmt: skip

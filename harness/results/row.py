@@ -130,6 +130,10 @@ class RunSummary:
     # controller whose proposals commit after a fixed delay), null when not recorded. Optional:
     # files written before it existed read back with null (OPTIONAL_COLUMNS).
     metadata_quorum: str | None = None
+    # The system a `jepsen` row ran against: "kraftlab" (its own cluster) or "kafka" (Apache
+    # Kafka, the peer kit: `kraftlab jepsen run --system kafka`); null for `sim` rows and for
+    # files written before it existed (OPTIONAL_COLUMNS).
+    system: str | None = None
     # -- the study's columns (all optional: OPTIONAL_COLUMNS) --------------------------------
     # Settings beyond the arm (trade-off curves) and the durability and client of the run.
     flush_policy: str | None = None
@@ -195,8 +199,9 @@ STUDY_COLUMNS = (
     "replay_command",
 )
 # Columns added after schema version 1 was first written: a file without them reads as null.
-OPTIONAL_COLUMNS = ("metadata_quorum", *STUDY_COLUMNS)
+OPTIONAL_COLUMNS = ("metadata_quorum", "system", *STUDY_COLUMNS)
 METADATA_QUORUMS = ("raft", "abstract")
+SYSTEMS = ("kraftlab", "kafka")
 
 _COUNTS = ("seed", "fault_duration_ms", "duration_ms", "wall_duration_ms", "acked_writes",
            "lost_writes", "duplicates", "divergent_offsets", "stale_reads", "nonmonotonic_reads",
@@ -229,6 +234,8 @@ def _check_choices(row: RunSummary) -> None:
     if row.metadata_quorum is not None and row.metadata_quorum not in METADATA_QUORUMS:
         raise _fail(row, f"metadata_quorum={row.metadata_quorum!r}, expected one of "
                          f"{METADATA_QUORUMS} or null")
+    if row.system is not None and row.system not in SYSTEMS:
+        raise _fail(row, f"system={row.system!r}, expected one of {SYSTEMS} or null")
     if row.schema_version != SCHEMA_VERSION:
         raise _fail(row, f"schema_version={row.schema_version}, this reader knows "
                          f"{SCHEMA_VERSION}")

@@ -112,6 +112,7 @@ SCHEMA = pa.schema([
     _i64("isr_shrinks"),
     _i64("isr_expands"),
     pa.field("metadata_quorum", pa.string(), nullable=True),
+    pa.field("system", pa.string(), nullable=True),
     *STUDY_FIELDS,
     pa.field("schema_version", pa.int32(), nullable=False),
 ])

@@ -111,6 +111,20 @@ def test_queue_row_counts_every_column_by_hand(tmp_path: Path) -> None:
     assert read_dataset(tmp_path / "summary") == [row]
 
 
+def test_the_row_names_the_system_the_run_ran_against() -> None:
+    """A kraftlab run's row says `kraftlab` and keeps its id; a run against Apache Kafka
+    (`--system kafka`) says `kafka`, and so does its id."""
+    results = queue_results(QUEUE)
+    kraftlab = build_row(QUEUE, results, wall_ms=1, controllers=3, brokers=3,
+                         started_s=1_700_000_000.5, overrides={})
+    assert kraftlab.system == "kraftlab"
+    assert kraftlab.run_id == "jepsen-queue-leader-cut-from-followers-s9-1700000000500"
+    kafka = build_row(QUEUE, {**results, "system": "kafka"}, wall_ms=1, controllers=3,
+                      brokers=3, started_s=1_700_000_000.5, overrides={})
+    assert kafka.system == "kafka"
+    assert kafka.run_id == "jepsen-kafka-queue-leader-cut-from-followers-s9-1700000000500"
+
+
 def test_a_skipped_fault_is_no_fault_window() -> None:
     # The nemesis found no led partition at first (start-skipped), then cut a leader.
     ops = history(

@@ -169,6 +169,21 @@ def test_metadata_quorum_column_is_optional_and_checked(tmp_path):
         validate_row(dataclasses.replace(rows[0], metadata_quorum="paxos"))
 
 
+def test_system_column_is_optional_and_checked(tmp_path):
+    rows = fixture_rows()[:3]
+    tagged = [dataclasses.replace(rows[0], system="kraftlab"),
+              dataclasses.replace(rows[1], system="kafka"), rows[2]]
+    write_dataset(tagged, tmp_path / "new")
+    assert [r.system for r in read_dataset(tmp_path / "new")] == ["kraftlab", "kafka", None]
+    # A file written before the column existed reads back with it null.
+    old = pa.Table.from_pylist([r.to_record() for r in tagged], schema=SCHEMA)
+    (tmp_path / "old").mkdir()
+    pq.write_table(old.drop_columns(["system"]), tmp_path / "old" / "part-0.parquet")
+    assert [r.system for r in read_dataset(tmp_path / "old")] == [None, None, None]
+    with pytest.raises(SchemaError, match="system='redpanda'"):
+        validate_row(dataclasses.replace(rows[0], system="redpanda"))
+
+
 STUDY = dict(flush_policy="fsync-before-ack", producer="kafka", replica_lag_time_max_ms=2000,
              broker_session_timeout_ms=1000, election_timeout_ms=None, acked_before=40,
              latency_p50_ms_before=4.5, latency_p99_ms_before=9.0, latency_p999_ms_before=9.5,

@@ -1,0 +1,199 @@
+"""The Apache Kafka target of a Jepsen run (`kraftlab jepsen run --system kafka`).
+
+The same run as on kraftlab (harness/jepsen/runner.py), steps and artefacts alike, with the
+cluster an Apache Kafka KRaft cluster of the peer kit (harness/peers/kafka, docs/kafka-peer.md):
+
+1. bring up the peer in a temporary data dir (or `--data-dir`) in the split layout, controllers
+   1..3 and brokers 101..103 as kraftlab's launcher numbers them, with the run's node settings
+   (the queue's broker timings under `--config`: Kafka's names, so one list configures both;
+   keys only kraftlab knows are left out and listed in results.json `peer.ignored`); a data dir
+   whose peer already runs is used as it is and left running;
+2-3. the workload (harness/jepsen/workload_queue_kafka.py) and the nemesis
+   (harness/jepsen/nemesis_kafka.py) through the shared phases (harness/jepsen/run_core.py);
+4. the same checker, report and summary row, with `system: kafka` and the peer's version;
+5. the peer down by its recorded PIDs (SIGTERM, SIGKILL after STOP_TIMEOUT_S) unless it was
+   running before the run, its node logs copied into DIR/logs.
+
+What the Kafka target takes (`check_options` refuses the rest before anything starts, with the
+reason): the `queue` workload (kv reads and writes kraftlab's metadata through its admin API),
+process faults only (nemesis_kafka.py says why), loopback networking, replication mode `isr`
+with leader epochs, and no `--subscribe`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from harness.jepsen.nemesis import NemesisError, Schedule, parse_nemesis
+from harness.jepsen.nemesis_kafka import KAFKA_FAULTS, KafkaNemesis, unsupported
+from harness.jepsen.recorder import Recorder, RunContext
+from harness.jepsen.run_core import (
+    RunError,
+    RunOptions,
+    RunResult,
+    _say,
+    broker_count,
+    cluster_overrides,
+    finish,
+    run_phases,
+)
+from harness.jepsen.workload_queue import QueueSetupError
+from harness.jepsen.workload_queue_kafka import KafkaQueueWorkload
+from harness.peers.kafka import cluster as pk
+from harness.peers.kafka import install as inst
+
+SYSTEM = "kafka"
+LAYOUT = "split"
+# Six JVMs on two cores take about 30 s to be ready when the machine is idle; a restarted
+# broker about 10 s to be unfenced again. The run's own timeouts are the floor.
+PEER_STARTUP_S = 120.0
+PEER_RECOVERY_S = 60.0
+STOP_TIMEOUT_S = 10.0
+
+
+def check_options(options: RunOptions) -> None:
+    """Raise RunError if the Kafka target cannot run these options (module docstring)."""
+    if options.workload != "queue":
+        raise RunError(
+            f"--system kafka runs the queue workload only (got {options.workload!r}: "
+            "the kv workload reads and writes kraftlab's metadata through its "
+            "admin API)"
+        )
+    bad = unsupported(parse_nemesis(options.nemesis))
+    if bad:
+        raise RunError(
+            f"--system kafka supports process faults only ({', '.join(KAFKA_FAULTS)}"
+            f"); not {', '.join(bad)}: link faults and clock faults act through "
+            "kraftlab's admin API, and --net netns partitions need root and a "
+            "cluster laid out in network namespaces"
+        )
+    if options.net != "loopback":
+        raise RunError(
+            "--system kafka runs on loopback only (--net netns lays out kraftlab "
+            "nodes in network namespaces; the Kafka peer binds 127.0.0.1)"
+        )
+    q = options.queue
+    if q.replication_mode != "isr" or not q.leader_epoch_enable:
+        raise RunError(
+            "--system kafka: Kafka's replication is the ISR with leader epochs "
+            "(--replication-mode and --no-leader-epoch are kraftlab's)"
+        )
+    if q.subscribe:
+        raise RunError("--system kafka does not run --subscribe yet")
+    if q.replication_factor > broker_count(options):
+        raise RunError(
+            f"replication factor {q.replication_factor} needs at least as many "
+            f"brokers (have {broker_count(options)})"
+        )
+
+
+def already_running(data_dir: Path) -> bool:
+    """True if data_dir holds a peer with a running node (the run then uses it as is)."""
+    if not pk.PeerFile.path_in(data_dir).exists():
+        return False
+    return any(pk.running(n) for n in pk.PeerFile.load(data_dir).nodes)
+
+
+def copy_logs(data_dir: Path, out_dir: Path) -> None:
+    """Each node's server.log as DIR/logs/<role>-<id>.log (kraftlab's names)."""
+    logs = out_dir / "logs"
+    logs.mkdir(exist_ok=True)
+    for node in pk.PeerFile.load(data_dir).nodes:
+        src = Path(node.log_file)
+        if src.exists():
+            role = "broker" if node.is_broker else "controller"
+            shutil.copyfile(src, logs / f"{role}-{node.id}.log")
+
+
+async def _run_async(options: RunOptions, data_dir: Path, workload: KafkaQueueWorkload,
+                     rec: Recorder) -> dict[str, Any]:  # fmt: skip
+    faults = parse_nemesis(options.nemesis)
+    rng = random.Random(options.seed)  # drawn from in the kraftlab runner's order
+    schedule = Schedule(faults, options.fault_s, options.quiet_s, options.lead_in_s)
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=1.0)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        ctx = RunContext(
+            {}, session, rec, random.Random(rng.random()), options.progress, data_dir=data_dir
+        )
+        nemesis = KafkaNemesis(
+            data_dir,
+            rec,
+            random.Random(rng.random()),
+            schedule,
+            partitions=[(workload.options.topic, None)],
+        )
+
+        async def recovered(timeout_s: float) -> float | None:
+            return await nemesis.recovered(max(timeout_s, PEER_RECOVERY_S))
+
+        return await run_phases(
+            options, workload, rec, ctx, nemesis, recovered, nemesis.controller_epoch
+        )
+
+
+def run(options: RunOptions) -> RunResult:
+    """One run against an Apache Kafka peer (module docstring)."""
+    check_options(options)
+    workload = KafkaQueueWorkload(options.queue)
+    out_dir = options.out_dir
+    out_dir.mkdir(parents=True, exist_ok=True)
+    temp = options.data_dir is None
+    data_dir = Path(tempfile.mkdtemp(prefix="kraftlab-jepsen-kafka-")) if temp \
+        else options.data_dir  # fmt: skip
+    assert data_dir is not None
+    data_dir = data_dir.resolve()
+    rec = Recorder()
+    started_s = time.time()  # the run id's stamp (wall clock, for people)
+    wall_started = time.monotonic()
+    owned = not already_running(data_dir)
+    startup_s = max(options.startup_timeout_s, PEER_STARTUP_S)
+    say = lambda m: _say(options, m)  # noqa: E731
+    if not owned:
+        _say(options, f"using the Apache Kafka peer already running in {data_dir} (left running)")
+    try:
+        if owned:
+            peer = pk.up(
+                data_dir,
+                layout=LAYOUT,
+                controllers=options.controllers,
+                brokers=broker_count(options),
+                overrides=cluster_overrides(options),
+                timeout_s=startup_s,
+                progress=say,
+            )
+        else:
+            peer = pk.PeerFile.load(data_dir)
+            pk.wait_ready(peer, startup_s, [], say)
+        info = asyncio.run(_run_async(options, data_dir, workload, rec))
+        peer = pk.PeerFile.load(data_dir)
+        info["cluster"] = {"controllers": len(peer.controllers), "brokers": len(peer.brokers)}
+        info["peer"] = {
+            "system": peer.system,
+            "version": peer.version,
+            "layout": peer.layout,
+            "cluster_id": peer.cluster_id,
+            "ignored": peer.ignored,
+        }
+    except (pk.PeerError, inst.InstallError, OSError, QueueSetupError, NemesisError) as exc:
+        raise RunError(f"run failed: {exc}") from exc
+    finally:
+        if owned and pk.PeerFile.path_in(data_dir).exists():
+            stuck = pk.down(data_dir, timeout_s=STOP_TIMEOUT_S)
+            if stuck:
+                _say(options, f"WARNING: Kafka nodes {stuck} did not stop")
+        if pk.PeerFile.path_in(data_dir).exists():
+            copy_logs(data_dir, out_dir)
+        rec.write(out_dir / "history.jsonl")
+        if temp and owned:
+            shutil.rmtree(data_dir, ignore_errors=True)
+    info["wall_ms"] = int((time.monotonic() - wall_started) * 1000)
+    info["started_s"] = started_s
+    return finish(options, workload, rec, info)

@@ -1,0 +1,165 @@
+"""The queue workload against Apache Kafka (`kraftlab jepsen run --system kafka`).
+
+The same workload as on kraftlab (harness/jepsen/workload_queue.py: the same producers,
+consumers, outcome rules, final probe and drain, and the same checker, harness/check/queue.py),
+with what differs on a Kafka cluster started by the peer kit (harness/peers/kafka):
+
+- clients: the Kafka protocol (harness/jepsen/kafka_client.py, aiokafka) to the brokers listed
+  in the peer's peer.json, not harness/client's native protocol;
+- the topic is created with CreateTopics through a broker, with the topic configs Kafka has
+  (`min.insync.replicas`, `unclean.leader.election.enable`); kraftlab's own
+  (`replication.mode`, `leader.epoch.enable`) are not Kafka's, so the Kafka target takes only
+  replication mode `isr` with leader epochs (the target refuses the others before it starts);
+- leaders and ISRs are read from the brokers' Metadata (each partition as the broker with the
+  highest leader epoch knows it) instead of the controllers' admin API;
+- the replica comparison below the high watermark (`replica-divergence`) reads kraftlab's
+  admin API of each broker's log, which Kafka has no twin of: it is not run (`replica_check`
+  null), the checker's history anomalies are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from harness.client import ConsumerConfig, ProducerConfig
+from harness.jepsen.kafka_client import (
+    INVALID_REPLICATION_FACTOR,
+    TOPIC_ALREADY_EXISTS,
+    KafkaConsumerClient,
+    KafkaProducerClient,
+    create_topic,
+    describe_topic,
+)
+from harness.jepsen.recorder import RunContext
+from harness.jepsen.workload_queue import SETUP_TIMEOUT_S, QueueSetupError, QueueWorkload
+from harness.peers.kafka import cluster as pk
+
+# kraftlab's topic configs that Kafka does not have (CreateTopics answers INVALID_CONFIG)
+KRAFTLAB_ONLY_CONFIGS = ("replication.mode", "leader.epoch.enable")
+SETUP_POLL_S = 0.2
+
+
+class KafkaQueueWorkload(QueueWorkload):
+    """QueueWorkload on an Apache Kafka peer (module docstring)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._peer: pk.PeerFile | None = None
+        self._consumers_open: list[KafkaConsumerClient] = []
+        self._producers_made: list[KafkaProducerClient] = []
+
+    @property
+    def peer(self) -> pk.PeerFile:
+        assert self._peer is not None, "setup() first"
+        return self._peer
+
+    def _broker_ports(self) -> list[int]:
+        """The Kafka listeners of the brokers whose JVM runs (a killed one would only cost a
+        refused connection, a paused one a timeout)."""
+        return [n.kafka_port for n in self.peer.brokers
+                if n.kafka_port is not None and pk.running(n)]  # fmt: skip
+
+    def topic_configs(self) -> dict[str, str]:
+        return {k: v for k, v in self.options.topic_configs().items()
+                if k not in KRAFTLAB_ONLY_CONFIGS}  # fmt: skip
+
+    # ----------------------------------------------------------------------------- clients
+
+    async def _new_producer(self, config: ProducerConfig) -> Any:
+        producer = await KafkaProducerClient.create(self.peer.bootstrap, config)
+        self._producers_made.append(producer)
+        return producer
+
+    def _new_consumer(self, config: ConsumerConfig) -> Any:
+        consumer = KafkaConsumerClient(self.peer.bootstrap, config)
+        self._consumers_open.append(consumer)
+        return consumer
+
+    async def _release_consumer(self, consumer: Any) -> None:
+        if consumer in self._consumers_open:
+            self._consumers_open.remove(consumer)
+        await consumer.close()
+
+    # ------------------------------------------------------------------------------- setup
+
+    async def topic_view(self, ctx: RunContext) -> dict[str, Any] | None:
+        return await asyncio.to_thread(describe_topic, self._broker_ports(), self.options.topic)
+
+    async def setup(self, ctx: RunContext) -> None:
+        """Create the topic through a broker; wait until every partition is led with a full
+        ISR in the brokers' Metadata."""
+        if ctx.data_dir is None:
+            raise QueueSetupError("the queue workload needs the peer's data dir")
+        self._peer = pk.PeerFile.load(ctx.data_dir)
+        o = self.options
+        deadline = time.monotonic() + SETUP_TIMEOUT_S
+        created, last, maybe_ours = False, "", False
+        while not created and time.monotonic() < deadline:
+            for port in self._broker_ports():
+                try:
+                    code, message = await asyncio.to_thread(
+                        create_topic,
+                        port,
+                        o.topic,
+                        o.partitions,
+                        o.replication_factor,
+                        self.topic_configs(),
+                    )
+                except (OSError, ConnectionError) as exc:
+                    last, maybe_ours = type(exc).__name__, True
+                    continue
+                if code == TOPIC_ALREADY_EXISTS and not maybe_ours:
+                    raise QueueSetupError(
+                        f"topic {o.topic!r} already exists in this cluster; "
+                        "use --topic NAME or a fresh cluster"
+                    )
+                if code in (0, TOPIC_ALREADY_EXISTS):
+                    created = True
+                    break
+                last = f"error {code}: {message}"
+                if code != INVALID_REPLICATION_FACTOR:  # too few unfenced brokers: retry
+                    raise QueueSetupError(f"topic {o.topic!r} rejected: {last}")
+            if not created:
+                await asyncio.sleep(SETUP_POLL_S)  # retry pacing while brokers register
+        if not created:
+            raise QueueSetupError(f"could not create topic {o.topic!r}: {last}")
+        while time.monotonic() < deadline:
+            view = await self.topic_view(ctx)
+            parts = (view or {}).get("partitions", [])
+            if len(parts) == o.partitions and all(
+                p["leader"] is not None and len(p["isr"]) == o.replication_factor for p in parts
+            ):
+                self.leader_epochs_start = {p["partition"]: p["leader_epoch"] for p in parts}
+                self._observe(view)
+                break
+            await asyncio.sleep(0.05)  # poll interval
+        else:
+            raise QueueSetupError(
+                f"topic {o.topic!r} has no leader or full ISR after {SETUP_TIMEOUT_S:.0f} s"
+            )
+        self._watcher = asyncio.create_task(self._watch_leaders(ctx))
+        if ctx.progress is not None:
+            ctx.progress(
+                f"topic {o.topic} on Apache Kafka {self.peer.version}: {o.partitions} "
+                f"partitions, RF {o.replication_factor}, {self.topic_configs()}, "
+                f"acks={o.acks}, idempotence={o.idempotence}"
+            )
+
+    # ------------------------------------------------------------------------ final phase
+
+    async def _check_replicas(self, ctx: RunContext, view: dict[str, Any] | None,
+                              deadline: float) -> dict[str, Any] | None:  # fmt: skip
+        return None  # kraftlab's admin API of the brokers' logs (module docstring)
+
+    async def final(self, ctx: RunContext, deadline: float) -> dict[str, Any]:
+        try:
+            return await super().final(ctx, deadline)
+        finally:
+            await asyncio.gather(
+                *(c.close() for c in self._consumers_open),
+                *(p.closed() for p in self._producers_made),
+                return_exceptions=True,
+            )
+            self._consumers_open.clear()
