@@ -98,6 +98,11 @@ class RunOptions:
     # only after the fault has had its effect (e.g. a new partition leader elected), instead
     # of guessing how long that takes on a loaded machine.
     stop_when: Callable[[Any], Awaitable[bool]] | None = None
+    # Hold the first fault until this holds (polled every STOP_POLL_S, asked with the
+    # recorder; the lead-in runs after it, the time limit stays the bound). Tests use it to
+    # fault only a cluster that has served the workload (e.g. a write acknowledged on every
+    # partition), instead of guessing how long clients take to get going.
+    start_when: Callable[[Recorder], Awaitable[bool]] | None = None
     # "loopback": every node on 127.0.0.1, partitions by the nodes' link filter; "netns":
     # each node in its own network namespace, partitions by the kernel (module docstring).
     net: str = "loopback"
@@ -165,7 +170,7 @@ async def run_phases(
     # The nemesis and the clients are tasks the runner owns: whatever ends the phase (the
     # deadline, a bound, a crashed task), every one of them has stopped before heal_all
     # runs, so the heal never races a fault action still in progress.
-    tasks = [asyncio.create_task(nemesis.run(deadline))]
+    tasks = [asyncio.create_task(_nemesis_after(options.start_when, rec, nemesis, deadline))]
     tasks += [
         asyncio.create_task(workload.run_worker(ctx, w, deadline))
         for w in range(workload.concurrency)
@@ -251,14 +256,26 @@ async def run_phases(
 
 
 async def _stop_when(
-    condition: Callable[[Any], Awaitable[bool]], nemesis: Any, deadline: float
+    condition: Callable[[Any], Awaitable[bool]], subject: Any, deadline: float
 ) -> bool:
-    """True once `condition` holds; False at the deadline (the phase then ends by itself)."""
+    """True once `condition(subject)` holds; False at the deadline."""
     while time.monotonic() < deadline:
-        if await condition(nemesis):
+        if await condition(subject):
             return True
         await asyncio.sleep(STOP_POLL_S)  # poll interval
     return False
+
+
+async def _nemesis_after(
+    start_when: Callable[[Recorder], Awaitable[bool]] | None,
+    rec: Recorder,
+    nemesis: Any,
+    deadline: float,
+) -> None:
+    """The nemesis's schedule, once `start_when` holds (at once without one). A condition
+    that never holds leaves the run unfaulted: results.json's faults_applied says 0."""
+    if start_when is None or await _stop_when(start_when, rec, deadline):
+        await nemesis.run(deadline)
 
 
 def finish(
@@ -291,7 +308,11 @@ def finish(
         **info,
         "summary": summarise(ops),
         "checker": outcome.checker,
-        "options": {k: v for k, v in asdict(options).items() if k not in ("progress", "stop_when")},
+        "options": {
+            k: v
+            for k, v in asdict(options).items()
+            if k not in ("progress", "stop_when", "start_when")
+        },
         "files": {
             "history": "history.jsonl",
             "report_html": "report.html",

@@ -5,7 +5,8 @@ One bounded run (`kafka_run`, once for the module) boots its own peer in the spl
 (controllers 1-3, brokers 101-103) with the run's settings, so the session's `kafka_peer` is
 never faulted; the run tears it down by PID, and the fixture kills by recorded PID whatever
 would still run. Its workload: acks=all, min.insync.replicas=2, RF 3, idempotent producers,
-under `kill-partition-leader` (kill -9 of a partition leader's JVM), the fault held until the
+under `kill-partition-leader` (kill -9 of a partition leader's JVM), started once a write was
+acknowledged on every partition (`RunOptions.start_when`), held until the
 brokers' Metadata names another leader for that partition and the workload has written for
 POST_ELECTION_S since (`RunOptions.stop_when`: no guessed durations), then healed (the JVM
 started again). A missing Kafka install fails the module, saying to run `bash .ci/install`.
@@ -25,6 +26,7 @@ import pytest
 
 from harness.check.history import load_history
 from harness.jepsen.nemesis_kafka import KafkaNemesis
+from harness.jepsen.recorder import Recorder
 from harness.jepsen.runner import RunError, RunOptions, RunResult, run
 from harness.jepsen.workload_queue import QueueOptions
 from harness.peers.kafka import cluster as pk
@@ -33,6 +35,7 @@ from harness.results.schema import read_dataset
 from tests.peers.kafka_peer import require_install
 
 TOPIC = "jepsen-kafka"
+PARTITIONS = 2
 POST_ELECTION_S = 1.0  # writes after the new leader was seen, before the heal
 TIME_LIMIT_S = 20.0  # bounds the fault phase if the election never shows
 
@@ -52,6 +55,13 @@ def leader_replaced_then_written(seconds: float) -> Callable[[KafkaNemesis], Awa
     return condition
 
 
+async def every_partition_written(rec: Recorder) -> bool:
+    """A send was acknowledged on every partition of the topic: the fault then has writes
+    before it on whichever partition it picks."""
+    acked = {e.value[0] for e in rec.events if e.f == "send" and e.type == "ok"}
+    return len(acked) == PARTITIONS
+
+
 def options(out: Path, data_dir: Path | None = None, **changes: Any) -> RunOptions:
     base: dict[str, Any] = dict(
         out_dir=out,
@@ -63,7 +73,7 @@ def options(out: Path, data_dir: Path | None = None, **changes: Any) -> RunOptio
         data_dir=data_dir,
         queue=QueueOptions(
             topic=TOPIC,
-            partitions=2,
+            partitions=PARTITIONS,
             replication_factor=3,
             acks="all",
             min_insync_replicas=2,
@@ -76,7 +86,8 @@ def options(out: Path, data_dir: Path | None = None, **changes: Any) -> RunOptio
         # one fault, held until the condition below ends the phase
         fault_s=(TIME_LIMIT_S, TIME_LIMIT_S),
         quiet_s=(60.0, 60.0),
-        lead_in_s=1.0,
+        lead_in_s=0.5,
+        start_when=every_partition_written,
         stop_when=leader_replaced_then_written(POST_ELECTION_S),
     )
     base.update(changes)

@@ -17,6 +17,7 @@ import pytest
 
 from harness.jepsen.nemesis import ClusterNemesis
 from harness.jepsen.recorder import Recorder, RunContext
+from harness.jepsen.run_core import STOP_POLL_S, _nemesis_after
 from harness.jepsen.runner import RunOptions, _run_async
 from harness.launcher import cluster as cl
 
@@ -79,3 +80,49 @@ def test_a_worker_crash_before_an_early_stop_is_reported(
     assert results["crashed_tasks"] == ["worker 0: ValueError('worker bug')"]
     assert workload.cancelled == [1]  # cancelled by the stop, and not reported as a crash
     assert results["final"] == "done"
+
+
+class CountingNemesis:
+    """Notes how many events the history held when its schedule began."""
+
+    def __init__(self, rec: Recorder) -> None:
+        self.rec = rec
+        self.started_with: list[int] = []
+
+    async def run(self, deadline: float) -> None:
+        self.started_with.append(len(self.rec.events))
+
+
+def test_start_when_holds_the_first_fault_until_the_workload_has_served() -> None:
+    rec = Recorder()
+    nemesis = CountingNemesis(rec)
+
+    async def two_acks(r: Recorder) -> bool:
+        return sum(e.type == "ok" for e in r.events) >= 2
+
+    async def go() -> None:
+        deadline = time.monotonic() + 60.0
+        task = asyncio.create_task(_nemesis_after(two_acks, rec, nemesis, deadline))
+        for value in range(3):
+            await asyncio.sleep(STOP_POLL_S)  # the condition is asked in between
+            assert not nemesis.started_with
+            rec.record(0, "invoke", "send", value)
+            rec.record(0, "ok", "send", value)
+            if value == 0:
+                continue
+            await asyncio.wait_for(task, 30.0)
+            break
+
+    asyncio.run(go())
+    assert nemesis.started_with == [4]  # the second ok, and nothing before it
+
+
+def test_a_start_condition_that_never_holds_leaves_the_run_unfaulted() -> None:
+    rec = Recorder()
+    nemesis = CountingNemesis(rec)
+
+    async def never(r: Recorder) -> bool:
+        return False
+
+    asyncio.run(_nemesis_after(never, rec, nemesis, time.monotonic() + 0.3))
+    assert nemesis.started_with == []
