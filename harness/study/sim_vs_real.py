@@ -24,7 +24,19 @@ Agreement, per cell and metric (`compare`), stated with the table:
   max(RECOVERY_TOLERANCE_MS, half the larger);
 - partition leader elections (median per run): within one.
 A disagreement is reported with its reason where it is known (EXPLAINED), else as not explained
-yet; never hidden.
+yet; never hidden. A cell where both sides are zero (no loss, 0% available time, no election)
+is `0-0`, counted apart from the agreements that carry information: it says neither side did a
+thing, not that they did it alike.
+
+Apache Kafka is the reference column (docs/compare.md "Apache Kafka as the reference column"):
+the same Jepsen runner against the peer kit's KRaft cluster (harness/jepsen/target_kafka.py:
+3 controllers, brokers 101-103, the same node settings under Kafka's names), the same faults
+and fault timing, ISR replication only, so its cells stand beside kraftlab's `isr` rows and are
+judged against both the simulated and the real side by the same rules. Only the faults its
+target does with the same shape run there (`kafka_faults`): process faults by PID. The link
+faults cut links through kraftlab's admin API, which a Kafka JVM does not have, and
+`crash-unflushed` on Kafka would be a correlated kill -9 that keeps the page cache (Kafka's
+unflushed appends live there), not the power loss the other two sides model (KAFKA_NOT_SAME).
 
 Both sides are measured from the fault's own heal. A real run's row says `heal_ms` = the
 fault's own heal (its stop event, `fault_end_ms`; harness/jepsen/summary_row.py), as the
@@ -98,6 +110,20 @@ EXPLAINED: dict[tuple[str, str], str] = {
 }
 UNEXPLAINED = "not explained yet: a finding"
 METRICS = ("loss", "availability", "available time", "recovery", "elections")
+BOTH_ZERO = "0-0"
+KAFKA_MODE = "isr"  # Kafka's replication: the ISR with leader epochs
+# The faults of FAULTS that are not the same fault on Kafka, and why (module docstring).
+KAFKA_NOT_SAME = {
+    "crash-unflushed": "a kill -9 of every Kafka broker keeps the page cache, where Kafka's "
+                       "unflushed appends are: not the power loss the other sides model",
+}
+
+
+def kafka_faults(faults: Sequence[tuple[str, str]] = FAULTS) -> list[tuple[str, str]]:
+    """The faults of `faults` the Kafka target does with the same shape (module docstring)."""
+    from harness.jepsen.nemesis_kafka import KAFKA_FAULTS
+
+    return [f for f in faults if f[0] in KAFKA_FAULTS and f[0] not in KAFKA_NOT_SAME]
 
 
 def real_timing() -> Any:
@@ -149,7 +175,6 @@ def real_rows(out: Path, faults: Sequence[tuple[str, str]] = FAULTS,
 def _real_group(out: Path, faults: Sequence[tuple[str, str]], modes: Sequence[str], runs: int,
                 lose_unflushed: bool,
                 progress: Callable[[str], None]) -> list[tuple[str, RunSummary]]:
-    from harness.check.history import load_history
     from harness.jepsen.nemesis import UNFLUSHED_KEY
     from harness.jepsen.runner import (
         DEFAULT_OVERRIDES,
@@ -159,9 +184,7 @@ def _real_group(out: Path, faults: Sequence[tuple[str, str]], modes: Sequence[st
         bring_up,
         run,
     )
-    from harness.jepsen.workload_queue import QueueOptions
     from harness.launcher import cluster as cl
-    from harness.results.schema import read_dataset
 
     out.mkdir(parents=True, exist_ok=True)
     data_dir = (out / f"cluster-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}").resolve()
@@ -176,30 +199,93 @@ def _real_group(out: Path, faults: Sequence[tuple[str, str]], modes: Sequence[st
                     run_out = out / f"{real}-{mode}-{i}"
                     if run_out.exists():
                         shutil.rmtree(run_out)
-                    options = RunOptions(
-                        out_dir=run_out, workload="queue", nemesis=real,
-                        time_limit_s=TIME_LIMIT_S, seed=i, data_dir=data_dir,
-                        overrides=overrides,
-                        queue=QueueOptions(topic=f"svr-{mode}-{nemesis}-{i}",
-                                           replication_mode=mode, acks="all",
-                                           min_insync_replicas=2, replication_factor=3,
-                                           partitions=1, producers=3, consumers=1, rate=50.0),
-                        fault_s=(FAULT_S, FAULT_S), quiet_s=(60.0, 60.0), lead_in_s=LEAD_IN_S,
-                        recovery_timeout_s=15.0, final_timeout_s=10.0, progress=progress)
-                    try:
-                        run(options)
-                    except RunError as exc:
-                        progress(f"{real} {mode} run {i} failed: {exc}")
-                        continue
-                    ops = load_history(run_out / "history.jsonl")
-                    rows += [(real, retimed(r, ops)) for r in read_dataset(run_out / "summary")]
-                    progress(f"{real} {mode} run {i}: {rows[-1][1].acked_writes} "
-                             f"acknowledged, {rows[-1][1].lost_writes} lost")
+                    options = run_options(run_out, real, nemesis, mode, i, data_dir,
+                                          overrides, progress)
+                    rows += _one_run(run, RunError, options, real, f"{real} {mode} run {i}",
+                                     progress)
     finally:
         if cl.ClusterFile.path_in(data_dir).exists():
             stuck = bring_down(data_dir)
             if stuck:
                 progress(f"WARNING: nodes {stuck} did not stop")
+    return rows
+
+
+def run_options(run_out: Path, real: str, nemesis: str, mode: str, i: int, data_dir: Path,
+                overrides: dict[str, str], progress: Callable[[str], None],
+                system: str = "kraftlab") -> Any:
+    """One cell's run, the same on every side: the fault, its timing, the workload."""
+    from harness.jepsen.runner import RunOptions
+    from harness.jepsen.workload_queue import QueueOptions
+
+    return RunOptions(
+        out_dir=run_out, workload="queue", nemesis=real, system=system,
+        time_limit_s=TIME_LIMIT_S, seed=i, data_dir=data_dir, overrides=overrides,
+        queue=QueueOptions(topic=f"svr-{mode}-{nemesis}-{i}", replication_mode=mode,
+                           acks="all", min_insync_replicas=2, replication_factor=3,
+                           partitions=1, producers=3, consumers=1, rate=50.0),
+        fault_s=(FAULT_S, FAULT_S), quiet_s=(60.0, 60.0), lead_in_s=LEAD_IN_S,
+        recovery_timeout_s=15.0, final_timeout_s=10.0, progress=progress)
+
+
+def _one_run(run: Callable[[Any], Any], error: type[Exception], options: Any, real: str,
+             name: str, progress: Callable[[str], None]) -> list[tuple[str, RunSummary]]:
+    """The run's rows, retimed to the fault's own heal; none if it could not run."""
+    from harness.check.history import load_history
+    from harness.results.schema import read_dataset
+
+    run_out = options.out_dir
+    if run_out.exists():
+        shutil.rmtree(run_out)
+    try:
+        run(options)
+    except error as exc:
+        progress(f"{name} failed: {exc}")
+        return []
+    ops = load_history(run_out / "history.jsonl")
+    rows = [(real, retimed(r, ops)) for r in read_dataset(run_out / "summary")]
+    for _, r in rows:
+        progress(f"{name}: {r.acked_writes} acknowledged, {r.lost_writes} lost")
+    return rows
+
+
+def kafka_rows(out: Path, faults: Sequence[tuple[str, str]] = FAULTS, runs: int = 3,
+               progress: Callable[[str], None] = print) -> list[tuple[str, RunSummary]]:
+    """Apache Kafka's side: (the real nemesis, its row) per fault of `kafka_faults(faults)` and
+    run number, each run in its own topic on one peer (3 controllers, brokers 101-103 on
+    127.0.0.1) started with the kraftlab runs' node settings and stopped afterwards by its
+    recorded PIDs."""
+    from harness.jepsen import target_kafka as tk
+    from harness.jepsen.run_core import cluster_overrides
+    from harness.jepsen.runner import DEFAULT_OVERRIDES, RunError, run
+    from harness.peers.kafka import cluster as pk
+    from harness.peers.kafka.install import InstallError
+
+    same = kafka_faults(faults)
+    if not same:
+        return []
+    out.mkdir(parents=True, exist_ok=True)
+    data_dir = (out / f"peer-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}").resolve()
+    overrides = dict(DEFAULT_OVERRIDES)
+    first = run_options(out, same[0][0], same[0][1], KAFKA_MODE, 1, data_dir, overrides,
+                        progress, system=tk.SYSTEM)
+    rows: list[tuple[str, RunSummary]] = []
+    try:
+        pk.up(data_dir, layout=tk.LAYOUT, controllers=first.controllers, brokers=3,
+              overrides=cluster_overrides(first), timeout_s=tk.PEER_STARTUP_S, progress=progress)
+        for real, nemesis in same:
+            for i in range(1, runs + 1):
+                options = run_options(out / f"{real}-kafka-{i}", real, nemesis, KAFKA_MODE, i,
+                                      data_dir, overrides, progress, system=tk.SYSTEM)
+                rows += _one_run(run, RunError, options, real, f"{real} kafka run {i}",
+                                 progress)
+    except (pk.PeerError, InstallError) as exc:
+        progress(f"Apache Kafka peer failed: {exc}")
+    finally:
+        if pk.PeerFile.path_in(data_dir).exists():
+            stuck = pk.down(data_dir, timeout_s=tk.STOP_TIMEOUT_S)
+            if stuck:
+                progress(f"WARNING: Kafka nodes {stuck} did not stop")
     return rows
 
 
@@ -289,10 +375,35 @@ def _show(metric: str, s: Side) -> str:
     return f"{s.elections:g}"
 
 
+def _both_zero(metric: str, a: Side, b: Side) -> bool:
+    """Neither side did the thing the metric counts (module docstring: `0-0`)."""
+    if metric == "loss":
+        return a.lost == 0 and b.lost == 0
+    if metric == "available time":
+        return a.time_available == 0 and b.time_available == 0
+    if metric == "elections":
+        return a.elections == 0 and b.elections == 0
+    return False
+
+
+def _judged(metric: str, a: Side, b: Side) -> str:
+    """"yes", "no", "0-0" (both zero) or "-" (not judged) for one metric of two sides."""
+    agree = _agree(metric, a, b)
+    if agree is None:
+        return "-"
+    if agree and _both_zero(metric, a, b):
+        return BOTH_ZERO
+    return "yes" if agree else "no"
+
+
 def compare(sim: Sequence[RunSummary], real: Sequence[tuple[str, RunSummary]],
-            faults: Sequence[tuple[str, str]] = FAULTS) -> list[dict[str, Any]]:
+            faults: Sequence[tuple[str, str]] = FAULTS,
+            kafka: Sequence[tuple[str, RunSummary]] = ()) -> list[dict[str, Any]]:
     """One row per fault, mode and metric where both sides ran (see the module docstring);
-    `real` holds (real nemesis, row) pairs, matched to the simulated shape by `faults`."""
+    `real` and `kafka` hold (real nemesis, row) pairs, matched to the simulated shape by
+    `faults`. With Kafka rows, every row gains the Kafka side where it ran (an `isr` cell of a
+    fault in `kafka_faults`) and its agreement with the simulated and the real side; elsewhere
+    those say "-"."""
     out = []
     shape = dict(faults)
     cells = sorted({(name, r.replication_mode) for name, r in real if name in shape})
@@ -301,13 +412,18 @@ def compare(sim: Sequence[RunSummary], real: Sequence[tuple[str, RunSummary]],
         t = side([r for n, r in real if (n, r.replication_mode) == (name, mode)])
         if not s.runs:
             continue
+        k = side([r for n, r in kafka if n == name]) if mode == KAFKA_MODE else side([])
         label = name if shape[name] == name else f"{name} ({shape[name]})"
         for metric in METRICS:
-            agree = _agree(metric, s, t)
-            out.append({"fault": label, "mode": mode, "metric": metric,
-                        "sim": _show(metric, s), "real": _show(metric, t),
-                        "agree": "-" if agree is None else "yes" if agree else "no",
-                        "reason": "" if agree is not False else _reason(name, metric, s, t)})
+            agree = _judged(metric, s, t)
+            row = {"fault": label, "mode": mode, "metric": metric,
+                   "sim": _show(metric, s), "real": _show(metric, t), "agree": agree,
+                   "reason": _reason(name, metric, s, t) if agree == "no" else ""}
+            if kafka:
+                row.update(kafka=_show(metric, k) if k.runs else "-",
+                           sim_kafka=_judged(metric, s, k) if k.runs else "-",
+                           real_kafka=_judged(metric, t, k) if k.runs else "-")
+            out.append(row)
     return out
 
 
@@ -320,33 +436,57 @@ def _reason(name: str, metric: str, sim: Side, real: Side) -> str:
     return UNEXPLAINED
 
 
+def _counts(table: Sequence[dict[str, Any]], column: str) -> tuple[int, int, int]:
+    """(agree, judged, both zero) over one agreement column."""
+    said = [r.get(column, "-") for r in table]
+    return (said.count("yes"), sum(1 for a in said if a in ("yes", "no")), said.count(BOTH_ZERO))
+
+
 def markdown(table: Sequence[dict[str, Any]], runs: int, when: str) -> str:
-    agreed = sum(1 for r in table if r["agree"] == "yes")
-    judged = sum(1 for r in table if r["agree"] in ("yes", "no"))
+    agreed, judged, zero = _counts(table, "agree")
     lines = [f"Simulation against real processes ({when}): {runs} runs per fault and mode on "
-             f"each side; the two agree on {agreed} of {judged} metric cells.", "",
-             "| fault | mode | metric | simulated | real | agree | reason when they do not |",
-             "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['fault']} | {r['mode']} | {r['metric']} | {r['sim']} | {r['real']} | "
-              f"{r['agree']} | {r['reason']} |" for r in table]
+             f"each side; the two agree on {agreed} of {judged} metric cells that carry "
+             f"information ({zero} more are 0 against 0)."]
+    with_kafka = any(r.get("kafka", "-") != "-" for r in table)
+    if with_kafka:
+        for column, what in (("sim_kafka", "the simulator"), ("real_kafka", "kraftlab's real runs")):
+            agreed, judged, zero = _counts(table, column)
+            lines.append(f"Against Apache Kafka ({KAFKA_MODE} cells of the faults it runs with "
+                         f"the same shape): {what} agrees on {agreed} of {judged} ({zero} more "
+                         "0 against 0).")
+    head = ["fault", "mode", "metric", "simulated", "real", "agree", "reason when they do not"]
+    keys = ["fault", "mode", "metric", "sim", "real", "agree", "reason"]
+    if with_kafka:
+        head[5:5] = ["Apache Kafka", "sim vs Kafka", "real vs Kafka"]
+        keys[5:5] = ["kafka", "sim_kafka", "real_kafka"]
+        lines.append("Faults not run on Kafka: " + "; ".join(
+            f"{name}: {why}" for name, why in KAFKA_NOT_SAME.items()) + "; the link faults: "
+            "they act through kraftlab's admin API, which a Kafka JVM does not have.")
+    lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(r.get(k, "-")) for k in keys) + " |" for r in table]
     return "\n".join(lines) + "\n"
 
 
 def run_sim_vs_real(out: Path, runs: int = 3, faults: Sequence[tuple[str, str]] = FAULTS,
-                    modes: Sequence[str] = MODES,
-                    progress: Callable[[str], None] = print) -> tuple[list[dict[str, Any]], Path]:
-    """Both sides, the table as out/sim-vs-real.md and .csv: (rows, markdown path)."""
+                    modes: Sequence[str] = MODES, progress: Callable[[str], None] = print,
+                    with_kafka: bool = False) -> tuple[list[dict[str, Any]], Path]:
+    """Both sides (and Apache Kafka's, `with_kafka`), the table as out/sim-vs-real.md and .csv:
+    (rows, markdown path)."""
     import csv
 
     real = real_rows(out / "real", faults, modes, runs, progress)
+    kafka = kafka_rows(out / "kafka", faults, runs, progress) \
+        if with_kafka and KAFKA_MODE in modes else []  # fmt: skip
     sim = sim_rows([f for f in faults if any(name == f[0] for name, _ in real)], modes, runs)
-    table = compare(sim, real, faults)
+    table = compare(sim, real, faults, kafka)
     when = datetime.now(UTC).isoformat(timespec="minutes")
     path = out / "sim-vs-real.md"
     path.write_text(markdown(table, runs, when))
     with (out / "sim-vs-real.csv").open("w", newline="") as handle:
-        writer = csv.DictWriter(handle, fieldnames=["fault", "mode", "metric", "sim", "real",
-                                                    "agree", "reason"])
+        fields = ["fault", "mode", "metric", "sim", "real", "agree", "reason"]
+        if kafka:
+            fields[5:5] = ["kafka", "sim_kafka", "real_kafka"]
+        writer = csv.DictWriter(handle, fieldnames=fields)
         writer.writeheader()
         writer.writerows(table)
     return table, path

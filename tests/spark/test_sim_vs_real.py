@@ -39,7 +39,7 @@ def test_agreement_on_each_metric_both_ways():
     # kill: neither lost, availability 90% vs 80% (within 15 points), recovery and elections equal.
     assert {m: metrics(table, m)[kill][0] for m in ("loss", "availability", "recovery",
                                                     "elections")} == {
-        "loss": "yes", "availability": "yes", "recovery": "yes", "elections": "yes"}
+        "loss": svr.BOTH_ZERO, "availability": "yes", "recovery": "yes", "elections": "yes"}
     # crash: the simulator lost, the real run did not; 50% vs 100%; 2000 vs 300 ms; 2 vs 0.
     said = {m: metrics(table, m)[crash] for m in ("loss", "availability", "recovery",
                                                   "elections")}
@@ -89,10 +89,25 @@ def test_markdown_counts_the_agreements():
 def test_one_real_cell_against_the_simulator(tmp_path):
     table, path = svr.run_sim_vs_real(tmp_path, runs=1, faults=svr.FAULTS[:1], modes=("isr",),
                                       progress=lambda _: None)
-    assert {r["metric"] for r in table} == {"loss", "availability", "recovery", "elections"}
+    assert {r["metric"] for r in table} == set(svr.METRICS)
     assert path.read_text().startswith("Simulation against real processes")
     assert (tmp_path / "sim-vs-real.csv").exists()
     assert dataclasses.is_dataclass(svr.side([]))
+
+
+@pytest.mark.slow
+@pytest.mark.kafka_peer
+def test_one_kafka_cell(tmp_path):
+    """kill -9 of the partition leader on Apache Kafka, one run: its row is an isr row of the
+    same fault with acknowledged writes and none lost, the peer stopped afterwards."""
+    from harness.peers.kafka import cluster as pk
+
+    rows = svr.kafka_rows(tmp_path, svr.FAULTS[:1], runs=1, progress=lambda _: None)
+    assert [(name, r.replication_mode, r.nemesis) for name, r in rows] == [
+        ("kill-partition-leader", "isr", "kill-leader")]
+    assert rows[0][1].acked_writes > 0 and rows[0][1].lost_writes == 0
+    (peer,) = tmp_path.glob("peer-*")
+    assert not any(pk.running(n) for n in pk.PeerFile.load(peer).nodes)
 
 
 def test_available_time_is_judged_from_the_gaps_both_ways_and_explains_attempt_ratios():
@@ -142,3 +157,49 @@ def test_a_real_row_is_retimed_to_its_fault_s_own_heal():
     assert svr.retimed(held, ops) == held
     # No acknowledged write after the heal within the workload: not recovered.
     assert svr.retimed(base, ops[1:]).recovery_time_ms is None
+
+
+def test_zero_against_zero_is_counted_apart_from_agreements():
+    """No loss on either side, or no election on either, is `0-0`: neither did the thing."""
+    sim = [row("isr", "kill-leader", s, ok=9, elections=0) for s in (1, 2)]
+    real = [("kill-partition-leader", row("isr", "kill-leader", s, ok=9, elections=0))
+            for s in (1, 2)]
+    table = svr.compare(sim, real)
+    said = {r["metric"]: r["agree"] for r in table}
+    assert said == {"loss": "0-0", "availability": "yes", "available time": "yes",
+                    "recovery": "yes", "elections": "0-0"}
+    text = svr.markdown(table, 2, "then")
+    assert "agree on 3 of 3 metric cells that carry information (2 more are 0 against 0)" in text
+    lossy = [("kill-partition-leader", dataclasses.replace(r, lost_writes=1)) for _, r in real]
+    assert {r["metric"]: r["agree"] for r in svr.compare(sim, lossy)}["loss"] == "no"
+
+
+def test_kafka_is_the_reference_column_of_the_isr_cells_it_runs():
+    """Kafka's rows stand beside kraftlab's isr cells of the faults its target does with the
+    same shape, judged against both sides by the same rules; other cells say "-"."""
+    assert [real for real, _ in svr.kafka_faults()] == [
+        "kill-partition-leader", "pause-partition-leader"]  # process faults, page cache apart
+    assert "crash-unflushed" in svr.KAFKA_NOT_SAME
+    sim = [row(m, "kill-leader", s, ok=9, fail=1) for m in ("isr", "quorum") for s in (1, 2)]
+    real = [("kill-partition-leader", row(m, "kill-leader", s, ok=8, fail=2))
+            for m in ("isr", "quorum") for s in (1, 2)]
+    kafka = [("kill-partition-leader", row("isr", "kill-leader", s, ok=3, fail=7,
+                                           recovery=4000, elections=2)) for s in (1, 2)]
+    table = svr.compare(sim, real, kafka=kafka)
+    isr = {r["metric"]: r for r in table if r["mode"] == "isr"}
+    assert {m: (r["kafka"], r["sim_kafka"], r["real_kafka"]) for m, r in isr.items()} == {
+        "loss": ("0 lost in 0 of 2 runs", "0-0", "0-0"),
+        "availability": ("30.0%", "no", "no"),  # 90% and 80% against 30%
+        "available time": ("100.0%", "yes", "yes"),
+        "recovery": ("4000 ms", "no", "no"),  # 100 ms against 4 s: over half the larger
+        "elections": ("2", "yes", "yes"),  # 1 against 2: within one
+    }
+    assert all((r["kafka"], r["sim_kafka"], r["real_kafka"]) == ("-", "-", "-")
+               for r in table if r["mode"] == "quorum")
+    text = svr.markdown(table, 2, "then")
+    assert "| Apache Kafka | sim vs Kafka | real vs Kafka |" in text
+    assert "Against Apache Kafka (isr cells of the faults it runs with the same shape): " \
+        "the simulator agrees on 2 of 4 (1 more 0 against 0)." in text
+    assert "crash-unflushed: a kill -9 of every Kafka broker keeps the page cache" in text
+    # without Kafka rows the table is as it was
+    assert "kafka" not in svr.compare(sim, real)[0]
