@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -88,8 +89,14 @@ def test_paired_cells_use_only_seeds_where_both_arms_have_the_metric():
     table = st.paired_cells(pairs_frame(rows), ["nemesis"], [P99])
     assert list(table["seeds"]) == [3]
     assert list(table["verdict"]) == [st.INSUFFICIENT]
-    assert list(st.paired_cells(pairs_frame(rows), ["nemesis"], [P99], min_seeds=3)["verdict"]) \
-        == [st.B_BETTER]
+    # Three seeds that all say 30 ms better are not a discovery: the smallest two-sided
+    # sign-flip p-value of 3 seeds is 2/8. Six are (2/64, and the only test in the grid).
+    three = st.paired_cells(pairs_frame(rows), ["nemesis"], [P99], min_seeds=3)
+    assert (list(three["p"]), list(three["verdict"])) == ([0.25], [st.INCONCLUSIVE])
+    rows = [dict(r, b_p99_ms_during=20.0) for r in rows[:6]]
+    six = st.paired_cells(pairs_frame(rows), ["nemesis"], [P99])
+    assert (list(six["p"]), list(six["q"]), list(six["verdict"])) == (
+        [2 / 64], [2 / 64], [st.B_BETTER])
 
 
 @pytest.mark.parametrize(("a", "b", "verdict"), [
@@ -133,3 +140,65 @@ def test_every_arm_is_run_by_exactly_one_setting_of_the_study():
     rows = [dict(zip(names, s, strict=True)) for s in STUDY_SETTINGS]
     for key, arm in ARMS.items():
         assert sum(arm.matches(r) for r in rows) == 1, key
+
+
+def test_sign_flip_p_is_exact_over_every_sign_vector():
+    # 4 seeds: of the 16 sign vectors, |mean| >= the data's (all positive) for ++++ and ----.
+    assert st.sign_flip_p([1.0, 2.0, 3.0, 4.0], 1) == 2 / 16
+    assert st.sign_flip_p([1.0, -1.0, 1.0, -1.0], 1) == 1.0  # mean 0: no evidence at all
+    assert st.sign_flip_p([0.0] * 5, 1) == 1.0
+    # beyond EXACT_FLIPS_MAX seeds the flips are drawn, seeded, and p is never 0
+    many = [1.0] * 20
+    p = st.sign_flip_p(many, 7)
+    assert p == st.sign_flip_p(many, 7) and 0 < p <= 3 / (st.SIGN_FLIPS + 1)
+
+
+def test_benjamini_hochberg_matches_the_step_up_rule():
+    # m = 5: p*5/rank = .005, .025, .0333, .0375, .5; then the running minimum from the top.
+    q = st.benjamini_hochberg([0.01, 0.001, 0.02, 0.03, 0.5])
+    assert q == pytest.approx([0.025, 0.005, 0.1 / 3, 0.0375, 0.5])
+    nan = st.benjamini_hochberg([math.nan, 0.04])
+    assert math.isnan(nan[0]) and nan[1] == pytest.approx(0.04)  # NaN is not counted
+
+
+def test_a_difference_that_does_not_survive_the_fdr_control_is_inconclusive():
+    """One clear cell among many null ones: alone it is a discovery at its p; with 40 null
+    cells beside it, p * m / rank rises above FDR and the verdict says inconclusive, not
+    b-better. The interval is the same in both tables: only the q-value differs."""
+    clear = [dict(comparison="c", nemesis="kill-leader", seed=s, a_avail_fault=0.8,
+                  b_avail_fault=0.9 + 0.001 * s) for s in range(1, 7)]
+    alone = st.paired_cells(pairs_frame(clear), ["nemesis"], [AVAIL])
+    assert list(alone["verdict"]) == [st.B_BETTER]
+    null = [dict(comparison="c", nemesis=f"null-{k}", seed=s, a_avail_fault=0.9,
+                 b_avail_fault=0.9 + (0.05 if (s + k) % 2 else -0.05)) for k in range(40)
+            for s in range(1, 7)]
+    crowd = st.paired_cells(pairs_frame(clear + null), ["nemesis"], [AVAIL])
+    row = crowd[crowd["nemesis"] == "kill-leader"].iloc[0]
+    assert row["q"] > st.FDR and row["verdict"] == st.INCONCLUSIVE
+    assert (row["diff_low"], row["diff_high"]) == (
+        alone.iloc[0]["diff_low"], alone.iloc[0]["diff_high"])
+
+
+def percentile_interval(values, seed):
+    data = np.asarray(values, dtype=float)
+    rng = np.random.default_rng(seed)
+    means = data[rng.integers(0, data.size, size=(st.RESAMPLES, data.size))].mean(axis=1)
+    return tuple(np.quantile(means, [0.025, 0.975]))
+
+
+@pytest.mark.parametrize("skewed", [[0.0] * 7 + [3000.0], [0, 0, 0, 0, 100, 200, 400, 3000.0]])
+def test_bca_widens_the_interval_towards_a_skewed_tail(skewed):
+    """A few seeds that lose seconds, the rest little: the percentile interval's high end
+    stops short (it under-covers on the long side at few seeds); BCa's acceleration, the
+    jackknife's skew, moves it out. The same resamples on both sides."""
+    mean, low, high = st.bootstrap_mean(skewed, 3)
+    p_low, p_high = percentile_interval(skewed, 3)
+    assert mean == pytest.approx(sum(skewed) / len(skewed))
+    assert high > p_high * 1.2 and low >= p_low
+    assert low <= mean <= high <= max(skewed)
+
+
+def test_bca_is_the_percentile_interval_without_skew_or_bias():
+    symmetric = [-1.0, 1.0, -2.0, 2.0, -3.0, 3.0]
+    assert st.bootstrap_mean(symmetric, 3)[1:] == pytest.approx(percentile_interval(symmetric, 3),
+                                                                abs=0.05)
