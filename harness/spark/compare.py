@@ -140,6 +140,7 @@ def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
     tables: dict[str, Any] = collected
     tables["comparisons"] = paired.comparison_table(by_seed, evidence_seeds(evidence))
     tables["safety"] = paired.safety_table(by_seed)
+    tables["facts"] = paired.cell_facts(by_seed)
     total_runs = int(tables["configs"]["runs"].sum())
     runs.unpersist()
     frames["groups"].unpersist()
@@ -147,7 +148,8 @@ def analyze(spark: Any, inputs: str | Path | Sequence[str | Path], out: Path,
     progress.stage("write tables")
     files = report.write_tables(out, tables)
     ev = evidence or conclude.DEFAULT_EVIDENCE
-    verdicts = vd.comparison_verdicts(tables["comparisons"], tables["safety"])
+    verdicts = vd.comparison_verdicts(tables["comparisons"], tables["safety"],
+                                      facts=tables["facts"])
     findings = reference.findings(tables["groups"], ev)
     progress.stage("plot")
     files += report.write_plots(out, tables)

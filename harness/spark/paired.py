@@ -9,7 +9,9 @@ pairs (one row per comparison, cell and seed, a few numbers each) come back to t
 
 `comparison_table(pairs)` is the per-cell statistics (harness/spark/stats.py: paired mean
 difference, bootstrap interval, verdict); `safety_table(pairs)` the per-cell loss of each arm
-with its Wilson interval and the seeds that reproduce a loss.
+with its Wilson interval and the seeds that reproduce a loss; `cell_facts(pairs)` what each
+arm's runs of a cell did (ISR shrinks, elections, losses, unavailable time, recovery), from which
+harness/spark/verdicts.py words the mechanism of a decisive cell.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ PAIR_KEYS = ("source", "replication_factor", "nemesis", "fault_duration_ms", "se
 CELL_KEYS = tuple(k for k in PAIR_KEYS if k != "seed")
 # The per-run numbers each side carries (stats.METRICS columns, then loss and provenance).
 RUN_COLUMNS = tuple(m.column for m in METRICS) + ("acked_writes", "lost_writes", "run_id",
-                                                  "replay_command")
+                                                  "replay_command", "leader_elections",
+                                                  "unclean_elections", "isr_shrinks")
 
 
 def run_metrics(runs: DataFrame) -> DataFrame:
@@ -141,5 +144,50 @@ def safety_table(pairs: pd.DataFrame) -> pd.DataFrame:
                     else first[f"{side}_replay_command"]}
             sides[side] = s
         row["verdict"] = safety_verdict(sides["a"], sides["b"])
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# cell_facts' columns per side (a_<name>, b_<name>).
+FACT_COLUMNS = ("runs", "shrink_runs", "election_runs", "elections", "unclean_elections",
+                "lossy_runs", "lost_writes", "unavail_ms_during", "avail_fault", "recovery_ms")
+
+
+def _side_facts(part: pd.DataFrame, side: str) -> dict[str, Any]:
+    def col(name: str) -> pd.Series:
+        column = f"{side}_{name}"
+        return (pd.to_numeric(part[column], errors="coerce") if column in part
+                else pd.Series([float("nan")] * len(part), index=part.index))
+
+    def mean(name: str) -> float | None:
+        values = col(name).dropna()
+        return float(values.mean()) if len(values) else None
+
+    recovery = col("recovery_ms").dropna()
+    return {"runs": len(part),
+            "shrink_runs": int((col("isr_shrinks").fillna(0) > 0).sum()),
+            "election_runs": int((col("leader_elections").fillna(0) > 0).sum()),
+            "elections": int(col("leader_elections").fillna(0).sum()),
+            "unclean_elections": int(col("unclean_elections").fillna(0).sum()),
+            "lossy_runs": int((col("lost_writes").fillna(0) > 0).sum()),
+            "lost_writes": int(col("lost_writes").fillna(0).sum()),
+            "unavail_ms_during": mean("unavail_ms_during"),
+            "avail_fault": mean("avail_fault"),
+            "recovery_ms": float(recovery.median()) if len(recovery) else None}
+
+
+def cell_facts(pairs: pd.DataFrame) -> pd.DataFrame:
+    """Per comparison and cell, what each arm's paired runs did (FACT_COLUMNS as a_*, b_*):
+    runs, runs whose ISR shrank, runs with a leader election, elections and unclean ones,
+    runs that lost acknowledged writes and how many, the mean unavailable time and write
+    availability during the fault, the median recovery after the heal."""
+    keys = ["comparison", *CELL_KEYS]
+    if pairs.empty:
+        return pd.DataFrame(columns=[*keys, *(f"{s}_{c}" for s in "ab" for c in FACT_COLUMNS)])
+    rows = []
+    for cell, part in pairs.groupby(keys, dropna=False, sort=True):
+        row = dict(zip(keys, cell, strict=True))
+        for side in ("a", "b"):
+            row |= {f"{side}_{k}": v for k, v in _side_facts(part, side).items()}
         rows.append(row)
     return pd.DataFrame(rows)

@@ -11,20 +11,25 @@ Rules (each can come out either way; tests/spark/test_verdicts.py runs them both
 - safety: per fault cell, which arm lost an acknowledged write in some run (its first seed is
   the reproduction); for an arm that lost none, the 95% Wilson upper bound of its loss rate.
 
-A mechanism sentence (`mechanism`: AVAILABILITY by what differs between the arms, LOSS by the
-losing arm's durability) says why the arms differ under a fault: it is shown only where the
-verdict is decisive (one arm better, or one arm lost writes).
+A mechanism sentence (`mechanism`) says what each arm's runs did under a fault, read from the
+cell's own rows (harness/spark/paired.py cell_facts: runs whose ISR shrank, leader elections
+and unclean ones, acknowledged writes lost, unavailable time, recovery) and each arm's settings
+from harness/spark/arms.py, so it changes with the runs and never cites a setting the arm does
+not have; it is shown only where the verdict is decisive (one arm better, or one arm lost
+writes), and left out where the cell's facts are missing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
 
-from harness.spark.arms import ARMS, COMPARISONS, EQUAL_SAFETY, Comparison
+from harness.spark.arms import ARMS, COMPARISONS, EQUAL_SAFETY, Arm, Comparison
+from harness.spark.paired import CELL_KEYS
 from harness.spark.stats import (
     A_BETTER,
     B_BETTER,
@@ -34,98 +39,84 @@ from harness.spark.stats import (
     METRIC_BY_COLUMN,
 )
 
-# Why the arms differ under a fault, one sentence each, from how the shapes act
-# (harness/sim/faults) and the replica core's rules: by what differs between the arms (the
-# comparison's axis) and the fault; `mechanism` picks one for a decisive cell.
-_WAIT_LAG = ("ISR waits for every in-sync follower until replica.lag.time.max.ms drops the one "
-             "it lost; a majority commit goes on with the follower it still reaches.")
-_NO_ISR_LEFT = ("ISR shrank to the leader before it was fenced, so no follower may be elected "
-                "and the partition waits for the old leader; quorum mode elects from the "
-                "majority that reports its log.")
-_RAFT_ELECTS = ("a Raft partition elects its leader among its own replicas (pre-vote, "
-                "check-quorum) as soon as a majority stops hearing the old one, without waiting "
-                "for the controller to fence it or to choose.")
-AVAILABILITY: dict[tuple[str, str], str] = {
-    **{("raft", n): _RAFT_ELECTS for n in (
-        "isolate-partition-leader", "cut-followers-then-kill-leader",
-        "staggered-isr-drop-then-leader-crash", "unclean-crash-losing-unflushed-tail",
-        "leader-cut-from-followers-only", "zombie-leader", "metadata-quorum-down-kill-leader",
-        "flapping")},
-    ("mode", "bridge"): _WAIT_LAG,
-    ("mode", "random-halves"): _WAIT_LAG,
-    ("mode", "majorities-ring"): _WAIT_LAG,
-    ("mode", "follower-gc-pauses"): (
-        "each pause longer than the session or lag timeout takes the follower out of the ISR "
-        "and back, and acks=all waits on it until then; a majority commit does not wait on it."),
-    ("mode", "isolate-partition-leader"): _NO_ISR_LEFT,
-    ("mode", "cut-followers-then-kill-leader"): _NO_ISR_LEFT,
-    ("mode", "staggered-isr-drop-then-leader-crash"): _NO_ISR_LEFT,
-    ("mode", "metadata-quorum-down-kill-follower"): (
-        "ISR cannot drop the dead follower without the controller, so acks=all waits on it "
-        "until the quorum returns; a majority commit needs only the leader and the live "
-        "follower."),
-    ("mode", "kill-2-of-3"): (
-        "one live replica is below a majority, so quorum mode stops; ISR with "
-        "min.insync.replicas=1 keeps acknowledging on it."),
-    ("mode", "leader-cut-from-followers-only"): (
-        "the leader keeps its controller session: ISR with min.insync.replicas=1 shrinks to it "
-        "and acknowledges alone, while no majority answers a quorum leader."),
-    ("mode", "unclean-crash-losing-unflushed-tail"): (
-        "ISR with min.insync.replicas=1 acknowledges on the leader alone while it is cut off; "
-        "a quorum leader without a majority acknowledges nothing."),
-    ("elr", "isolate-partition-leader"): (
-        "the followers dropped while the ISR was below min.insync.replicas stay eligible "
-        "(ELR), so one is elected cleanly once the leader is fenced, instead of waiting for "
-        "the old leader."),
-    ("elr", "cut-followers-then-kill-leader"): (
-        "the followers dropped while the ISR was below min.insync.replicas stay eligible "
-        "(ELR), so one is elected cleanly once the dead leader is fenced."),
-    ("elr", "staggered-isr-drop-then-leader-crash"): (
-        "ELR keeps the follower that left the ISR last eligible, so it is elected instead of "
-        "waiting for the leader's return."),
-    ("unclean", "isolate-partition-leader"): (
-        "an unclean election puts an out-of-sync follower in charge without waiting for the "
-        "old leader."),
-    ("unclean", "cut-followers-then-kill-leader"): (
-        "an unclean election puts an out-of-sync follower in charge without waiting for the "
-        "dead leader's return."),
-}
-LOSS: dict[tuple[str, str], str] = {
-    ("page-cache", "power-loss-all-brokers"): (
-        "on the page cache, a power loss of every replica takes the acknowledged writes not "
-        "yet written back: replication is Kafka's durability, and this fault takes every "
-        "replica."),
-    ("page-cache", "unclean-crash-losing-unflushed-tail"): (
-        "the leader alone in the ISR lost its unflushed tail and was re-elected with the short "
-        "log (no ELR: nobody else was eligible)."),
-    ("page-cache", "staggered-isr-drop-then-leader-crash"): (
-        "the leader, last in the ISR, lost its unflushed tail and came back as leader with a "
-        "short log (without ELR); an unclean election may elect the follower that left first."),
-    ("no-fsync", "power-loss-all-brokers"): (
-        "without an fsync before counting, a majority that loses power together forgets what "
-        "it acknowledged."),
-    ("any", "zombie-leader"): (
-        "acks=1 is acknowledged by the leader alone, also by a deposed leader that clients "
-        "still reach: its writes are truncated when it learns the new epoch."),
-    ("any", "cut-followers-then-kill-leader"): (
-        "the leader acknowledged alone (min.insync.replicas=1) while cut off; the follower "
-        "elected uncleanly lacked those writes."),
-    ("any", "isolate-partition-leader"): (
-        "the leader acknowledged alone (min.insync.replicas=1) while cut off; the follower "
-        "elected after it lacked those writes."),
-}
+_MODE_NAMES = {"isr": "ISR", "quorum": "quorum", "raft": "Raft per partition"}
 
 
-def mechanism(c: Comparison, nemesis: str, verdict: str) -> str:
-    """The sentence that says why the arms differ under `nemesis` ("" if none is known)."""
-    if verdict in ("a-lost", "b-lost"):
-        arm = ARMS[c.a if verdict == "a-lost" else c.b]
-        policies = [p for p in arm.flush_policies if p is not None] or ["any"]
-        return LOSS.get((policies[0], nemesis)) or LOSS.get(("any", nemesis), "")
-    found = AVAILABILITY.get((c.axis, nemesis))
-    if found is None and c.axis == "raft":  # the majority commit's mechanisms hold for Raft too
-        found = AVAILABILITY.get(("mode", nemesis))
-    return found or ""
+def arm_settings(arm: Arm) -> str:
+    """The arm's settings in words, read from its settings and flush policy (never from its
+    label, so the words cannot say a setting the arm does not have): `ISR (acks=all,
+    min.insync.replicas=2, page-cache)`."""
+    s = arm.settings
+    mode = s.get("replication_mode")
+    parts = [f"acks={s['acks']}"] if "acks" in s else []
+    if mode == "isr" and "min_insync_replicas" in s:
+        parts.append(f"min.insync.replicas={s['min_insync_replicas']}")
+    parts += [word for key, word in (("eligible_leader_replicas", "ELR"),
+                                     ("unclean_leader_election", "unclean election"))
+              if s.get(key)]
+    if s.get("leader_epoch_enable") is False:
+        parts.append("leader epochs off")
+    parts += [p for p in arm.flush_policies if p is not None][:1]
+    name = _MODE_NAMES.get(str(mode), str(mode))
+    return f"{name} ({', '.join(parts)})" if parts else name
+
+
+def _num(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return None if math.isnan(number) else number
+
+
+def _and(words: Sequence[str]) -> str:
+    return words[0] if len(words) == 1 else f"{', '.join(words[:-1])} and {words[-1]}"
+
+
+def _side(arm: Arm, facts: Mapping[str, Any], side: str, metric: str) -> str:
+    """What one arm's runs of the cell did, from its columns of harness/spark/paired.py
+    cell_facts."""
+    def get(name: str) -> float | None:
+        return _num(facts.get(f"{side}_{name}"))
+
+    n = int(get("runs") or 0)
+    said = []
+    unavailable, served = get("unavail_ms_during"), get("avail_fault")
+    if metric == "unavail_ms_during" and unavailable is not None:
+        said.append(f"was unavailable {unavailable:,.0f} ms of the fault on average")
+    elif served is not None:
+        said.append(f"acknowledged {100 * served:.0f}% of the writes attempted during the fault")
+    if arm.settings.get("replication_mode") == "isr" and get("shrink_runs") is not None:
+        said.append(f"shrank its ISR in {int(get('shrink_runs') or 0)} of {n} runs")
+    if get("election_runs") is not None:
+        unclean = int(get("unclean_elections") or 0)
+        said.append(f"elected a new leader in {int(get('election_runs') or 0)} of {n} runs"
+                    + (f" ({unclean} of {int(get('elections') or 0)} elections unclean)"
+                       if unclean else ""))
+    lost = int(get("lost_writes") or 0)
+    said.append(f"lost {lost:,} acknowledged writes in {int(get('lossy_runs') or 0)} of {n} runs"
+                if lost else "lost no acknowledged write")
+    recovery = get("recovery_ms")
+    if recovery is not None:
+        said.append(f"acknowledged again {recovery:,.0f} ms after the heal (median)")
+    return f"{arm_settings(arm)} {_and(said)}"
+
+
+def mechanism(c: Comparison, facts: Mapping[str, Any] | None,
+              metric: str = "unavail_ms_during") -> str:
+    """What each arm's runs did in one cell, from the cell's own rows (harness/spark/paired.py
+    cell_facts: ISR shrinks, elections, losses, unavailable time, recovery), with each arm's
+    settings read from harness/spark/arms.py; "" without facts (nothing is said that the rows
+    do not show)."""
+    if not facts or not _num(facts.get("a_runs")) or not _num(facts.get("b_runs")):
+        return ""
+    duration = _num(facts.get("fault_duration_ms"))
+    over = (f"Over {int(_num(facts['a_runs']) or 0)} paired seeds of a "
+            f"{duration / 1000:g} s fault: " if duration else "Over its paired seeds: ")
+    return (over + _side(ARMS[c.a], facts, "a", metric) + "; "
+            + _side(ARMS[c.b], facts, "b", metric) + ".")
 
 
 DEFAULT_FAULT_MS = 5000  # the study's fault duration (the duration curve apart)
@@ -239,12 +230,25 @@ def _reproductions(c: Comparison, safety: pd.DataFrame) -> list[Reproduction]:
     return out
 
 
+def _cell_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    values = []
+    for k in ("comparison", *CELL_KEYS):
+        v = row.get(k)
+        values.append(None if v is None or (isinstance(v, float) and math.isnan(v))
+                      else int(v) if isinstance(v, float) and v.is_integer() else v)
+    return tuple(values)
+
+
 def comparison_verdicts(table: pd.DataFrame, safety: pd.DataFrame,
                         comparisons: Sequence[Comparison] = COMPARISONS,
-                        source: str = "sim") -> list[Verdict]:
+                        source: str = "sim",
+                        facts: pd.DataFrame | None = None) -> list[Verdict]:
     """One verdict per comparison with paired data (equal safety first, then trade-offs), in
-    the cells of the default settings (no swept timeout) of `source`."""
+    the cells of the default settings (no swept timeout) of `source`; `facts`
+    (harness/spark/paired.py cell_facts) words each decisive cell's mechanism."""
     metric = primary_metric(table)
+    by_cell = ({} if facts is None or facts.empty else
+               {_cell_key(r): r for r in facts.to_dict("records")})
     out = []
     for c in sorted(comparisons, key=lambda c: c.kind != EQUAL_SAFETY):
         rows = _default_cells(table, c.key, source)
@@ -258,7 +262,8 @@ def comparison_verdicts(table: pd.DataFrame, safety: pd.DataFrame,
                 continue
             for _, r in frame[frame["verdict"].isin(kinds)].iterrows():
                 nemesis, verdict = str(r["nemesis"]), str(r["verdict"])
-                decisive.append((nemesis, verdict, mechanism(c, nemesis, verdict)))
+                decisive.append((nemesis, verdict,
+                                 mechanism(c, by_cell.get(_cell_key(r.to_dict())), metric)))
         out.append(Verdict(c, metric, availability_headline(c, rows, metric),
                            safety_sentence(c, loss), decisive, _evidence(rows, loss),
                            _reproductions(c, loss)))

@@ -11,8 +11,8 @@ Three phases, each reported in OUT (default ./kraftlab-report/):
    (acks=all, min.insync.replicas=2, RF 3), through the runner's API (harness/jepsen/runner.py),
    in OUT/live/jepsen/<mode>/; their summary rows (source `jepsen`) join the analysis.
 2. matrix: a scenario matrix on the deterministic simulator (`--preset`,
-   harness/study/presets.py; the default: both replication modes, the main durability
-   settings, every nemesis shape, 20 seeds), one run-summary row per run in OUT/runs
+   harness/study/presets.py; the default: the study of harness/sim/runs/study_matrix.py, its
+   arms under their faults and the trade-off curves), one run-summary row per run in OUT/runs
    (Parquet, docs/compare.md). By default the runs are Spark tasks (harness/spark/matrix.py)
    on `local[*]` or `--master`, kraftlab's code shipped to the executors, and Spark writes the
    rows; `--engine local` runs them in local processes instead (the same rows).
