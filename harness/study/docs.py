@@ -288,9 +288,13 @@ def margins_block() -> str:
         lines.append(f"| {m.label} | {'higher' if m.higher_is_better else 'lower'} | "
                      f"{margin} |")
     return _page([f"Per cell: the mean paired difference with a {100 * stats.LEVEL:g}% "
-                  f"percentile bootstrap interval ({_n(stats.RESAMPLES)} resamples of the seeds, "
-                  f"the generator seeded by the cell's name); *cannot tell* below "
-                  f"{stats.MIN_SEEDS} paired seeds. The margins:", "", *lines])
+                  f"BCa bootstrap interval ({_n(stats.RESAMPLES)} resamples of the seeds, "
+                  f"the generator seeded by the cell's name), its paired sign-flip permutation "
+                  f"p-value (exact up to {stats.EXACT_FLIPS_MAX} seeds, else "
+                  f"{_n(stats.SIGN_FLIPS)} seeded flips) and its Benjamini-Hochberg q-value over "
+                  f"every cell and metric of the report, held to a false-discovery rate of "
+                  f"{stats.FDR:g}; *cannot tell* below {stats.MIN_SEEDS} paired seeds. "
+                  f"The margins:", "", *lines])
 
 
 def live_block() -> str:
