@@ -4,7 +4,8 @@ harness/jepsen/target_kafka.py, docs/kafka-peer.md "In network namespaces").
 
 - the layout, without root or Kafka: each node's listeners bind and advertise its namespace's
   address, the voters name those addresses, the JVM starts through `ip netns exec`, peer.json
-  records the namespaces; which faults `--net netns` adds and which stay refused;
+  records the namespaces; which faults `--net netns` adds and which stay refused; a run
+  failing half-way (root, no Kafka) leaves no namespace behind;
 - one bounded run (root, `kafka_peer`): the queue workload (acks=all, min.insync.replicas=2,
   RF 3, idempotent producers) under `isolate-partition-leader`, the first fault held until a
   write was acknowledged on every partition (`RunOptions.start_when`), the cut an nftables drop
@@ -155,6 +156,25 @@ def test_a_machine_without_namespaces_refuses_the_kafka_run_with_the_reason(
     with pytest.raises(RunError, match="--net netns: real network partitions need root"):
         run(options(tmp_path / "out", tmp_path / "peer"))
     assert not (tmp_path / "peer").exists()  # nothing was laid out
+
+
+@needs_netns
+@pytest.mark.integration
+def test_a_kafka_run_failing_half_way_leaves_no_namespace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    before, seen = namespaces(), []
+
+    def up_then_fail(data_dir: Path, **kwargs: Any) -> pk.PeerFile:
+        net = kwargs["net"]
+        seen.append(net.prefix)
+        assert net.client in namespaces()  # laid out before the peer
+        raise pk.PeerError("planted failure")
+
+    monkeypatch.setattr(pk, "up", up_then_fail)
+    with pytest.raises(RunError, match="planted failure"):
+        run(options(tmp_path / "out", tmp_path / "peer"))
+    assert seen and namespaces() == before
 
 
 # ----------------------------------------------------------------------- the Kafka run
