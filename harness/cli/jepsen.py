@@ -64,7 +64,8 @@ def register(sub: Any) -> None:
     p.add_argument("--system", choices=SYSTEMS, default="kraftlab",
                    help="what the run runs against: kraftlab (default, its own cluster) or "
                         "kafka (an Apache Kafka KRaft cluster of the peer kit: controllers 1-3, "
-                        "brokers 101-103; queue workload, process faults only; "
+                        "brokers 101-103; queue workload, process faults, and with "
+                        "--net netns link faults; "
                         "docs/kafka-peer.md)")
     p.add_argument("--nemesis", default="partition",
                    help="fault names or groups, comma-separated (default: partition)")

@@ -2,7 +2,7 @@
 
     kraftlab peer kafka install [--write-lock]      # Maven Central -> .peers/ (pinned, checked)
     kraftlab peer kafka up [--layout combined|split] [--controllers 3] [--brokers 3]
-                           [--config key=value ...] [--data-dir DIR]
+                           [--config key=value ...] [--net loopback|netns] [--data-dir DIR]
     kraftlab peer kafka status [--json] [--data-dir DIR]
     kraftlab peer kafka down [--force] [--data-dir DIR]
     kraftlab peer kafka kill|pause|resume|start ID [--data-dir DIR]
@@ -10,7 +10,9 @@
 
 The data dir defaults to ./kraftlab-kafka-peer (or $KRAFTLAB_PEER_DIR). `up` returns once the
 quorum has a leader and every broker is unfenced and prints the bootstrap servers on stdout;
-`--config` takes the same settings as `kraftlab cluster up` (Kafka's names).
+`--config` takes the same settings as `kraftlab cluster up` (Kafka's names). `--net netns`
+(root) lays the peer out in network namespaces of its own (harness/launcher/netns.py) and leaves
+them in place with the peer; `status` reaches the nodes there and `down` deletes them.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from typing import Any
 
 from harness.cli.common import progress
 from harness.launcher import cluster as cl
+from harness.launcher import netns
 from harness.peers.kafka import cluster as peer
 from harness.peers.kafka import install as inst
 from harness.peers.kafka import tools
@@ -42,7 +45,8 @@ def _guard(fn: Any) -> Any:
     def run(args: argparse.Namespace) -> int:
         try:
             return int(fn(args))
-        except (peer.PeerError, inst.InstallError, tools.ToolError, cl.ClusterError) as exc:
+        except (peer.PeerError, inst.InstallError, tools.ToolError, cl.ClusterError,
+                netns.NetnsError) as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 1
     return run
@@ -54,9 +58,23 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _up(args: argparse.Namespace) -> int:
-    started = peer.up(_dir(args), layout=args.layout, controllers=args.controllers,
-                      brokers=args.brokers, overrides=cl.parse_overrides(args.config),
-                      timeout_s=args.timeout, progress=progress)
+    net = None
+    if args.net == "netns":
+        reason = netns.missing()
+        if reason is not None:
+            raise peer.PeerError(f"--net netns: {reason}")
+        ids = [i for i, _ in peer.layout_of(args.layout, args.controllers, args.brokers)]
+        net = netns.Netns(tuple(ids)).create()
+    try:
+        started = peer.up(_dir(args), layout=args.layout, controllers=args.controllers,
+                          brokers=args.brokers, overrides=cl.parse_overrides(args.config),
+                          timeout_s=args.timeout, progress=progress, net=net)
+    except BaseException:
+        if net is not None:
+            net.teardown()
+        raise
+    if net is not None:
+        net.keep()  # they go with the peer: `down` deletes them
     print(started.bootstrap)
     return 0
 
@@ -151,6 +169,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     v.add_argument("--config", action="append", metavar="KEY=VALUE",
                    help="a server setting for every node (Kafka's names, as cluster up)")
     v.add_argument("--timeout", type=float, default=90.0)
+    v.add_argument("--net", choices=("loopback", "netns"), default="loopback",
+                   help="netns: each node in a network namespace of its own (needs root)")
     v.set_defaults(handler=_guard(_up))
 
     v = with_dir(verbs.add_parser("status", help="nodes, quorum leader, unfenced brokers"))

@@ -292,16 +292,15 @@ def create_topic(
     return answer.error_code, answer.error_message
 
 
-def describe_topic(ports: Sequence[int], topic: str,
-                   host: str = "127.0.0.1") -> dict[str, Any] | None:  # fmt: skip
-    """The topic as the brokers at `ports` describe it, in the admin API's shape
+def describe_topic(brokers: Sequence[tuple[str, int]], topic: str) -> dict[str, Any] | None:
+    """The topic as the brokers at `brokers` (host, port) describe it, in the admin API's shape
     ({"name", "partitions": [{"partition", "leader", "leader_epoch", "replicas", "isr"}]}):
     per partition the answer with the highest leader epoch among the brokers that answered
     (a broker's metadata image may lag the controller's; a higher leader epoch is newer).
     None if no broker answered or the topic is unknown."""
     best: dict[int, dict[str, Any]] = {}
     answered = False
-    for port in ports:
+    for host, port in brokers:
         try:
             with Wire(port, ADMIN_TIMEOUT_S, host) as wire:
                 answer = wire.metadata([topic])

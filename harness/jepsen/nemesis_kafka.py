@@ -1,4 +1,5 @@
-"""The nemesis of a Jepsen run against Apache Kafka: process faults by PID on the peer's JVMs.
+"""The nemesis of a Jepsen run against Apache Kafka: process faults by PID on the peer's JVMs,
+and with `--net netns` link faults by the kernel.
 
 The schedule, the fault names and their planning are the kraftlab nemesis's
 (harness/jepsen/nemesis.py: `ClusterNemesis.run`, `plan`, `apply`, `heal`), so one seed and
@@ -14,18 +15,27 @@ aimed and done:
 - kill -9, SIGSTOP, SIGCONT, SIGTERM and start act on the PIDs in the peer's peer.json, after
   checking the PID still runs that node's JVM (harness/peers/kafka/cluster.py `signal_node`,
   `stop_node`, `start_node`); a start returns once the JVM is spawned, and the runner's
-  recovery wait (`recovered`) is what waits for it to rejoin.
+  recovery wait (`recovered`) is what waits for it to rejoin;
+- a cut (with `net`, the peer laid out in network namespaces: harness/launcher/netns.py) is
+  `ClusterNemesis`'s own: the grudge it planned, each cut node's namespace dropping the packets
+  to and from its peers' addresses in nftables (and the clients' address where the fault cuts
+  clients), a heal deleting the rules. A broker whose clients are cut is not asked for
+  Metadata or DescribeQuorum while the cut holds (it would only cost a timeout).
 
 Faults (`KAFKA_FAULTS`): the controller-side process faults (`kill`, `kill-leader`, `pause`,
 `pause-leader`, `restart`: a random or the active controller), the partition leader's
 (`kill-partition-leader`, `pause-partition-leader`, `crash-unflushed`: every replica at once;
 Kafka's unflushed appends are in the page cache, which a kill -9 does not lose) and a random
-broker's (`kill-broker`, `pause-broker`, `restart-broker`). Link faults (every partition
-fault), staged faults (they cut links between stages) and clock faults cut links or set a clock
-through kraftlab's admin API (`/nemesis/links`, `/nemesis/clock`), which a Kafka JVM does not
-have; the kernel's own partitions (`--net netns`) need root and a cluster laid out in network
-namespaces, which the peer kit does not do. The Kafka target refuses them before it starts
-(`unsupported`).
+broker's (`kill-broker`, `pause-broker`, `restart-broker`). With `net` also the link faults
+(`NETNS_FAULTS`): every partition shape among the controllers (`isolate-one`, `halves`, ...)
+and among all nodes (`isolate-partition-leader`, `leader-cut-from-followers`,
+`leader-cut-from-followers-only`, `zombie-leader`, `isolate-controller-leader`), and the staged
+`staggered-isr-drop` (cuts, a kill -9 and waits on the brokers' Metadata between its stages).
+Refused (`unsupported`, `REFUSED` says why): link faults on loopback (a Kafka JVM has no
+`/nemesis/links`: only the kernel can cut it, `--net netns`), the staged
+`truncate-restart-then-leader-crash` (its stages wait on broker epochs from kraftlab's
+controller API; Kafka's protocol does not expose them) and clock faults (a JVM reads the
+machine's clock: skewing one process's needs libfaketime, which the peer kit does not use).
 
 Recovered (`recovered`): every node's JVM runs, DescribeQuorum names a leader among the
 voters, and every broker's Metadata lists every broker (a KRaft broker lists only unfenced
@@ -46,35 +56,55 @@ from harness.check.history import NEMESIS
 from harness.jepsen.kafka_client import ADMIN_TIMEOUT_S, describe_topic
 from harness.jepsen.nemesis import (
     BROKER_NODE_FAULTS,
+    BROKER_PARTITIONS,
     BROKER_PROCESS_FAULTS,
+    CLOCK_FAULTS,
+    PARTITIONS,
     PROCESS_FAULTS,
     ClusterNemesis,
     Fault,
     NemesisError,
     PartitionLeader,
     Schedule,
+    grudge_cut,
     leaders_in,
 )
 from harness.jepsen.recorder import Recorder
 from harness.kafka.wire import Wire
+from harness.launcher.netns import Netns
 from harness.peers.kafka import cluster as pk
 
 KAFKA_FAULTS = PROCESS_FAULTS + BROKER_PROCESS_FAULTS + BROKER_NODE_FAULTS
+LINK_FAULTS = PARTITIONS + BROKER_PARTITIONS
+# Staged faults whose stages are cuts, process faults and Metadata waits only.
+STAGED_LINK_FAULTS = ("staggered-isr-drop",)
+NETNS_FAULTS = LINK_FAULTS + STAGED_LINK_FAULTS  # what `--net netns` adds
+REFUSED = {
+    **{f: "a JVM reads the machine's clock: skewing one process's clock needs libfaketime "
+          "(LD_PRELOAD), which the peer kit does not use" for f in CLOCK_FAULTS},
+    "truncate-restart-then-leader-crash": "its stages wait on broker epochs from kraftlab's "
+    "controller API (/cluster), which Kafka's protocol does not expose",
+}
 STOP_TIMEOUT_S = 10.0  # SIGTERM (controlled shutdown), then SIGKILL
 POLL_S = 0.1
 
 
-def unsupported(faults: Sequence[str]) -> list[str]:
+def supported(netns: bool) -> tuple[str, ...]:
+    """The faults the Kafka target does: process faults, and link faults in namespaces."""
+    return KAFKA_FAULTS + (NETNS_FAULTS if netns else ())
+
+
+def unsupported(faults: Sequence[str], netns: bool = False) -> list[str]:
     """The faults among `faults` the Kafka target cannot do (module docstring)."""
-    return [f for f in faults if f not in KAFKA_FAULTS]
+    return [f for f in faults if f not in supported(netns)]
 
 
-def describe_quorum(ports: Sequence[int]) -> dict[str, int] | None:
-    """{"leader_id", "leader_epoch"} of the metadata quorum, from the first broker of `ports`
-    that answers DescribeQuorum without an error; None if none does."""
-    for port in ports:
+def describe_quorum(brokers: Sequence[tuple[str, int]]) -> dict[str, int] | None:
+    """{"leader_id", "leader_epoch"} of the metadata quorum, from the first broker of
+    `brokers` (host, port) that answers DescribeQuorum without an error; None if none does."""
+    for host, port in brokers:
         try:
-            with Wire(port, ADMIN_TIMEOUT_S) as wire:
+            with Wire(port, ADMIN_TIMEOUT_S, host) as wire:
                 answer = wire.describe_quorum()
         except (OSError, ConnectionError, ValueError):
             continue
@@ -91,16 +121,19 @@ class KafkaNemesis(ClusterNemesis):
 
     def __init__(self, data_dir: Path, recorder: Recorder, rng: random.Random,
                  schedule: Schedule, *,
-                 partitions: Sequence[tuple[str, int | None]] | None = None) -> None:  # fmt: skip
-        bad = unsupported(schedule.faults)
+                 partitions: Sequence[tuple[str, int | None]] | None = None,
+                 net: Netns | None = None) -> None:  # fmt: skip
+        """`net`: the namespaces the peer runs in; link faults then cut in the kernel."""
+        bad = unsupported(schedule.faults, netns=net is not None)
         if bad:
             raise NemesisError(
-                f"the Kafka target cannot do {', '.join(bad)}: it supports "
-                f"process faults only ({', '.join(KAFKA_FAULTS)})"
+                f"the Kafka target cannot do {', '.join(bad)}"
+                + ("" if net is not None else " on loopback (link faults need --net netns)")
+                + f": it does {', '.join(supported(net is not None))}"
             )
         # ClusterNemesis's state, without its admin API session and cluster.json: the peer's
         # nodes carry the same ids and roles (controllers 1.., brokers 101..).
-        self.net = None
+        self.net = net
         self.data_dir = data_dir
         self.cluster = pk.PeerFile.load(data_dir)  # type: ignore[assignment]
         self.recorder = recorder
@@ -117,16 +150,21 @@ class KafkaNemesis(ClusterNemesis):
     def peer(self) -> pk.PeerFile:
         return self.cluster  # type: ignore[return-value]
 
-    def broker_ports(self) -> list[int]:
-        """Kafka listeners of the brokers that run and are not paused."""
+    def broker_addresses(self) -> list[tuple[str, int]]:
+        """Kafka listeners (host, port) of the brokers that run, are not paused and are not
+        cut from the clients."""
+        cut = self.active.clients_cut if self.active is not None else frozenset()
         return [
-            n.kafka_port
+            (n.host, n.kafka_port)
             for n in self.peer.brokers
-            if n.kafka_port is not None and n.id not in self.paused and pk.running(n)
+            if n.kafka_port is not None
+            and n.id not in self.paused
+            and n.id not in cut
+            and pk.running(n)
         ]
 
     async def quorum(self) -> dict[str, int] | None:
-        return await asyncio.to_thread(describe_quorum, self.broker_ports())
+        return await asyncio.to_thread(describe_quorum, self.broker_addresses())
 
     async def leader(self) -> int | None:
         q = await self.quorum()
@@ -140,7 +178,7 @@ class KafkaNemesis(ClusterNemesis):
         wanted = self.partitions or []
         docs: dict[str, Any] = {}
         for topic in sorted({t for t, _ in wanted}):
-            doc = await asyncio.to_thread(describe_topic, self.broker_ports(), topic)
+            doc = await asyncio.to_thread(describe_topic, self.broker_addresses(), topic)
             if doc is None:
                 return []
             docs[topic] = doc
@@ -206,16 +244,32 @@ class KafkaNemesis(ClusterNemesis):
         raise NemesisError(f"unknown process action {action!r}")
 
     async def _cut(self, fault: Fault | None) -> dict[str, Any]:
+        """ClusterNemesis's cut in the namespaces (`net`); on loopback nothing can be cut."""
+        if self.net is not None:
+            return await super()._cut(fault)
         if fault is None:
             return {}  # nothing was ever cut
-        raise NemesisError(f"the Kafka target cannot cut links ({fault.name})")
+        raise NemesisError(f"the Kafka target cuts links only with --net netns ({fault.name})")
 
     async def _clock(self, node_id: int, body: dict[str, Any] | None) -> str:
-        raise NemesisError("the Kafka target has no clock faults")
+        raise NemesisError(f"the Kafka target has no clock faults: {REFUSED['clock-drift']}")
+
+    # The StageActions of staged.py that differ: cuts in the kernel, no broker epochs.
+
+    async def cut_links(self, side: Sequence[int], others: Sequence[int]) -> dict[str, str]:
+        """Cut every link between `side` and `others` (both ways), in the namespaces."""
+        grudge = grudge_cut(self.all_ids, side, others)
+        return await self._cut(Fault("cut-links", "partition", grudge))
+
+    async def clear_links(self) -> dict[str, str]:
+        return await self._cut(None)
+
+    async def broker_epochs(self) -> dict[int, tuple[int, bool]]:
+        raise NemesisError(REFUSED["truncate-restart-then-leader-crash"])
 
     async def heal_all(self) -> dict[str, Any]:
-        """Stop the active fault, then resume every node and start every node that is not
-        running. Recorded as `stop-all`; process actions under way end first (`settle`)."""
+        """Stop the active fault, then resume every node, start every node that is not
+        running and (in namespaces) heal every node's cut. Recorded as `stop-all`; process actions under way end first (`settle`)."""
         await self.settle()
         await self.stop_fault()
         await self.settle()
@@ -229,5 +283,7 @@ class KafkaNemesis(ClusterNemesis):
                     pk.signal_node(node, signal.SIGCONT)  # harmless if it was not stopped
             else:
                 result[f"{node.id}-start"] = await self._process("start", node.id)
+        if self.net is not None:
+            result.update(await self._cut(None))
         self.recorder.record(NEMESIS, "info", "stop-all", result)
         return result

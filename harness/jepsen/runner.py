@@ -21,7 +21,8 @@ deletes (harness/launcher/netns.py): nodes bind private addresses, the run's cli
 talk from the clients' namespace, and partitions are nftables drops in the kernel. Needs root;
 without it the run fails at once with the reason (exit 3), tests skip with it.
 With `system="kafka"` (`--system kafka`) the same run goes against an Apache Kafka KRaft cluster
-of the peer kit instead (harness/jepsen/target_kafka.py: queue workload, process faults); steps
+of the peer kit instead (harness/jepsen/target_kafka.py: queue workload, process faults, and
+with `--net netns` link faults in the kernel, the JVMs in namespaces of their own); steps
 2-4 are shared by both targets (harness/jepsen/run_core.py), and results.json and the summary
 row name the system.
 Exit codes: 0 valid, 1 anomalies (invalid), 2 unknown (checker gave up, or the cluster never
@@ -236,7 +237,8 @@ def run(options: RunOptions, net: Netns | None = None) -> RunResult:
         raise RunError(f"unknown system {options.system!r}; use one of {', '.join(SYSTEMS)}")
     if options.system == target_kafka.SYSTEM:
         if net is not None:
-            raise RunError("--system kafka runs on loopback only (no network namespaces)")
+            raise RunError("--system kafka lays out namespaces of its own (--net netns); "
+                           "it does not join a caller's")
         return target_kafka.run(options)
     workload = make_workload(options)
     out_dir = options.out_dir

@@ -14,15 +14,26 @@ cluster an Apache Kafka KRaft cluster of the peer kit (harness/peers/kafka, docs
 5. the peer down by its recorded PIDs (SIGTERM, SIGKILL after STOP_TIMEOUT_S) unless it was
    running before the run, its node logs copied into DIR/logs.
 
+With `--net netns` (`net="netns"`, root) the run creates network namespaces for the peer as the
+kraftlab runner does for its nodes (harness/launcher/netns.py, `make_net`): each JVM starts
+in its node's namespace and binds its address (harness/peers/kafka/cluster.py), the run's
+clients (aiokafka, the raw Wire) and the nemesis talk from the clients' namespace (the run's
+thread enters it, and the threads it starts are there too), and link faults are nftables drops
+in the kernel (nemesis_kafka.py). Teardown: every JVM stopped by PID, then every namespace
+deleted, in the `finally` and by Netns's atexit hook, so a run failing half-way leaves none.
+
 What the Kafka target takes (`check_options` refuses the rest before anything starts, with the
 reason): the `queue` workload (kv reads and writes kraftlab's metadata through its admin API),
-process faults only (nemesis_kafka.py says why), loopback networking, replication mode `isr`
-with leader epochs, and no `--subscribe`.
+process faults, and with `--net netns` link faults and `staggered-isr-drop` too (on loopback
+they are refused: "use --net netns"); never clock faults nor
+`truncate-restart-then-leader-crash` (nemesis_kafka.py `REFUSED` says why); replication mode
+`isr` with leader epochs, and no `--subscribe`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import shutil
 import tempfile
@@ -33,7 +44,13 @@ from typing import Any
 import aiohttp
 
 from harness.jepsen.nemesis import NemesisError, Schedule, parse_nemesis
-from harness.jepsen.nemesis_kafka import KAFKA_FAULTS, KafkaNemesis, unsupported
+from harness.jepsen.nemesis_kafka import (
+    NETNS_FAULTS,
+    REFUSED,
+    KafkaNemesis,
+    supported,
+    unsupported,
+)
 from harness.jepsen.recorder import Recorder, RunContext
 from harness.jepsen.run_core import (
     RunError,
@@ -47,6 +64,8 @@ from harness.jepsen.run_core import (
 )
 from harness.jepsen.workload_queue import QueueSetupError
 from harness.jepsen.workload_queue_kafka import KafkaQueueWorkload
+from harness.launcher import netns
+from harness.launcher.netns import Netns
 from harness.peers.kafka import cluster as pk
 from harness.peers.kafka import install as inst
 
@@ -67,18 +86,27 @@ def check_options(options: RunOptions) -> None:
             "the kv workload reads and writes kraftlab's metadata through its "
             "admin API)"
         )
-    bad = unsupported(parse_nemesis(options.nemesis))
+    if options.net not in ("loopback", "netns"):
+        raise RunError(f"unknown net {options.net!r}; use loopback or netns")
+    faults = parse_nemesis(options.nemesis)
+    in_netns = options.net == "netns"
+    never = [f for f in faults if f in REFUSED]
+    if never:
+        raise RunError(
+            "--system kafka cannot do "
+            + "; ".join(f"{f}: {REFUSED[f]}" for f in never)
+        )
+    links = [f for f in unsupported(faults, in_netns) if f in NETNS_FAULTS]
+    if links:
+        raise RunError(
+            f"--system kafka cuts links only in network namespaces: use --net netns "
+            f"for {', '.join(links)} (a Kafka JVM has no /nemesis/links; the kernel "
+            "drops the packets)"
+        )
+    bad = unsupported(faults, in_netns)
     if bad:
         raise RunError(
-            f"--system kafka supports process faults only ({', '.join(KAFKA_FAULTS)}"
-            f"); not {', '.join(bad)}: link faults and clock faults act through "
-            "kraftlab's admin API, and --net netns partitions need root and a "
-            "cluster laid out in network namespaces"
-        )
-    if options.net != "loopback":
-        raise RunError(
-            "--system kafka runs on loopback only (--net netns lays out kraftlab "
-            "nodes in network namespaces; the Kafka peer binds 127.0.0.1)"
+            f"--system kafka does {', '.join(supported(in_netns))}; not {', '.join(bad)}"
         )
     q = options.queue
     if q.replication_mode != "isr" or not q.leader_epoch_enable:
@@ -93,6 +121,23 @@ def check_options(options: RunOptions) -> None:
             f"replication factor {q.replication_factor} needs at least as many "
             f"brokers (have {broker_count(options)})"
         )
+
+
+def make_net(options: RunOptions, data_dir: Path) -> Netns | None:
+    """The peer's namespaces for `net="netns"` (created), None on loopback; RunError if this
+    machine cannot have them (the reason) or the data dir already holds a peer."""
+    if options.net != "netns":
+        return None
+    reason = netns.missing()
+    if reason is not None:
+        raise RunError(f"--net netns: {reason}")
+    if pk.PeerFile.path_in(data_dir).exists():
+        raise RunError("--net netns lays out a new peer: give an empty --data-dir")
+    ids = [i for i, _ in pk.layout_of(LAYOUT, options.controllers, broker_count(options))]
+    try:
+        return Netns(tuple(ids)).create()
+    except netns.NetnsError as exc:
+        raise RunError(f"--net netns: {exc}") from exc
 
 
 def already_running(data_dir: Path) -> bool:
@@ -114,7 +159,7 @@ def copy_logs(data_dir: Path, out_dir: Path) -> None:
 
 
 async def _run_async(options: RunOptions, data_dir: Path, workload: KafkaQueueWorkload,
-                     rec: Recorder) -> dict[str, Any]:  # fmt: skip
+                     rec: Recorder, net: Netns | None = None) -> dict[str, Any]:  # fmt: skip
     faults = parse_nemesis(options.nemesis)
     rng = random.Random(options.seed)  # drawn from in the kraftlab runner's order
     schedule = Schedule(faults, options.fault_s, options.quiet_s, options.lead_in_s)
@@ -129,6 +174,7 @@ async def _run_async(options: RunOptions, data_dir: Path, workload: KafkaQueueWo
             random.Random(rng.random()),
             schedule,
             partitions=[(workload.options.topic, None)],
+            net=net,
         )
 
         async def recovered(timeout_s: float) -> float | None:
@@ -158,21 +204,30 @@ def run(options: RunOptions) -> RunResult:
     say = lambda m: _say(options, m)  # noqa: E731
     if not owned:
         _say(options, f"using the Apache Kafka peer already running in {data_dir} (left running)")
+    net = make_net(options, data_dir) if owned else None
+    if options.net == "netns" and not owned:
+        raise RunError("--net netns lays out a new peer: give an empty --data-dir")
+    if net is not None:
+        _say(options, f"network namespaces {net.prefix}-* on {net.subnet}.0/24 "
+             "(partitions by nftables in the kernel)")  # fmt: skip
     try:
-        if owned:
-            peer = pk.up(
-                data_dir,
-                layout=LAYOUT,
-                controllers=options.controllers,
-                brokers=broker_count(options),
-                overrides=cluster_overrides(options),
-                timeout_s=startup_s,
-                progress=say,
-            )
-        else:
-            peer = pk.PeerFile.load(data_dir)
-            pk.wait_ready(peer, startup_s, [], say)
-        info = asyncio.run(_run_async(options, data_dir, workload, rec))
+        # In the clients' namespace (netns): the nodes are reachable only from there.
+        with net.entered() if net is not None else contextlib.nullcontext():
+            if owned:
+                peer = pk.up(
+                    data_dir,
+                    layout=LAYOUT,
+                    controllers=options.controllers,
+                    brokers=broker_count(options),
+                    overrides=cluster_overrides(options),
+                    timeout_s=startup_s,
+                    progress=say,
+                    net=net,
+                )
+            else:
+                peer = pk.PeerFile.load(data_dir)
+                pk.wait_ready(peer, startup_s, [], say)
+            info = asyncio.run(_run_async(options, data_dir, workload, rec, net))
         peer = pk.PeerFile.load(data_dir)
         info["cluster"] = {"controllers": len(peer.controllers), "brokers": len(peer.brokers)}
         info["peer"] = {
@@ -182,13 +237,25 @@ def run(options: RunOptions) -> RunResult:
             "cluster_id": peer.cluster_id,
             "ignored": peer.ignored,
         }
-    except (pk.PeerError, inst.InstallError, OSError, QueueSetupError, NemesisError) as exc:
+        if net is not None:
+            info["net"] = {"netns_prefix": net.prefix, "subnet": f"{net.subnet}.0/24",
+                           "hosts": {str(k): v for k, v in net.hosts().items()}}  # fmt: skip
+    except (pk.PeerError, inst.InstallError, OSError, QueueSetupError, NemesisError,
+            netns.NetnsError) as exc:  # fmt: skip
         raise RunError(f"run failed: {exc}") from exc
     finally:
         if owned and pk.PeerFile.path_in(data_dir).exists():
-            stuck = pk.down(data_dir, timeout_s=STOP_TIMEOUT_S)
+            try:
+                stuck = pk.down(data_dir, timeout_s=STOP_TIMEOUT_S)
+            except pk.PeerError as exc:  # its namespaces would not go: said below
+                _say(options, f"WARNING: {exc}")
+                stuck = []
             if stuck:
                 _say(options, f"WARNING: Kafka nodes {stuck} did not stop")
+        if net is not None:
+            left = net.teardown()  # after the JVMs: a namespace outlives no process of ours
+            if left:
+                _say(options, f"WARNING: network namespaces {left} could not be deleted")
         if pk.PeerFile.path_in(data_dir).exists():
             copy_logs(data_dir, out_dir)
         rec.write(out_dir / "history.jsonl")

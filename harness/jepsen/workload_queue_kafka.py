@@ -55,10 +55,10 @@ class KafkaQueueWorkload(QueueWorkload):
         assert self._peer is not None, "setup() first"
         return self._peer
 
-    def _broker_ports(self) -> list[int]:
-        """The Kafka listeners of the brokers whose JVM runs (a killed one would only cost a
-        refused connection, a paused one a timeout)."""
-        return [n.kafka_port for n in self.peer.brokers
+    def _brokers(self) -> list[tuple[str, int]]:
+        """The Kafka listeners (host, port) of the brokers whose JVM runs (a killed one would
+        only cost a refused connection, a paused one a timeout)."""
+        return [(n.host, n.kafka_port) for n in self.peer.brokers
                 if n.kafka_port is not None and pk.running(n)]  # fmt: skip
 
     def topic_configs(self) -> dict[str, str]:
@@ -85,7 +85,7 @@ class KafkaQueueWorkload(QueueWorkload):
     # ------------------------------------------------------------------------------- setup
 
     async def topic_view(self, ctx: RunContext) -> dict[str, Any] | None:
-        return await asyncio.to_thread(describe_topic, self._broker_ports(), self.options.topic)
+        return await asyncio.to_thread(describe_topic, self._brokers(), self.options.topic)
 
     async def setup(self, ctx: RunContext) -> None:
         """Create the topic through a broker; wait until every partition is led with a full
@@ -97,7 +97,7 @@ class KafkaQueueWorkload(QueueWorkload):
         deadline = time.monotonic() + SETUP_TIMEOUT_S
         created, last, maybe_ours = False, "", False
         while not created and time.monotonic() < deadline:
-            for port in self._broker_ports():
+            for host, port in self._brokers():
                 try:
                     code, message = await asyncio.to_thread(
                         create_topic,
@@ -106,6 +106,7 @@ class KafkaQueueWorkload(QueueWorkload):
                         o.partitions,
                         o.replication_factor,
                         self.topic_configs(),
+                        host,
                     )
                 except (OSError, ConnectionError) as exc:
                     last, maybe_ours = type(exc).__name__, True

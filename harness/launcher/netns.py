@@ -24,6 +24,10 @@ first (its veth ends go with it); it runs from the runner's `finally` and from a
 so a failed or interrupted run leaves nothing behind. Node processes must be stopped first (a
 namespace lives on while a process runs in it).
 
+A state file records the layout (`describe`) and a later process finds it again (`adopt`): the
+Apache Kafka peer kit's peer.json does, so `kraftlab peer kafka status|down` reach and delete
+the namespaces of a peer another process laid out (`keep` leaves them to it at exit).
+
 Needs root, the `ip` tool (iproute2), `nft` (nftables; .ci/install installs it) and network
 namespace support; `missing()` says which is absent, so runs and tests skip with that reason.
 """
@@ -39,6 +43,7 @@ import subprocess
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 CLONE_NEWNET = 0x40000000
 NETNS_DIR = "/run/netns"
@@ -116,6 +121,28 @@ class Netns:
 
     def namespaces(self) -> dict[int, str]:
         return {n: self.name(n) for n in self.node_ids}
+
+    def describe(self) -> dict[str, Any]:
+        """What a state file records to find these namespaces again (`adopt`)."""
+        return {"prefix": self.prefix, "subnet": self.subnet, "node_ids": list(self.node_ids)}
+
+    @classmethod
+    def adopt(cls, doc: dict[str, Any]) -> Netns:
+        """The namespaces `describe` recorded (laid out by this or another process), able to
+        enter, cut, heal and delete them: `teardown` deletes, by name, those that exist."""
+        net = cls(tuple(int(n) for n in doc["node_ids"]), prefix=str(doc["prefix"]),
+                  subnet=str(doc["subnet"]))
+        net.created = [net.switch, *(net.name(n) for n in net.node_ids), net.client]
+        return net
+
+    def exists(self) -> bool:
+        """The clients' namespace is there (so the nodes' may be reached)."""
+        return os.path.exists(os.path.join(NETNS_DIR, self.client))
+
+    def keep(self) -> None:
+        """Leave the namespaces in place when this process exits (a peer left running); the
+        process that `adopt`s them later deletes them."""
+        atexit.unregister(self.teardown)
 
     # --- lifecycle ----------------------------------------------------------------------------
 

@@ -11,7 +11,8 @@ brokers' Metadata names another leader for that partition and the workload has w
 POST_ELECTION_S since (`RunOptions.stop_when`: no guessed durations), then healed (the JVM
 started again). A missing Kafka install fails the module, saying to run `bash .ci/install`.
 
-The refusals (kv workload, link faults, netns) need no Kafka and run first.
+The refusals (kv workload, link faults on loopback, clock faults) need no Kafka and run
+first; the runs in network namespaces are tests/jepsen/test_run_kafka_netns.py's.
 """
 
 from __future__ import annotations
@@ -100,12 +101,17 @@ def options(out: Path, data_dir: Path | None = None, **changes: Any) -> RunOptio
 @pytest.mark.parametrize(
     ("changes", "words"),
     [
-        ({"nemesis": "isolate-partition-leader"}, "process faults only"),
-        ({"nemesis": "partition"}, "not isolate-one"),
-        ({"nemesis": "clock-drift"}, "clock faults act through kraftlab's admin API"),
-        ({"nemesis": "staggered-isr-drop"}, "not staggered-isr-drop"),
+        ({"nemesis": "isolate-partition-leader"}, "use --net netns for isolate-partition"),
+        ({"nemesis": "partition"}, "use --net netns for isolate-one"),
+        ({"nemesis": "staggered-isr-drop"}, "use --net netns for staggered-isr-drop"),
+        ({"nemesis": "clock-drift"}, "clock-drift: a JVM reads the machine's clock"),
+        ({"nemesis": "clock-jump-back", "net": "netns"}, "needs libfaketime"),
+        (
+            {"nemesis": "truncate-restart-then-leader-crash", "net": "netns"},
+            "broker epochs from kraftlab's controller API",
+        ),
+        ({"net": "bogus"}, "unknown net 'bogus'"),
         ({"workload": "kv"}, "queue workload only"),
-        ({"net": "netns"}, "loopback only"),
         ({"queue": QueueOptions(topic=TOPIC, replication_mode="quorum")}, "ISR with leader epochs"),
     ],
 )

@@ -8,6 +8,16 @@ Layouts (`create(..., layout=...)`):
 The controllers are static voters (`controller.quorum.voters`), formatted with one cluster id
 by Kafka's StorageTool. Every listener binds 127.0.0.1 on ports the kernel reports free.
 
+In network namespaces (`create(..., net=Netns)`, harness/launcher/netns.py; `kraftlab jepsen run
+--system kafka --net netns`): each node's JVM starts inside its own namespace (`ip netns exec
+NAME java ...`, which execs in place: the recorded PID is the JVM's), and its listeners (the
+broker's PLAINTEXT, the controller's CONTROLLER) bind and advertise the namespace's address, so
+do the voters in `controller.quorum.voters`; ports are still drawn on loopback, only to be
+distinct. peer.json records each node's namespace and the layout (`net`), so `status` reaches
+the nodes from the clients' namespace and `down` deletes the namespaces once every JVM stopped.
+Whatever talks to such a peer (the readiness wait, `view`) enters the clients' namespace for
+the call (`reach`); a thread already there stays there.
+
 Sizing for a 2-core machine (JVM_OPTS, SERVER_DEFAULTS; docs/kafka-peer.md says why each):
 a 512 MiB heap, G1 as Kafka's own scripts start it (kafka-run-class.sh), two parallel GC
 threads and one concurrent, two JIT compiler threads; 2 network and 2 I/O threads per broker
@@ -37,14 +47,16 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.kafka.wire import Wire
 from harness.launcher.cluster import free_ports, is_our_process, random_cluster_id, write_state
+from harness.launcher.netns import Netns
 from harness.peers.kafka.install import Install, require
 
 SYSTEM = "apache-kafka"
@@ -107,6 +119,8 @@ class PeerNode:
     pid: int | None = None
     # Where this incarnation's log began: readiness reads only what it wrote.
     log_offset: int = 0
+    # The network namespace the JVM runs in (harness/launcher/netns.py); None: the machine's.
+    netns: str | None = None
 
     @property
     def is_broker(self) -> bool:
@@ -130,6 +144,12 @@ class PeerFile:
     overrides: dict[str, str] = field(default_factory=dict)
     ignored: dict[str, str] = field(default_factory=dict)
     system: str = SYSTEM
+    # The namespaces' layout (Netns.describe) when the nodes run in them; None: loopback.
+    net: dict[str, Any] | None = None
+
+    def netns(self) -> Netns | None:
+        """The peer's namespaces (Netns.adopt), None on loopback."""
+        return None if self.net is None else Netns.adopt(self.net)
 
     @staticmethod
     def path_in(data_dir: Path) -> Path:
@@ -219,38 +239,53 @@ def layout_of(layout: str, controllers: int, brokers: int) -> list[tuple[int, li
     raise PeerError(f"unknown layout {layout!r}; use one of {', '.join(LAYOUTS)}")
 
 
-def create(data_dir: Path, *, layout: str = "combined", controllers: int = 3, brokers: int = 3,
-           overrides: Mapping[str, str] | None = None, install: Install | None = None,
-           progress: Callable[[str], None] = lambda _m: None) -> PeerFile:
-    """Write every node's config and format its storage; nothing is started."""
-    install = install or require()
+def lay_out(data_dir: Path, version: str, *, layout: str = "combined", controllers: int = 3,
+            brokers: int = 3, overrides: Mapping[str, str] | None = None,
+            net: Netns | None = None) -> PeerFile:
+    """Every node's directory, config and log config (no Kafka needed, nothing formatted):
+    on 127.0.0.1, or in `net`'s namespaces on their addresses (module docstring)."""
     if controllers < 1 or (layout == "split" and brokers < 1):
         raise PeerError("a peer needs at least one controller and one broker")
+    roles = layout_of(layout, controllers, brokers)
+    if net is not None and sorted(net.node_ids) != sorted(i for i, _ in roles):
+        raise PeerError(f"the namespaces are laid out for nodes {list(net.node_ids)}, the "
+                        f"peer has {[i for i, _ in roles]}")
     data_dir.mkdir(parents=True, exist_ok=True)
     if PeerFile.path_in(data_dir).exists():
         raise PeerError(f"{data_dir} already holds a peer ({STATE_FILE}); `down` it and give "
                         "an empty --data-dir")
     kept, ignored = split_overrides(overrides or {})
-    roles = layout_of(layout, controllers, brokers)
     ports = iter(free_ports(2 * len(roles), HOST))
     nodes = []
     for node_id, node_roles in roles:
         home = data_dir / f"node-{node_id}"
         home.mkdir()
         nodes.append(PeerNode(
-            id=node_id, roles=node_roles, host=HOST,
+            id=node_id, roles=node_roles, host=HOST if net is None else net.address(node_id),
             kafka_port=next(ports) if "broker" in node_roles else None,
             controller_port=next(ports) if "controller" in node_roles else None,
             data_dir=str(home), config_file=str(home / "server.properties"),
-            log_file=str(home / "server.log")))
+            log_file=str(home / "server.log"),
+            netns=None if net is None else net.name(node_id)))
     voters = ",".join(f"{n.id}@{n.host}:{n.controller_port}" for n in nodes if n.is_controller)
     n_brokers = sum(1 for n in nodes if n.is_broker)
     for node in nodes:
         props = _properties(node, voters, n_brokers, kept)
         Path(node.config_file).write_text("".join(f"{k}={v}\n" for k, v in props.items()))
         (Path(node.data_dir) / "log4j2.properties").write_text(LOG4J2.format(log=node.log_file))
-    peer = PeerFile(random_cluster_id(), layout, install.version, nodes, dict(overrides or {}),
-                    ignored)
+    return PeerFile(random_cluster_id(), layout, version, nodes, dict(overrides or {}),
+                    ignored, net=None if net is None else net.describe())
+
+
+def create(data_dir: Path, *, layout: str = "combined", controllers: int = 3, brokers: int = 3,
+           overrides: Mapping[str, str] | None = None, install: Install | None = None,
+           progress: Callable[[str], None] = lambda _m: None,
+           net: Netns | None = None) -> PeerFile:
+    """Write every node's config (`lay_out`) and format its storage; nothing is started."""
+    install = install or require()
+    peer = lay_out(data_dir, install.version, layout=layout, controllers=controllers,
+                   brokers=brokers, overrides=overrides, net=net)
+    nodes = peer.nodes
     progress(f"formatting {len(nodes)} nodes ({layout}) with cluster id {peer.cluster_id}")
     with ThreadPoolExecutor(len(nodes)) as pool:
         for done in pool.map(lambda n: _format(install, peer.cluster_id, n), nodes):
@@ -285,6 +320,13 @@ def running(node: PeerNode) -> bool:
     return is_our_process(node.pid, node.config_file, PROGRAM)
 
 
+def node_command(install: Install, node: PeerNode) -> list[str]:
+    """The node's JVM command line; in its namespace through `ip netns exec`, which execs
+    the JVM in place (same PID, same command line: `running` recognises it)."""
+    prefix = ["ip", "netns", "exec", node.netns] if node.netns else []
+    return [*prefix, *_java(install, node, "kafka.Kafka", node.config_file, heap=JVM_OPTS)]
+
+
 def start_node(peer: PeerFile, data_dir: Path, node: PeerNode,
                install: Install | None = None) -> None:
     """Start one node's JVM detached (no-op if it runs); its PID goes into peer.json."""
@@ -296,7 +338,7 @@ def start_node(peer: PeerFile, data_dir: Path, node: PeerNode,
     stdout = open(Path(node.data_dir) / "stdout.log", "ab")  # noqa: SIM115 - the child's
     try:
         proc = subprocess.Popen(
-            _java(install, node, "kafka.Kafka", node.config_file, heap=JVM_OPTS),
+            node_command(install, node),
             stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
             start_new_session=True, cwd=node.data_dir)
     finally:
@@ -350,9 +392,23 @@ def _since_start(node: PeerNode) -> str:
         return f.read().decode(errors="replace")
 
 
+@contextmanager
+def reach(peer: PeerFile) -> Iterator[None]:
+    """This thread in the peer's clients' namespace for the block (module docstring); as it
+    is on loopback, or when the namespaces are gone (every connection then fails)."""
+    net = peer.netns()
+    with net.entered() if net is not None and net.exists() else nullcontext():
+        yield
+
+
 def view(peer: PeerFile, timeout_s: float = 1.0) -> dict[str, Any]:
     """What the cluster says now: per broker the brokers its Metadata lists (None: no answer),
     and the quorum as DescribeQuorum gives it (None: no broker answered)."""
+    with reach(peer):
+        return _view(peer, timeout_s)
+
+
+def _view(peer: PeerFile, timeout_s: float) -> dict[str, Any]:
     seen: dict[int, list[int] | None] = {}
     quorum: dict[str, Any] | None = None
     for node in peer.brokers:
@@ -423,14 +479,22 @@ def wait_ready(peer: PeerFile, timeout_s: float = 90.0, node_ids: list[int] | No
 
 def up(data_dir: Path, *, layout: str = "combined", controllers: int = 3, brokers: int = 3,
        overrides: Mapping[str, str] | None = None, timeout_s: float = 90.0,
-       progress: Callable[[str], None] = lambda _m: None) -> PeerFile:
-    """Lay out (or reuse a stopped) peer in data_dir, start every node, wait until ready."""
+       progress: Callable[[str], None] = lambda _m: None, net: Netns | None = None) -> PeerFile:
+    """Lay out (or reuse a stopped) peer in data_dir, start every node, wait until ready.
+    `net`: lay out a new peer in these namespaces (created by the caller)."""
     install = require()
     if PeerFile.path_in(data_dir).exists():
         peer = PeerFile.load(data_dir)
+        if net is not None:
+            raise PeerError("a peer in network namespaces is laid out anew: give an empty "
+                            "--data-dir")
+        known = peer.netns()
+        if known is not None and not known.exists():
+            raise PeerError(f"the peer in {data_dir} ran in network namespaces {known.prefix}-* "
+                            "that are gone: lay out a new one in an empty --data-dir")
     else:
         peer = create(data_dir, layout=layout, controllers=controllers, brokers=brokers,
-                      overrides=overrides, install=install, progress=progress)
+                      overrides=overrides, install=install, progress=progress, net=net)
     started = [n.id for n in peer.nodes if not running(n)]
     for node in peer.nodes:
         start_node(peer, data_dir, node, install)
@@ -447,7 +511,9 @@ def up(data_dir: Path, *, layout: str = "combined", controllers: int = 3, broker
 def down(data_dir: Path, *, force: bool = False, timeout_s: float = 20.0) -> list[int]:
     """Stop every node this peer started, by recorded PID: brokers-only nodes first (their
     controlled shutdown needs the controllers), then the rest; SIGKILL whatever outlives the
-    SIGTERM's `timeout_s`. Returns the ids that would not stop."""
+    SIGTERM's `timeout_s`. A peer in network namespaces: once every JVM stopped, its
+    namespaces are deleted (by name; a namespace outlives no process of ours). Returns the ids
+    that would not stop."""
     peer = PeerFile.load(data_dir)
     stuck = []
     for wave in ([n for n in peer.nodes if not n.is_controller],
@@ -463,6 +529,11 @@ def down(data_dir: Path, *, force: bool = False, timeout_s: float = 20.0) -> lis
                 continue
             node.pid = None
     peer.save(data_dir)
+    net = peer.netns()
+    if net is not None and not stuck:
+        left = net.teardown()
+        if left:
+            raise PeerError(f"network namespaces {left} could not be deleted")
     return stuck
 
 
@@ -485,4 +556,5 @@ def status(data_dir: Path) -> dict[str, Any]:
                       and all(v == brokers for v in state["brokers_seen"].values())
                       and len(state["brokers_seen"]) == len(brokers)),
         "overrides": peer.overrides, "ignored": peer.ignored,
+        "net": peer.net,
     }
