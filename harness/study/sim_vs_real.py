@@ -33,10 +33,13 @@ the same Jepsen runner against the peer kit's KRaft cluster (harness/jepsen/targ
 3 controllers, brokers 101-103, the same node settings under Kafka's names), the same faults
 and fault timing, ISR replication only, so its cells stand beside kraftlab's `isr` rows and are
 judged against both the simulated and the real side by the same rules. Only the faults its
-target does with the same shape run there (`kafka_faults`): process faults by PID. The link
-faults cut links through kraftlab's admin API, which a Kafka JVM does not have, and
-`crash-unflushed` on Kafka would be a correlated kill -9 that keeps the page cache (Kafka's
-unflushed appends live there), not the power loss the other two sides model (KAFKA_NOT_SAME).
+target does with the same shape run there (`kafka_faults`): the process faults by PID, on one
+peer on loopback; the link faults where network namespaces can be had (root, ip, nft:
+harness/launcher/netns.py), each run on a peer of its own laid out in namespaces, the same
+grudge as kraftlab's nemesis plans, enforced by the kernel's nftables where kraftlab's real
+runs enforce it in their transport's link filter. `crash-unflushed` is not run on Kafka: there
+it would be a correlated kill -9 that keeps the page cache (Kafka's unflushed appends live
+there), not the power loss the other two sides model (KAFKA_NOT_SAME).
 
 Both sides are measured from the fault's own heal. A real run's row says `heal_ms` = the
 fault's own heal (its stop event, `fault_end_ms`; harness/jepsen/summary_row.py), as the
@@ -111,6 +114,7 @@ EXPLAINED: dict[tuple[str, str], str] = {
 UNEXPLAINED = "not explained yet: a finding"
 METRICS = ("loss", "availability", "available time", "recovery", "elections")
 BOTH_ZERO = "0-0"
+NO_NETNS = "a link fault: on Kafka it needs network namespaces (root, ip, nft), not had here"
 KAFKA_MODE = "isr"  # Kafka's replication: the ISR with leader epochs
 # The faults of FAULTS that are not the same fault on Kafka, and why (module docstring).
 KAFKA_NOT_SAME = {
@@ -119,11 +123,15 @@ KAFKA_NOT_SAME = {
 }
 
 
-def kafka_faults(faults: Sequence[tuple[str, str]] = FAULTS) -> list[tuple[str, str]]:
-    """The faults of `faults` the Kafka target does with the same shape (module docstring)."""
-    from harness.jepsen.nemesis_kafka import KAFKA_FAULTS
+def kafka_faults(faults: Sequence[tuple[str, str]] = FAULTS,
+                 netns: bool | None = None) -> list[tuple[str, str]]:
+    """The faults of `faults` the Kafka target does with the same shape (module docstring);
+    `netns`: whether link faults can run in namespaces (None: whether they can here)."""
+    from harness.jepsen.nemesis_kafka import supported
+    from harness.launcher.netns import missing
 
-    return [f for f in faults if f[0] in KAFKA_FAULTS and f[0] not in KAFKA_NOT_SAME]
+    can = supported(missing() is None if netns is None else netns)
+    return [f for f in faults if f[0] in can and f[0] not in KAFKA_NOT_SAME]
 
 
 def real_timing() -> Any:
@@ -250,30 +258,54 @@ def _one_run(run: Callable[[Any], Any], error: type[Exception], options: Any, re
 
 
 def kafka_rows(out: Path, faults: Sequence[tuple[str, str]] = FAULTS, runs: int = 3,
-               progress: Callable[[str], None] = print) -> list[tuple[str, RunSummary]]:
-    """Apache Kafka's side: (the real nemesis, its row) per fault of `kafka_faults(faults)` and
-    run number, each run in its own topic on one peer (3 controllers, brokers 101-103 on
-    127.0.0.1) started with the kraftlab runs' node settings and stopped afterwards by its
-    recorded PIDs."""
+               progress: Callable[[str], None] = print,
+               netns: bool | None = None) -> list[tuple[str, RunSummary]]:
+    """Apache Kafka's side: (the real nemesis, its row) per fault of `kafka_faults(faults,
+    netns)` and run number, each run in its own topic: the process faults on one peer (3
+    controllers, brokers 101-103 on 127.0.0.1) started with the kraftlab runs' node settings
+    and stopped afterwards by its recorded PIDs; the link faults each on a peer of its own in
+    network namespaces, which the run lays out and deletes (module docstring)."""
+    from harness.jepsen.nemesis_kafka import KAFKA_FAULTS
+    from harness.jepsen.runner import DEFAULT_OVERRIDES, RunError, run
+
+    same = kafka_faults(faults, netns)
+    overrides = dict(DEFAULT_OVERRIDES)
+    rows = _kafka_shared_peer(out, [f for f in same if f[0] in KAFKA_FAULTS], runs, overrides,
+                              progress)
+    for real, nemesis in (f for f in same if f[0] not in KAFKA_FAULTS):
+        for i in range(1, runs + 1):
+            options = dataclasses.replace(
+                run_options(out / f"{real}-kafka-{i}", real, nemesis, KAFKA_MODE, i,
+                            out / f"peer-{real}-{i}", overrides, progress, system="kafka"),
+                net="netns")
+            if options.data_dir.exists():
+                shutil.rmtree(options.data_dir)
+            rows += _one_run(run, RunError, options, real, f"{real} kafka netns run {i}",
+                             progress)
+    return rows
+
+
+def _kafka_shared_peer(out: Path, faults: Sequence[tuple[str, str]], runs: int,
+                       overrides: dict[str, str],
+                       progress: Callable[[str], None]) -> list[tuple[str, RunSummary]]:
+    """The process faults' runs, on one loopback peer (`kafka_rows`)."""
     from harness.jepsen import target_kafka as tk
     from harness.jepsen.run_core import cluster_overrides
-    from harness.jepsen.runner import DEFAULT_OVERRIDES, RunError, run
+    from harness.jepsen.runner import RunError, run
     from harness.peers.kafka import cluster as pk
     from harness.peers.kafka.install import InstallError
 
-    same = kafka_faults(faults)
-    if not same:
+    if not faults:
         return []
     out.mkdir(parents=True, exist_ok=True)
     data_dir = (out / f"peer-{datetime.now(UTC).strftime('%Y%m%dT%H%M%S')}").resolve()
-    overrides = dict(DEFAULT_OVERRIDES)
-    first = run_options(out, same[0][0], same[0][1], KAFKA_MODE, 1, data_dir, overrides,
+    first = run_options(out, faults[0][0], faults[0][1], KAFKA_MODE, 1, data_dir, overrides,
                         progress, system=tk.SYSTEM)
     rows: list[tuple[str, RunSummary]] = []
     try:
         pk.up(data_dir, layout=tk.LAYOUT, controllers=first.controllers, brokers=3,
               overrides=cluster_overrides(first), timeout_s=tk.PEER_STARTUP_S, progress=progress)
-        for real, nemesis in same:
+        for real, nemesis in faults:
             for i in range(1, runs + 1):
                 options = run_options(out / f"{real}-kafka-{i}", real, nemesis, KAFKA_MODE, i,
                                       data_dir, overrides, progress, system=tk.SYSTEM)
@@ -286,6 +318,26 @@ def kafka_rows(out: Path, faults: Sequence[tuple[str, str]] = FAULTS, runs: int 
             stuck = pk.down(data_dir, timeout_s=tk.STOP_TIMEOUT_S)
             if stuck:
                 progress(f"WARNING: Kafka nodes {stuck} did not stop")
+    return rows
+
+
+def load_rows(root: Path,
+              faults: Sequence[tuple[str, str]] = FAULTS) -> list[tuple[str, RunSummary]]:
+    """(the real nemesis, its retimed row) of every run written under `root` by `real_rows` or
+    `kafka_rows` (a run's directory holds history.jsonl and summary/): the table can be built
+    again from the runs on disk, the simulated side re-run from its seeds."""
+    from harness.check.history import load_history
+    from harness.results.schema import read_dataset
+
+    real_of = {matrix: real for real, matrix in faults}
+    rows: list[tuple[str, RunSummary]] = []
+    for summary in sorted(root.rglob("summary")):
+        history = summary.parent / "history.jsonl"
+        if not summary.is_dir() or not history.exists():
+            continue
+        ops = load_history(history)
+        rows += [(real_of[r.nemesis], retimed(r, ops)) for r in read_dataset(summary)
+                 if r.nemesis in real_of]
     return rows
 
 
@@ -459,9 +511,12 @@ def markdown(table: Sequence[dict[str, Any]], runs: int, when: str) -> str:
     if with_kafka:
         head[5:5] = ["Apache Kafka", "sim vs Kafka", "real vs Kafka"]
         keys[5:5] = ["kafka", "sim_kafka", "real_kafka"]
-        lines.append("Faults not run on Kafka: " + "; ".join(
-            f"{name}: {why}" for name, why in KAFKA_NOT_SAME.items()) + "; the link faults: "
-            "they act through kraftlab's admin API, which a Kafka JVM does not have.")
+        ran = {r["fault"].split(" (")[0] for r in table if r.get("kafka", "-") != "-"}
+        shown = {r["fault"].split(" (")[0] for r in table}
+        why = [f"{name}: {KAFKA_NOT_SAME.get(name, NO_NETNS)}" for name in sorted(shown - ran)]
+        lines.append(("Not run on Kafka: " + "; ".join(why) + ". " if why else "")
+                     + "Link faults on Kafka are the kernel's drops in network namespaces; on "
+                     "kraftlab's real side, its transport's link filter, for the same grudge.")
     lines += ["", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     lines += ["| " + " | ".join(str(r.get(k, "-")) for k in keys) + " |" for r in table]
     return "\n".join(lines) + "\n"
@@ -472,11 +527,19 @@ def run_sim_vs_real(out: Path, runs: int = 3, faults: Sequence[tuple[str, str]] 
                     with_kafka: bool = False) -> tuple[list[dict[str, Any]], Path]:
     """Both sides (and Apache Kafka's, `with_kafka`), the table as out/sim-vs-real.md and .csv:
     (rows, markdown path)."""
-    import csv
-
     real = real_rows(out / "real", faults, modes, runs, progress)
     kafka = kafka_rows(out / "kafka", faults, runs, progress) \
         if with_kafka and KAFKA_MODE in modes else []  # fmt: skip
+    return write_table(out, real, kafka, runs, faults, modes)
+
+
+def write_table(out: Path, real: Sequence[tuple[str, RunSummary]],
+                kafka: Sequence[tuple[str, RunSummary]], runs: int,
+                faults: Sequence[tuple[str, str]] = FAULTS,
+                modes: Sequence[str] = MODES) -> tuple[list[dict[str, Any]], Path]:
+    """The simulated side for the faults that ran, the table as out/sim-vs-real.md and .csv."""
+    import csv
+
     sim = sim_rows([f for f in faults if any(name == f[0] for name, _ in real)], modes, runs)
     table = compare(sim, real, faults, kafka)
     when = datetime.now(UTC).isoformat(timespec="minutes")

@@ -108,6 +108,7 @@ def test_one_kafka_cell(tmp_path):
     assert rows[0][1].acked_writes > 0 and rows[0][1].lost_writes == 0
     (peer,) = tmp_path.glob("peer-*")
     assert not any(pk.running(n) for n in pk.PeerFile.load(peer).nodes)
+    assert svr.load_rows(tmp_path) == rows  # the table can be built again from the disk
 
 
 def test_available_time_is_judged_from_the_gaps_both_ways_and_explains_attempt_ratios():
@@ -177,9 +178,11 @@ def test_zero_against_zero_is_counted_apart_from_agreements():
 def test_kafka_is_the_reference_column_of_the_isr_cells_it_runs():
     """Kafka's rows stand beside kraftlab's isr cells of the faults its target does with the
     same shape, judged against both sides by the same rules; other cells say "-"."""
-    assert [real for real, _ in svr.kafka_faults()] == [
-        "kill-partition-leader", "pause-partition-leader"]  # process faults, page cache apart
-    assert "crash-unflushed" in svr.KAFKA_NOT_SAME
+    process = ["kill-partition-leader", "pause-partition-leader"]
+    links = ["isolate-partition-leader", "leader-cut-from-followers-only", "zombie-leader"]
+    assert [real for real, _ in svr.kafka_faults(netns=False)] == process
+    assert sorted(real for real, _ in svr.kafka_faults(netns=True)) == sorted(process + links)
+    assert "crash-unflushed" in svr.KAFKA_NOT_SAME  # page cache kept: never the same fault
     sim = [row(m, "kill-leader", s, ok=9, fail=1) for m in ("isr", "quorum") for s in (1, 2)]
     real = [("kill-partition-leader", row(m, "kill-leader", s, ok=8, fail=2))
             for m in ("isr", "quorum") for s in (1, 2)]
@@ -200,6 +203,11 @@ def test_kafka_is_the_reference_column_of_the_isr_cells_it_runs():
     assert "| Apache Kafka | sim vs Kafka | real vs Kafka |" in text
     assert "Against Apache Kafka (isr cells of the faults it runs with the same shape): " \
         "the simulator agrees on 2 of 4 (1 more 0 against 0)." in text
-    assert "crash-unflushed: a kill -9 of every Kafka broker keeps the page cache" in text
+    assert "Not run on Kafka: crash-unflushed (power-loss-all-brokers)" not in text  # not shown
+    assert "Link faults on Kafka are the kernel's drops in network namespaces" in text
+    crash = [("crash-unflushed", row("isr", "power-loss-all-brokers", 1, ok=9))]
+    crash_sim = [row("isr", "power-loss-all-brokers", 1, ok=9)]
+    text = svr.markdown(svr.compare(sim + crash_sim, real + crash, kafka=kafka), 2, "then")
+    assert "Not run on Kafka: crash-unflushed: a kill -9 of every Kafka broker keeps" in text
     # without Kafka rows the table is as it was
     assert "kafka" not in svr.compare(sim, real)[0]
