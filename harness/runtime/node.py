@@ -234,6 +234,7 @@ class ControllerNode:
             encode=codec.encode,
             decode=codec.decode,
             decode_errors=(codec.DecodeError,),
+            on_error=self.crash,
             on_client_request=self.on_client_request,
         )
         self.transport.on_delivered = self._on_delivered
