@@ -3,7 +3,7 @@
 Shape (aioquic's asyncio adapter): every input (a message from the transport, a timer,
 a proposal batch, a read barrier, a refused connection) goes `core.<input>(..., now_ms)` ->
 `execute_effects(effects, env)` (harness/drive/effects.py, the same function the simulator uses) ->
-re-arm ONE `loop.call_at` timer at `core.next_deadline_ms()`. Effects run synchronously and in order
+re-arm ONE timer (a harness/loop Timer on the node's clock) at `core.next_deadline_ms()`. Effects run synchronously and in order
 before the core sees its next input: that order is the durability contract (a vote or fetch is
 never sent before the fsync it depends on).
 
@@ -24,7 +24,10 @@ Invariants:
 - Proposals are batched: all `submit()` calls made while one delivery is held (the frames of one
   chunk a connection read, or one step: harness/net/transport.py) become ONE `core.propose` (one
   append, one fsync) at its release; outside a delivery, all made before the loop runs
-  `_flush_proposals` (`call_soon`).
+  `_flush_proposals` (a `Soon`, harness/loop).
+- Deferred work (the proposal flush, a follower's apply after its Fetch left, the prefix deletion
+  after a snapshot, the core's timer, a proposal's timeout) runs through harness/loop with
+  `crash` as its on_error: an exception in it stops the process as one in `_step` does.
 - A proposal waiter resolves only when its offset is applied, with the image's ApplyResult. If
   this node stops leading first, the waiter fails as indeterminate (OutcomeUnknownError): the
   entry may still commit under the next leader.
@@ -54,11 +57,12 @@ import structlog
 
 from harness.drive.effects import execute_effects
 from harness.drive.raftlog import RaftLogStore
+from harness.loop import Soon, Timer, run_later, run_soon
 from harness.net.liveness import LivenessProbe
 from harness.net.transport import FrameError, Transport
 from harness.runtime.broker import BrokerLifecycle
 from harness.runtime.client_requests import answer_client_request
-from harness.runtime.clock import ClockTimer, NodeClock
+from harness.runtime.clock import NodeClock
 from harness.runtime.config import NodeConfig
 from harness.runtime.context import (
     NotLeaderError,
@@ -197,14 +201,13 @@ class ControllerNode:
         self._was_leader = False
         self._waiters: dict[int, _Waiter] = {}
         self._proposals: list[tuple[bytes, ResultSink, Any]] = []
-        self._apply_scheduled = False
-        self._proposal_flush_scheduled = False
+        self._apply_soon = Soon(self.loop, self._apply_committed, on_error=self.crash)
+        self._proposal_soon = Soon(self.loop, self._flush_proposals, on_error=self.crash)
         self._reads: dict[int, asyncio.Future[int]] = {}
         self._reads_waiting_apply: deque[tuple[int, asyncio.Future[int]]] = deque()
         self._next_read_id = 1
-        self._timer: ClockTimer | None = None
+        self._timer = Timer(self.clock, self._on_timer, on_error=self.crash)
         self._heard_s: dict[int, float] = {}  # loop time of the last Raft message from each peer
-        self._timer_deadline_ms: int | None = None
         self._records_since_snapshot = 0
         self._bytes_since_snapshot = 0
         self.commit_latency = LatencyWindow()
@@ -318,8 +321,7 @@ class ControllerNode:
             for _ in range(3):
                 await asyncio.sleep(0)  # let the transport flush EndQuorumEpoch
         self._fail_waiters("node shutting down")
-        if self._timer is not None:
-            self._timer.cancel()
+        self._timer.cancel()
         if self.liveness is not None:
             self.liveness.stop()
         await self.transport.close()
@@ -381,8 +383,6 @@ class ControllerNode:
         self._step(self.core.peer_unreachable, peer)
 
     def _on_timer(self) -> None:
-        self._timer = None
-        self._timer_deadline_ms = None
         deadline = self.core.next_deadline_ms()
         if deadline > self.clock.now_ms():
             # The kept earlier timer (`_arm_timer`): the deadline it was armed for has moved
@@ -434,17 +434,14 @@ class ControllerNode:
     def _arm_timer(self, deadline: int | None = None) -> None:
         if deadline is None:
             deadline = self.core.next_deadline_ms()
-        armed = self._timer_deadline_ms
+        armed = self._timer.deadline_ms
         if armed is not None and deadline is not None and armed <= deadline:
             # Keep the earlier timer: it fires early at worst, and a tick before a deadline does
             # nothing but re-arm. Deadlines move later on nearly every input (each fetch parks a
             # long poll, each answer restarts the fetch timeout): re-arming each time cost a
             # cancel and a call_at per message.
             return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_deadline_ms = deadline
-        self._timer = None if deadline is None else self.clock.call_at(deadline, self._on_timer)
+        self._timer.set(deadline)
 
     # --- proposals and reads (called by the admin API) ----------------------------------------
 
@@ -486,12 +483,10 @@ class ControllerNode:
 
     def _queue_proposal(self, record: Any, sink: ResultSink) -> None:
         self._proposals.append((encode_record(record), sink, record if _decodes_as_itself(record) else None))
-        if not self._proposal_flush_scheduled:
-            self._proposal_flush_scheduled = True
-            if not self.transport.held:
-                # Inside a delivery the release proposes (`_on_delivered`): every request of
-                # the chunk in one batch, no extra pass of the loop.
-                self.loop.call_soon(self._flush_proposals)
+        if not self.transport.held:
+            # Inside a delivery the release proposes (`_on_delivered`): every request of the
+            # chunk in one batch, no extra pass of the loop.
+            self._proposal_soon.schedule()
 
     async def propose(self, record: Any) -> ApplyResult:
         """Commit one metadata record; returns the image's result of applying it."""
@@ -499,8 +494,8 @@ class ControllerNode:
         # One timer on the future itself rather than asyncio.wait_for (a second future, a
         # callback and a cancellation per request on the admin API's write path). Whoever
         # completes the future later checks done() first (`_apply_entry`, `_fail_waiters`).
-        expiry = self.loop.call_later(self.config.request_timeout_ms / 1000, _expire, future,
-                                      self.config.request_timeout_ms)
+        timeout_ms = self.config.request_timeout_ms
+        expiry = run_later(self.loop, timeout_ms, _expire, future, timeout_ms, on_error=self.crash)
         try:
             return await future
         finally:
@@ -509,14 +504,13 @@ class ControllerNode:
     def _on_delivered(self) -> None:
         """The transport's release hook: propose what this delivery submitted."""
         if self._proposals:
-            self._flush_proposals()
+            self._proposal_soon.run_now()
             if self._proposals:
                 # Submitted while that batch ran (a quorum of one commits and applies within
                 # it): no release follows this hook, so the loop's next pass proposes them.
-                self.loop.call_soon(self._flush_proposals)
+                self._proposal_soon.schedule()
 
     def _flush_proposals(self) -> None:
-        self._proposal_flush_scheduled = False
         batch, self._proposals = self._proposals, []
         if not batch:
             return
@@ -585,14 +579,8 @@ class ControllerNode:
             # the core queues after this effect: apply once that Fetch is written, so the
             # leader's next commit does not wait for this apply. Nothing here waits on a
             # follower's apply; the leader applies at once (its answers come from the apply).
-            if not self._apply_scheduled:
-                self._apply_scheduled = True
-                self.loop.call_soon(self._apply_scheduled_entries)
+            self._apply_soon.schedule()
             return
-        self._apply_committed()
-
-    def _apply_scheduled_entries(self) -> None:
-        self._apply_scheduled = False
         self._apply_committed()
 
     def on_leader_changed(self, effect: LeaderChanged) -> None:
@@ -777,7 +765,7 @@ class ControllerNode:
         self._last_snapshot_ms = self.now_ms()
         log.info("node.snapshot_taken", offset=snapshot.offset, epoch=snapshot.epoch)
         # Called from inside execute_effects (CommitAdvanced): run the prefix deletion after it.
-        self.loop.call_soon(self._snapshot_taken, snapshot)
+        run_soon(self.loop, self._snapshot_taken, snapshot, on_error=self.crash)
 
     def _snapshot_taken(self, snapshot: OffsetAndEpoch) -> None:
         self._step(self.core.snapshot_taken, snapshot)
