@@ -33,14 +33,9 @@ Invariants:
   entry may still commit under the next leader.
 - A linearizable read is answered only after a read barrier completed (a majority confirmed this
   leader after the read arrived) AND the image applied everything below the barrier's HW.
-- Snapshots are taken of the image at its applied offset (always <= HW), after
-  `kraftlab.snapshot.interval.records` applied records or
-  `metadata.log.max.record.bytes.between.snapshots` bytes of them, whichever comes first, or when
-  records were applied once `metadata.log.max.snapshot.interval.ms` has passed since the last
-  snapshot (KIP-876). A
-  snapshot file is the checksummed envelope of quorum/raft/snapshot.py (the image, and the voter
-  set at its offset); at start a corrupt newest snapshot is set aside when the log still holds
-  what it replaced, and otherwise the node refuses to start (harness/drive/raftlog.py).
+- Snapshots are taken of the image at its applied offset (always <= HW), when
+  image_snapshots.py says one is due (records, bytes or time since the last, KIP-876); the image
+  is restored from the newest snapshot at start and when the leader sends one (KIP-630).
 """
 
 from __future__ import annotations
@@ -77,6 +72,7 @@ from harness.runtime.controller_rpc import (
     ControllerRpcServer,
 )
 from harness.runtime.file_storage import FileStorage
+from harness.runtime.image_snapshots import ImageSnapshots, log_dropped_snapshots, restore_image
 from harness.runtime.metrics import LatencyWindow, MetadataCounters, NodeMetrics
 from harness.runtime.quorum_state import QuorumStateFile
 from harness.runtime.replica_manager import ReplicaFetchBatch, ReplicaFetchBatchResponse
@@ -90,7 +86,6 @@ from quorum.metadata import (
     KvCas,
     KvDelete,
     KvPut,
-    MetadataImage,
     encode_record,
 )
 from quorum.metadata.image import ApplyResult
@@ -106,7 +101,7 @@ from quorum.raft.effects import (
 )
 from quorum.raft.log import Entry, OffsetAndEpoch
 from quorum.raft.messages import ErrorCode, RaftMessage, RaftRequest, RaftResponse
-from quorum.raft.snapshot import decode_snapshot, encode_snapshot
+from quorum.raft.snapshot import decode_snapshot
 from quorum.raft.voters import Voter, VotersRecord
 
 log = structlog.get_logger()
@@ -189,10 +184,8 @@ class ControllerNode:
             LogConfig(segment_bytes=config.metadata_log_segment_bytes),
             validate=decode_snapshot,
         )
-        for snapshot, why in self.log.dropped_snapshots:
-            log.error("node.snapshot_corrupt", offset=snapshot.offset, epoch=snapshot.epoch,
-                      error=why, action="set aside; state rebuilt from an older snapshot and the log")
-        self.image = self._restore_image()
+        log_dropped_snapshots(self.log)
+        self.image = restore_image(self.log)
         # Elections and ISR changes from applied records (harness/runtime/metrics.py); what is
         # already in the log at start is replayed, not counted.
         self.metadata_counters = MetadataCounters(config.node_id, self.log.end_offset)
@@ -208,11 +201,9 @@ class ControllerNode:
         self._next_read_id = 1
         self._timer = Timer(self.clock, self._on_timer, on_error=self.crash)
         self._heard_s: dict[int, float] = {}  # loop time of the last Raft message from each peer
-        self._records_since_snapshot = 0
-        self._bytes_since_snapshot = 0
         self.commit_latency = LatencyWindow()
         self.started_ms = self.now_ms()
-        self._last_snapshot_ms = self.started_ms  # the time-based snapshot trigger counts from here
+        self.snapshots = ImageSnapshots(config, self.started_ms)
         election_state = self.quorum_state.read()
         self.core = RaftCore(
             raft_config(config),
@@ -288,15 +279,6 @@ class ControllerNode:
         return self.clock.wall_ms(mono_ms)
 
     # --- lifecycle ----------------------------------------------------------------------------
-
-    def _restore_image(self) -> MetadataImage:
-        snapshot = self.log.latest_snapshot()
-        if snapshot is None:
-            return MetadataImage()
-        data = self.log.read_snapshot(snapshot, 0, self.log.snapshot_size(snapshot))
-        image = MetadataImage.restore(decode_snapshot(data).payload)
-        log.info("node.image_restored", snapshot_offset=snapshot.offset, epoch=snapshot.epoch)
-        return image
 
     async def start(self) -> None:
         await self.transport.start()
@@ -635,7 +617,7 @@ class ControllerNode:
 
     def on_snapshot_installed(self, snapshot: OffsetAndEpoch) -> None:
         """The log now starts at a fetched snapshot: rebuild the image from it (KIP-630)."""
-        self.image = self._restore_image()
+        self.image = restore_image(self.log)
         self.metadata_counters.seed(self.image)
         self.high_watermark = max(self.high_watermark, snapshot.offset)
         if self.broker is not None:
@@ -699,20 +681,8 @@ class ControllerNode:
             self.active.maybe_start()
         if self.broker is not None:
             self.broker.on_applied()
-        config = self.config
-        if (
-            self._records_since_snapshot >= config.snapshot_interval_records
-            or self._bytes_since_snapshot >= config.snapshot_interval_bytes
-            or self._snapshot_overdue()
-        ):
+        if self.snapshots.due(self.clock.now_ms):
             self._take_snapshot()
-
-    def _snapshot_overdue(self) -> bool:
-        """KIP-876: records applied since the last snapshot, and metadata.log.max.snapshot.
-        interval.ms passed since it (or since this process started)."""
-        interval = self.config.snapshot_interval_ms
-        return (interval > 0 and self._records_since_snapshot > 0
-                and self.clock.now_ms() - self._last_snapshot_ms >= interval)
 
     def _apply_entry(self, entry: Entry) -> None:
         waiter = self._waiters.pop(entry.offset, None)
@@ -734,8 +704,7 @@ class ControllerNode:
             raise
         if result is not None:
             self.metadata_counters.observe(result, self.image)
-        self._records_since_snapshot += 1
-        self._bytes_since_snapshot += len(entry.data)
+        self.snapshots.applied(len(entry.data))
         if waiter is None or waiter.future.done():
             return
         if result is None or entry.epoch != waiter.epoch:
@@ -753,19 +722,10 @@ class ControllerNode:
                 future.set_result(applied_end)
 
     def _take_snapshot(self) -> None:
-        image = self.image
-        snapshot = OffsetAndEpoch(image.applied_offset + 1, image.applied_epoch)
-        latest = self.log.latest_snapshot()
-        if latest is not None and latest.offset >= snapshot.offset:
-            return
-        voters = self.core.voters_at(snapshot.offset)
-        self.log.write_snapshot(snapshot, encode_snapshot(voters, image.snapshot()))
-        self._records_since_snapshot = 0
-        self._bytes_since_snapshot = 0
-        self._last_snapshot_ms = self.now_ms()
-        log.info("node.snapshot_taken", offset=snapshot.offset, epoch=snapshot.epoch)
-        # Called from inside execute_effects (CommitAdvanced): run the prefix deletion after it.
-        run_soon(self.loop, self._snapshot_taken, snapshot, on_error=self.crash)
+        snapshot = self.snapshots.take(self.log, self.image, self.core.voters_at, self.now_ms)
+        if snapshot is not None:
+            # Called from inside execute_effects (CommitAdvanced): the prefix deletion after it.
+            run_soon(self.loop, self._snapshot_taken, snapshot, on_error=self.crash)
 
     def _snapshot_taken(self, snapshot: OffsetAndEpoch) -> None:
         self._step(self.core.snapshot_taken, snapshot)
