@@ -5,9 +5,9 @@ the runtime is the same as a controller's, see node.py) and applies the log to i
 MetadataImage. This module drives the sans-IO BrokerSession (harness/drive/broker_session.py:
 registration with a fresh incarnation id per process start, DUPLICATE_BROKER_REGISTRATION
 retries, heartbeats with the applied metadata offset, re-registration, controlled shutdown) on
-the event loop, exactly as
-node.py drives the Raft core: input -> outputs -> re-arm ONE timer at `next_deadline_ms()` (a
-harness/loop Timer on the node's clock, whose callback errors crash the node). The simulator drives the same BrokerSession (harness/sim/actors/broker.py).
+the event loop, exactly as node.py drives the Raft core: input -> outputs -> re-arm ONE timer
+at `next_deadline_ms()` (a harness/loop Timer on the node's clock, whose callback errors crash
+the node). The simulator drives the same BrokerSession (harness/sim/actors/broker.py).
 
 It also logs this broker's own partition assignments as they change (`broker.partition_*`) and
 hands every applied metadata change to the replica manager (replica_manager.py), which hosts the
