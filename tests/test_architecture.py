@@ -181,8 +181,39 @@ def test_the_runtime_never_imports_the_listeners_or_the_simulator() -> None:
 def test_the_simulator_never_imports_asyncio_code() -> None:
     forbidden = ("harness.runtime", "harness.net", "harness.launcher", "harness.cli",
                  "harness.spark", "harness.node", "harness.admin", "harness.kafka",
-                 "harness.client")
+                 "harness.client", "harness.loop")
     assert _violations("harness.sim", forbidden) == []
+
+
+# The event loop's scheduling calls. The asyncio runtime defers work only through harness/loop
+# (Soon, Serial, Timer, run_soon, run_later: each with an on_error, the node's crash), never with
+# a bare call and a flag of its own; the node's clock (harness/runtime/clock.py) is the one
+# timer source below them, the clock Timers are armed on.
+LOOP_SCHEDULING = frozenset({"call_soon", "call_later", "call_at"})
+SCHEDULING_ALLOWED = {"harness.runtime.clock"}
+
+
+def _scheduling_calls(path: Path) -> list[int]:
+    """The lines of `path` that call an event loop's (or a clock's) call_soon/call_later/call_at."""
+    return sorted(node.lineno for node in ast.walk(ast.parse(path.read_text(), str(path)))
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr in LOOP_SCHEDULING)  # fmt: skip
+
+
+def test_the_runtime_defers_work_only_through_harness_loop() -> None:
+    bare = [f"{MODULES[name].relative_to(ROOT)}:{line}"
+            for name in sorted(MODULES)
+            if (_within(name, "harness.runtime") or _within(name, "harness.net"))
+            and name not in SCHEDULING_ALLOWED
+            for line in _scheduling_calls(MODULES[name])]  # fmt: skip
+    assert bare == [], "schedule deferred work through harness/loop: " + ", ".join(bare)
+
+
+def test_the_scheduling_check_sees_a_bare_call(tmp_path: Path) -> None:
+    planted = tmp_path / "planted.py"
+    planted.write_text("def f(loop, clock):\n    loop.call_soon(f)\n"
+                       "    clock.call_at(5, f)\n    loop.call_soon_threadsafe(f)\n")  # fmt: skip
+    assert _scheduling_calls(planted) == [2, 3]
 
 
 def _external_imports(path: Path) -> set[str]:
@@ -204,7 +235,7 @@ def test_the_shared_drive_code_does_no_io_and_imports_neither_driver() -> None:
                    if _within(name, "harness.drive") for m in _external_imports(path) & io)
     assert found == []
     forbidden = ("harness.runtime", "harness.sim", "harness.net", "harness.node",
-                 "harness.kafka", "harness.admin", "harness.cli")
+                 "harness.kafka", "harness.admin", "harness.cli", "harness.loop")
     assert _violations("harness.drive", forbidden) == []
 
 

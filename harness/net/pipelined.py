@@ -6,6 +6,9 @@ handshake. Requests are frozen dataclasses with a `request_id`; responses are ma
 that id, so many requests are in flight on one connection, and writes are coalesced into one
 `transport.write` per loop iteration. A lost connection fails every outstanding request with
 `ConnectionResetError`; a request not answered within its timeout fails with `TimeoutError`.
+The coalesced write and the timeouts run through harness/loop: an exception in either is a bug
+of this connection, and fails every outstanding request with it (then closes the connection)
+rather than leave them to time out.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
 
+from harness.loop import Soon, run_later
 from harness.net.transport import PROTOCOL_VERSION, FrameError, FrameProtocol
 from quorum import codec
 
@@ -54,7 +58,7 @@ class PipelinedConnection:
         self.pending: dict[int, asyncio.Future[Any]] = {}
         self._proto: _Protocol | None = None
         self._out = bytearray()
-        self._flush_scheduled = False
+        self._flush_soon: Soon | None = None  # set once connected (it needs the running loop)
         self.closed = False
 
     @property
@@ -73,6 +77,7 @@ class PipelinedConnection:
             proto.fail("handshake refused")
             raise ConnectionRefusedError(f"{self.name}: {ack.get('error')}")
         self._proto = proto
+        self._flush_soon = Soon(loop, self._flush, on_error=self._broken)
 
     def on_lost(self) -> None:
         self._proto = None
@@ -91,7 +96,7 @@ class PipelinedConnection:
         resolves with the response, or fails (ConnectionResetError, TimeoutError)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        if self._proto is None:
+        if self._proto is None or self._flush_soon is None:
             future.set_exception(ConnectionResetError(f"not connected to {self.name}"))
             return future
         rid = message.request_id
@@ -99,16 +104,21 @@ class PipelinedConnection:
         payload = codec.encode(message)
         self._out += len(payload).to_bytes(4, "big")
         self._out += payload
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            loop.call_soon(self._flush)
+        self._flush_soon.schedule()
         if timeout_s is not None:
-            handle = loop.call_later(timeout_s, self._expire, rid)
+            handle = run_later(loop, timeout_s * 1000, self._expire, rid, on_error=self._broken)
             future.add_done_callback(lambda _: handle.cancel())
         return future
 
+    def _broken(self, exc: Exception) -> None:
+        """A bug in this connection's deferred work: every outstanding request fails with it."""
+        pending, self.pending = self.pending, {}
+        for future in pending.values():
+            if not future.done():
+                future.set_exception(exc)
+        self.close()
+
     def _flush(self) -> None:
-        self._flush_scheduled = False
         proto = self._proto
         if proto is not None and proto.transport is not None and self._out:
             proto.transport.write(bytes(self._out))

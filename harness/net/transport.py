@@ -22,7 +22,7 @@ Invariants and failure handling:
   buffer. While a delivery is held (`hold`/`release`: the frames of one `data_received` on an
   inbound connection, or one step of the node) the write waits for the release, which runs the
   `on_delivered` hook and then writes every buffer that gained bytes; outside a hold it waits for
-  the end of this loop iteration (`call_soon`). So what one input causes (records to two
+  the end of this loop iteration (a `Soon` of harness/loop). So what one input causes (records to two
   followers, the answer to the client who asked) leaves in the same loop iteration as that input,
   without a second pass of the loop, and a chunk of frames still costs one write per buffer.
 - Memory per connection is bounded, whatever the other side does: what waits for a peer (our
@@ -41,6 +41,8 @@ Invariants and failure handling:
   port: their handshakes and requests are dropped unanswered and answers to requests accepted
   before the cut are dropped too, so a client sees a timeout, as behind a real partition, never
   a refusal. The admin API applies the same filter to HTTP (harness/admin/server.py, /nemesis/links).
+- Deferred work (a flush on the loop's next pass, a delayed frame) runs through harness/loop: an
+  exception in it goes to `on_error` (the node's crash), as one raised by a delivery would.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ from typing import Any, cast
 
 import msgpack  # type: ignore[import-untyped]
 import structlog
+
+from harness.loop import OnError, Soon, run_later
 
 HEADER = struct.Struct(">I")
 MAX_FRAME_BYTES = 32 * 1024 * 1024
@@ -237,7 +241,7 @@ class _InboundProtocol(FrameProtocol):
         self.is_client = False
         self.remote = "?"
         self._replies = bytearray()
-        self._reply_scheduled = False
+        self._reply_soon = Soon(owner.loop, self._flush_replies, on_error=owner.on_error)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
@@ -336,16 +340,14 @@ class _InboundProtocol(FrameProtocol):
                 self.transport.abort()
             return
         self._replies += data
-        if not self._reply_scheduled:
-            self._reply_scheduled = True
-            owner = self.owner
-            if owner.held:
+        owner = self.owner
+        if owner.held:
+            if self._reply_soon.claim():
                 owner._dirty_replies.append(self)  # written at the release
-            else:
-                owner.loop.call_soon(self._flush_replies)
+        else:
+            self._reply_soon.schedule()
 
     def _flush_replies(self) -> None:
-        self._reply_scheduled = False
         # Hand the buffer over instead of copying it: it is never touched again here, so the
         # transport may keep it (uvloop holds the buffer of a write it could not finish).
         replies, self._replies = self._replies, bytearray()
@@ -399,18 +401,22 @@ class _PeerLink:
     protocol: _OutboundProtocol | None = None
     connecting: bool = False
     pending: bytearray = field(default_factory=bytearray)
-    flush_scheduled: bool = False
     backoff_ms: int = RECONNECT_BACKOFF_MS[0]
     retry_at: float = 0.0
+    flush_soon: Soon = field(init=False)  # a write of `pending` asked for, not yet done
+
+    def __post_init__(self) -> None:
+        self.flush_soon = Soon(self.owner.loop, self._write, on_error=self.owner.on_error)
 
     def schedule_flush(self) -> None:
-        if self.protocol is not None and not self.flush_scheduled:
-            self.flush_scheduled = True
-            owner = self.owner
-            if owner.held:
+        if self.protocol is None:
+            return
+        owner = self.owner
+        if owner.held:
+            if self.flush_soon.claim():
                 owner._dirty_links.append(self)  # written at the release
-            else:
-                owner.loop.call_soon(self.flush)
+        else:
+            self.flush_soon.schedule()
 
     def enqueue(self, data: bytes) -> None:
         proto = self.protocol
@@ -431,7 +437,10 @@ class _PeerLink:
             self.maybe_connect()
 
     def flush(self) -> None:
-        self.flush_scheduled = False
+        """Write what is pending now (a flush asked for is done by this one)."""
+        self.flush_soon.run_now()
+
+    def _write(self) -> None:
         proto = self.protocol
         if proto is None or proto.transport is None or not self.pending or proto.write_paused:
             return  # (paused: resume_writing flushes)
@@ -533,6 +542,7 @@ class Transport:
         encode: Callable[[Any], bytes],
         decode: Callable[[bytes], Any],
         decode_errors: tuple[type[BaseException], ...],
+        on_error: OnError,
         on_client_request: Callable[[_InboundProtocol, Any], None] | None = None,
     ) -> None:
         self.cluster_id = cluster_id
@@ -545,6 +555,7 @@ class Transport:
         self.decode = decode
         self.decode_errors = decode_errors
         self.on_client_request = on_client_request
+        self.on_error = on_error  # an exception in deferred work: the node's crash
         self.loop = asyncio.get_running_loop()
         self.links = LinkFilter()
         self.closing = False
@@ -596,7 +607,7 @@ class Transport:
         self.sent += 1
         delay_ms = links.delay_for(to) if links.delay_ms > 0 else 0
         if delay_ms:
-            self.loop.call_later(delay_ms / 1000, link.enqueue, data)
+            run_later(self.loop, delay_ms, link.enqueue, data, on_error=self.on_error)
         else:
             link.enqueue(data)
 
@@ -624,19 +635,18 @@ class Transport:
         if self._dirty_links:
             links, self._dirty_links = self._dirty_links, []
             for link in links:
-                if link.flush_scheduled:
-                    link.flush()
+                link.flush_soon.run_pending()
         if self._dirty_replies:
             conns, self._dirty_replies = self._dirty_replies, []
             for conn in conns:
-                conn._flush_replies()
+                conn._reply_soon.run_pending()
 
     def flush_now(self) -> None:
         """Hand every peer's queued frames to the kernel now instead of at the end of this loop
         iteration: the node calls it right before a blocking fsync, so that the records a leader
         just sent travel (and its followers fsync them) while it fsyncs its own copy."""
         for link in self._peers.values():
-            if link.flush_scheduled or link.pending:
+            if link.flush_soon.pending or link.pending:
                 link.flush()
 
     def learn_peer(self, peer_id: int, listener: Any) -> None:

@@ -5,9 +5,9 @@ the runtime is the same as a controller's, see node.py) and applies the log to i
 MetadataImage. This module drives the sans-IO BrokerSession (harness/drive/broker_session.py:
 registration with a fresh incarnation id per process start, DUPLICATE_BROKER_REGISTRATION
 retries, heartbeats with the applied metadata offset, re-registration, controlled shutdown) on
-the event loop, exactly as
-node.py drives the Raft core: input -> outputs -> re-arm ONE timer at `next_deadline_ms()`.
-The simulator drives the same BrokerSession (harness/sim/actors/broker.py).
+the event loop, exactly as node.py drives the Raft core: input -> outputs -> re-arm ONE timer
+at `next_deadline_ms()` (a harness/loop Timer on the node's clock, whose callback errors crash
+the node). The simulator drives the same BrokerSession (harness/sim/actors/broker.py).
 
 It also logs this broker's own partition assignments as they change (`broker.partition_*`) and
 hands every applied metadata change to the replica manager (replica_manager.py), which hosts the
@@ -28,8 +28,8 @@ from typing import Any, Protocol
 import structlog
 
 from harness.drive.broker_session import BrokerSession, BrokerTiming, Transition
+from harness.loop import Timer, run_later
 from harness.runtime.clean_shutdown import take_previous_broker_epoch, write_clean_shutdown
-from harness.runtime.clock import ClockTimer
 from harness.runtime.context import NodeContext
 from harness.runtime.controller_rpc import ControllerRpcRequest, ControllerRpcResponse
 from harness.runtime.group_host import GroupHost
@@ -77,7 +77,7 @@ class BrokerLifecycle:
             rack=config.rack,
             previous_broker_epoch=previous_epoch,
         )
-        self._timer: ClockTimer | None = None
+        self._timer = Timer(node.clock, self._on_timer, on_error=node.crash)
         self._shut_down = asyncio.Event()
         self._stopped = False
         # AlterPartition calls (not part of the session): request id -> future.
@@ -131,9 +131,7 @@ class BrokerLifecycle:
         self.replicas.close()
         if self.session.registered:
             write_clean_shutdown(self.data_dir, self.session.broker_epoch)
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._timer.cancel()
         for future in self._calls.values():
             if not future.done():
                 future.cancel()
@@ -150,16 +148,13 @@ class BrokerLifecycle:
         self._arm_timer()
 
     def _arm_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         deadline = self.session.next_deadline_ms()
         if deadline is None or self._stopped:
+            self._timer.cancel()
             return
-        self._timer = self.node.clock.call_at(max(deadline, self.node.now_ms() + 1), self._on_timer)
+        self._timer.arm(deadline, not_before_ms=self.node.now_ms() + 1)
 
     def _on_timer(self) -> None:
-        self._timer = None
         self._step()
 
     def on_response(self, message: ControllerRpcResponse) -> None:
@@ -223,7 +218,7 @@ class BrokerLifecycle:
             if not future.done():
                 future.set_result(None)
 
-        self.loop.call_later(self.node.config.request_timeout_ms / 1000, expire)
+        run_later(self.loop, self.node.config.request_timeout_ms, expire, on_error=self.node.crash)
         future.add_done_callback(lambda _: self._calls.pop(call_id, None))
         return future
 

@@ -103,7 +103,7 @@ class NodeContext(Protocol):
     @property
     def clock(self) -> NodeClock:
         """The process's clock (clock.py): `now_ms` and `wall_ms` read it; core timers are
-        armed on it (`clock.call_at(deadline_ms, ...)`) so a skewed clock moves them too."""
+        armed on it (a harness/loop Timer on this clock) so a skewed clock moves them too."""
         ...
 
     def now_ms(self) -> int: ...

@@ -15,7 +15,8 @@ ControllerSeat both drivers share (harness/drive/active_controller.py, which sta
   epoch's LeaderChange (docs/controller.md);
 - a proposal's records go to the Raft driver one future each; `committed(results)` runs once all
   of them are applied; then `pump` again;
-- pumped after every submit and every commit, and by a loop timer at the seat's deadline;
+- pumped after every submit and every commit, and by a timer at the seat's deadline (a
+  harness/loop Timer on the loop's own clock, armed for the time left; its errors crash the node);
 - on leadership loss (or a proposal that fails) `stop()` answers every waiting caller, the early
   ones included, NOT_CONTROLLER (retriable) and drops the service; a new one is built next epoch.
 """
@@ -35,6 +36,7 @@ from harness.drive.controller_rpc import (
     DescribeQuorumAnswer,
     DescribeQuorumCall,
 )
+from harness.loop import LoopTime, Timer, run_later
 from harness.runtime.context import NodeContext
 from harness.runtime.status import quorum_replication
 from quorum.controller import (
@@ -76,7 +78,7 @@ class ActiveController:
         self.seat = ControllerSeat(controller_config(node))
         self._callers: dict[Hashable, asyncio.Future[ControllerResponse]] = {}
         self._next_token = 0
-        self._timer: asyncio.TimerHandle | None = None
+        self._timer = Timer(LoopTime(self.loop), self._on_timer, on_error=node.crash)
         self._in_flight: list[asyncio.Future[ApplyResult]] = []
 
     @property
@@ -116,9 +118,7 @@ class ActiveController:
     def stop(self, reason: str) -> None:
         """Leadership lost: NOT_CONTROLLER to everyone waiting, drop the service."""
         active = self.seat.service is not None
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._timer.cancel()
         self._in_flight = []
         for out in self.seat.fail(answer_early=True):
             self._answer(out.token, out.response)
@@ -169,17 +169,13 @@ class ActiveController:
             future.set_result(response)
 
     def _arm_timer(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         deadline_ms = self.seat.next_deadline_ms()
         if deadline_ms is None:
+            self._timer.cancel()
             return  # no service, or pumped again when the proposal completes
-        delay_s = max(0.0, (deadline_ms - self.node.now_ms()) / 1000)
-        self._timer = self.loop.call_later(delay_s, self._on_timer)
+        self._timer.arm_in(max(0, deadline_ms - self.node.now_ms()))
 
     def _on_timer(self) -> None:
-        self._timer = None
         self._pump()
 
 
@@ -214,9 +210,8 @@ class ControllerRpcServer:
         self._next_id += 1
         self._forwarded[self._next_id] = (message.origin, message.request_id)
         node.send(leader, ControllerRpcRequest(self._next_id, message.request, node.node_id, True))
-        self.node.loop.call_later(
-            node.config.request_timeout_ms / 1000, self._forwarded.pop, self._next_id, None
-        )
+        run_later(node.loop, node.config.request_timeout_ms, self._forwarded.pop, self._next_id,
+                  None, on_error=node.crash)
 
     def on_response(self, message: ControllerRpcResponse) -> bool:
         """A forwarded request's answer: relay it. False if it is not ours (a client's)."""

@@ -30,8 +30,10 @@ at `coordinator.next_deadline_ms()`.
   the log says; its pending requests get NOT_COORDINATOR and the clients retry.
 
 Invariants: the coordinator is never re-entered (inputs that arrive while its effects run, such
-as a produce answered synchronously, are queued and fed after); every request handed to `call`
-gets exactly one answer (the core's contract, and `close` answers nothing more).
+as a produce answered synchronously, are queued and fed after: a harness/loop Serial); every
+request handed to `call` gets exactly one answer (the core's contract, and `close` answers
+nothing more). Deferred work (loads, completions fed in order, the core's timer, the leadership
+check) runs through harness/loop with the node's crash as on_error, as the core's inputs do.
 """
 
 from __future__ import annotations
@@ -59,7 +61,7 @@ from coordinator import (
     decode_key,
     decode_value,
 )
-from harness.runtime.clock import ClockTimer
+from harness.loop import LoopTime, Serial, Timer, run_soon
 from harness.runtime.context import BrokerLink, NodeContext
 from partition.log import batch as rb
 from partition.replica import ACKS_ALL
@@ -119,16 +121,15 @@ class GroupHost:
         self._sessions = itertools.count(1)
         self._request_ids = itertools.count(1)
         self._waiters: dict[int, Respond] = {}
-        self._busy = False
-        self._queued: deque[Callable[[], list[Effect]]] = deque()
-        self._timer: ClockTimer | None = None
-        self._deadline_ms: int | None = None
+        self._steps: Serial[Callable[[], list[Effect]]] = Serial(
+            self._step, on_error=node.crash, after=self._arm)
+        self._timer = Timer(node.clock, self._on_timer, on_error=node.crash)
         self._creating = False
         self._closed = False
         self.appends = 0
         self.reloads = 0
-        self._check_timer = self.loop.call_later(LEADERSHIP_CHECK_INTERVAL_MS / 1000,
-                                                 self._on_check)  # fmt: skip
+        self._check_timer = Timer(LoopTime(self.loop), self._on_check, on_error=node.crash)
+        self._check_timer.arm_in(LEADERSHIP_CHECK_INTERVAL_MS)
 
     def _new_coordinator(self, num_partitions: int | None) -> GroupCoordinator:
         return GroupCoordinator(coordinator_config(self.node.config, num_partitions),
@@ -189,8 +190,7 @@ class GroupHost:
         if self._closed:
             return
         self._check_leadership()
-        self._check_timer = self.loop.call_later(LEADERSHIP_CHECK_INTERVAL_MS / 1000,
-                                                 self._on_check)  # fmt: skip
+        self._check_timer.arm_in(LEADERSHIP_CHECK_INTERVAL_MS)
 
     def _check_leadership(self) -> None:
         count = self.offsets_topic_partitions()
@@ -227,7 +227,7 @@ class GroupHost:
         self._partitions[partition] = state
         log.info("groups.partition_loading", partition=partition, leader_epoch=leader_epoch)
         self._run(lambda: self.coordinator.begin_loading(partition, leader_epoch))
-        self.loop.call_soon(self._load, partition, state)
+        run_soon(self.loop, self._load, partition, state, on_error=self.node.crash)
 
     def _load(self, partition: int, state: _Partition) -> None:
         if self._closed or self._partitions.get(partition) is not state:
@@ -252,25 +252,17 @@ class GroupHost:
         epoch = state.leader_epoch
         self._run(lambda: self.coordinator.unload(partition, epoch)
                   + self.coordinator.begin_loading(partition, epoch))  # fmt: skip
-        self.loop.call_soon(self._load, partition, fresh)
+        run_soon(self.loop, self._load, partition, fresh, on_error=self.node.crash)
 
     # --- driving the core ---------------------------------------------------------------------
 
     def _run(self, step: Callable[[], list[Effect]]) -> None:
-        """Run one input and its effects; queue it if the coordinator is busy."""
-        self._queued.append(step)
-        if self._busy:
-            return
-        self._busy = True
-        try:
-            while self._queued:
-                effects = self._queued.popleft()()
-                self._execute(effects)
-        except Exception as exc:  # an InvariantViolation or a bug: stop, as runtime.py does
-            self.node.crash(exc)
-        finally:
-            self._busy = False
-        self._arm()
+        """Run one input and its effects; queued if the coordinator is busy. An exception (an
+        InvariantViolation or a bug) crashes the node, as in node.py."""
+        self._steps.submit(step)
+
+    def _step(self, step: Callable[[], list[Effect]]) -> None:
+        self._execute(step())
 
     def _execute(self, effects: list[Effect]) -> None:
         for effect in effects:
@@ -313,7 +305,7 @@ class GroupHost:
         if state is None or state.session != session:
             return
         state.done[append_id] = error
-        self.loop.call_soon(self._feed, partition, session)
+        run_soon(self.loop, self._feed, partition, session, on_error=self.node.crash)
 
     def _feed(self, partition: int, session: int) -> None:
         state = self._partitions.get(partition)
@@ -330,17 +322,10 @@ class GroupHost:
 
     def _arm(self) -> None:
         deadline = None if self._closed else self.coordinator.next_deadline_ms()
-        if deadline == self._deadline_ms and (deadline is None or self._timer is not None):
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._deadline_ms = deadline
-        self._timer = None if deadline is None else self.node.clock.call_at(
-            max(deadline, self.node.now_ms() + 1), self._on_timer)  # fmt: skip
+        # A deadline already past fires on a later pass (one ms on), not in this one.
+        self._timer.set(deadline, not_before_ms=self.node.now_ms() + 1)
 
     def _on_timer(self) -> None:
-        self._timer = None
-        self._deadline_ms = None
         if not self._closed:
             self._run(lambda: self.coordinator.tick(self.node.now_ms()))
 
@@ -358,9 +343,8 @@ class GroupHost:
     def close(self) -> None:
         self._closed = True
         self._waiters.clear()
-        for timer in (self._timer, self._check_timer):
-            if timer is not None:
-                timer.cancel()
+        self._timer.cancel()
+        self._check_timer.cancel()
 
 
 def read_records(r: HostedReplica) -> list[CoordinatorRecord]:

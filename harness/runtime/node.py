@@ -3,7 +3,7 @@
 Shape (aioquic's asyncio adapter): every input (a message from the transport, a timer,
 a proposal batch, a read barrier, a refused connection) goes `core.<input>(..., now_ms)` ->
 `execute_effects(effects, env)` (harness/drive/effects.py, the same function the simulator uses) ->
-re-arm ONE `loop.call_at` timer at `core.next_deadline_ms()`. Effects run synchronously and in order
+re-arm ONE timer (a harness/loop Timer on the node's clock) at `core.next_deadline_ms()`. Effects run synchronously and in order
 before the core sees its next input: that order is the durability contract (a vote or fetch is
 never sent before the fsync it depends on).
 
@@ -24,20 +24,18 @@ Invariants:
 - Proposals are batched: all `submit()` calls made while one delivery is held (the frames of one
   chunk a connection read, or one step: harness/net/transport.py) become ONE `core.propose` (one
   append, one fsync) at its release; outside a delivery, all made before the loop runs
-  `_flush_proposals` (`call_soon`).
+  `_flush_proposals` (a `Soon`, harness/loop).
+- Deferred work (the proposal flush, a follower's apply after its Fetch left, the prefix deletion
+  after a snapshot, the core's timer, a proposal's timeout) runs through harness/loop with
+  `crash` as its on_error: an exception in it stops the process as one in `_step` does.
 - A proposal waiter resolves only when its offset is applied, with the image's ApplyResult. If
   this node stops leading first, the waiter fails as indeterminate (OutcomeUnknownError): the
   entry may still commit under the next leader.
 - A linearizable read is answered only after a read barrier completed (a majority confirmed this
   leader after the read arrived) AND the image applied everything below the barrier's HW.
-- Snapshots are taken of the image at its applied offset (always <= HW), after
-  `kraftlab.snapshot.interval.records` applied records or
-  `metadata.log.max.record.bytes.between.snapshots` bytes of them, whichever comes first, or when
-  records were applied once `metadata.log.max.snapshot.interval.ms` has passed since the last
-  snapshot (KIP-876). A
-  snapshot file is the checksummed envelope of quorum/raft/snapshot.py (the image, and the voter
-  set at its offset); at start a corrupt newest snapshot is set aside when the log still holds
-  what it replaced, and otherwise the node refuses to start (harness/drive/raftlog.py).
+- Snapshots are taken of the image at its applied offset (always <= HW), when
+  image_snapshots.py says one is due (records, bytes or time since the last, KIP-876); the image
+  is restored from the newest snapshot at start and when the leader sends one (KIP-630).
 """
 
 from __future__ import annotations
@@ -54,11 +52,12 @@ import structlog
 
 from harness.drive.effects import execute_effects
 from harness.drive.raftlog import RaftLogStore
+from harness.loop import Soon, Timer, run_later, run_soon
 from harness.net.liveness import LivenessProbe
 from harness.net.transport import FrameError, Transport
 from harness.runtime.broker import BrokerLifecycle
 from harness.runtime.client_requests import answer_client_request
-from harness.runtime.clock import ClockTimer, NodeClock
+from harness.runtime.clock import NodeClock
 from harness.runtime.config import NodeConfig
 from harness.runtime.context import (
     NotLeaderError,
@@ -73,6 +72,7 @@ from harness.runtime.controller_rpc import (
     ControllerRpcServer,
 )
 from harness.runtime.file_storage import FileStorage
+from harness.runtime.image_snapshots import ImageSnapshots, log_dropped_snapshots, restore_image
 from harness.runtime.metrics import LatencyWindow, MetadataCounters, NodeMetrics
 from harness.runtime.quorum_state import QuorumStateFile
 from harness.runtime.replica_manager import ReplicaFetchBatch, ReplicaFetchBatchResponse
@@ -86,7 +86,6 @@ from quorum.metadata import (
     KvCas,
     KvDelete,
     KvPut,
-    MetadataImage,
     encode_record,
 )
 from quorum.metadata.image import ApplyResult
@@ -102,7 +101,7 @@ from quorum.raft.effects import (
 )
 from quorum.raft.log import Entry, OffsetAndEpoch
 from quorum.raft.messages import ErrorCode, RaftMessage, RaftRequest, RaftResponse
-from quorum.raft.snapshot import decode_snapshot, encode_snapshot
+from quorum.raft.snapshot import decode_snapshot
 from quorum.raft.voters import Voter, VotersRecord
 
 log = structlog.get_logger()
@@ -185,10 +184,8 @@ class ControllerNode:
             LogConfig(segment_bytes=config.metadata_log_segment_bytes),
             validate=decode_snapshot,
         )
-        for snapshot, why in self.log.dropped_snapshots:
-            log.error("node.snapshot_corrupt", offset=snapshot.offset, epoch=snapshot.epoch,
-                      error=why, action="set aside; state rebuilt from an older snapshot and the log")
-        self.image = self._restore_image()
+        log_dropped_snapshots(self.log)
+        self.image = restore_image(self.log)
         # Elections and ISR changes from applied records (harness/runtime/metrics.py); what is
         # already in the log at start is replayed, not counted.
         self.metadata_counters = MetadataCounters(config.node_id, self.log.end_offset)
@@ -197,19 +194,16 @@ class ControllerNode:
         self._was_leader = False
         self._waiters: dict[int, _Waiter] = {}
         self._proposals: list[tuple[bytes, ResultSink, Any]] = []
-        self._apply_scheduled = False
-        self._proposal_flush_scheduled = False
+        self._apply_soon = Soon(self.loop, self._apply_committed, on_error=self.crash)
+        self._proposal_soon = Soon(self.loop, self._flush_proposals, on_error=self.crash)
         self._reads: dict[int, asyncio.Future[int]] = {}
         self._reads_waiting_apply: deque[tuple[int, asyncio.Future[int]]] = deque()
         self._next_read_id = 1
-        self._timer: ClockTimer | None = None
+        self._timer = Timer(self.clock, self._on_timer, on_error=self.crash)
         self._heard_s: dict[int, float] = {}  # loop time of the last Raft message from each peer
-        self._timer_deadline_ms: int | None = None
-        self._records_since_snapshot = 0
-        self._bytes_since_snapshot = 0
         self.commit_latency = LatencyWindow()
         self.started_ms = self.now_ms()
-        self._last_snapshot_ms = self.started_ms  # the time-based snapshot trigger counts from here
+        self.snapshots = ImageSnapshots(config, self.started_ms)
         election_state = self.quorum_state.read()
         self.core = RaftCore(
             raft_config(config),
@@ -234,6 +228,7 @@ class ControllerNode:
             encode=codec.encode,
             decode=codec.decode,
             decode_errors=(codec.DecodeError,),
+            on_error=self.crash,
             on_client_request=self.on_client_request,
         )
         self.transport.on_delivered = self._on_delivered
@@ -285,15 +280,6 @@ class ControllerNode:
 
     # --- lifecycle ----------------------------------------------------------------------------
 
-    def _restore_image(self) -> MetadataImage:
-        snapshot = self.log.latest_snapshot()
-        if snapshot is None:
-            return MetadataImage()
-        data = self.log.read_snapshot(snapshot, 0, self.log.snapshot_size(snapshot))
-        image = MetadataImage.restore(decode_snapshot(data).payload)
-        log.info("node.image_restored", snapshot_offset=snapshot.offset, epoch=snapshot.epoch)
-        return image
-
     async def start(self) -> None:
         await self.transport.start()
         if self.liveness is not None:
@@ -317,8 +303,7 @@ class ControllerNode:
             for _ in range(3):
                 await asyncio.sleep(0)  # let the transport flush EndQuorumEpoch
         self._fail_waiters("node shutting down")
-        if self._timer is not None:
-            self._timer.cancel()
+        self._timer.cancel()
         if self.liveness is not None:
             self.liveness.stop()
         await self.transport.close()
@@ -380,8 +365,6 @@ class ControllerNode:
         self._step(self.core.peer_unreachable, peer)
 
     def _on_timer(self) -> None:
-        self._timer = None
-        self._timer_deadline_ms = None
         deadline = self.core.next_deadline_ms()
         if deadline > self.clock.now_ms():
             # The kept earlier timer (`_arm_timer`): the deadline it was armed for has moved
@@ -433,17 +416,14 @@ class ControllerNode:
     def _arm_timer(self, deadline: int | None = None) -> None:
         if deadline is None:
             deadline = self.core.next_deadline_ms()
-        armed = self._timer_deadline_ms
+        armed = self._timer.deadline_ms
         if armed is not None and deadline is not None and armed <= deadline:
             # Keep the earlier timer: it fires early at worst, and a tick before a deadline does
             # nothing but re-arm. Deadlines move later on nearly every input (each fetch parks a
             # long poll, each answer restarts the fetch timeout): re-arming each time cost a
             # cancel and a call_at per message.
             return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_deadline_ms = deadline
-        self._timer = None if deadline is None else self.clock.call_at(deadline, self._on_timer)
+        self._timer.set(deadline)
 
     # --- proposals and reads (called by the admin API) ----------------------------------------
 
@@ -485,12 +465,10 @@ class ControllerNode:
 
     def _queue_proposal(self, record: Any, sink: ResultSink) -> None:
         self._proposals.append((encode_record(record), sink, record if _decodes_as_itself(record) else None))
-        if not self._proposal_flush_scheduled:
-            self._proposal_flush_scheduled = True
-            if not self.transport.held:
-                # Inside a delivery the release proposes (`_on_delivered`): every request of
-                # the chunk in one batch, no extra pass of the loop.
-                self.loop.call_soon(self._flush_proposals)
+        if not self.transport.held:
+            # Inside a delivery the release proposes (`_on_delivered`): every request of the
+            # chunk in one batch, no extra pass of the loop.
+            self._proposal_soon.schedule()
 
     async def propose(self, record: Any) -> ApplyResult:
         """Commit one metadata record; returns the image's result of applying it."""
@@ -498,8 +476,8 @@ class ControllerNode:
         # One timer on the future itself rather than asyncio.wait_for (a second future, a
         # callback and a cancellation per request on the admin API's write path). Whoever
         # completes the future later checks done() first (`_apply_entry`, `_fail_waiters`).
-        expiry = self.loop.call_later(self.config.request_timeout_ms / 1000, _expire, future,
-                                      self.config.request_timeout_ms)
+        timeout_ms = self.config.request_timeout_ms
+        expiry = run_later(self.loop, timeout_ms, _expire, future, timeout_ms, on_error=self.crash)
         try:
             return await future
         finally:
@@ -508,14 +486,13 @@ class ControllerNode:
     def _on_delivered(self) -> None:
         """The transport's release hook: propose what this delivery submitted."""
         if self._proposals:
-            self._flush_proposals()
+            self._proposal_soon.run_now()
             if self._proposals:
                 # Submitted while that batch ran (a quorum of one commits and applies within
                 # it): no release follows this hook, so the loop's next pass proposes them.
-                self.loop.call_soon(self._flush_proposals)
+                self._proposal_soon.schedule()
 
     def _flush_proposals(self) -> None:
-        self._proposal_flush_scheduled = False
         batch, self._proposals = self._proposals, []
         if not batch:
             return
@@ -584,14 +561,8 @@ class ControllerNode:
             # the core queues after this effect: apply once that Fetch is written, so the
             # leader's next commit does not wait for this apply. Nothing here waits on a
             # follower's apply; the leader applies at once (its answers come from the apply).
-            if not self._apply_scheduled:
-                self._apply_scheduled = True
-                self.loop.call_soon(self._apply_scheduled_entries)
+            self._apply_soon.schedule()
             return
-        self._apply_committed()
-
-    def _apply_scheduled_entries(self) -> None:
-        self._apply_scheduled = False
         self._apply_committed()
 
     def on_leader_changed(self, effect: LeaderChanged) -> None:
@@ -646,7 +617,7 @@ class ControllerNode:
 
     def on_snapshot_installed(self, snapshot: OffsetAndEpoch) -> None:
         """The log now starts at a fetched snapshot: rebuild the image from it (KIP-630)."""
-        self.image = self._restore_image()
+        self.image = restore_image(self.log)
         self.metadata_counters.seed(self.image)
         self.high_watermark = max(self.high_watermark, snapshot.offset)
         if self.broker is not None:
@@ -710,20 +681,8 @@ class ControllerNode:
             self.active.maybe_start()
         if self.broker is not None:
             self.broker.on_applied()
-        config = self.config
-        if (
-            self._records_since_snapshot >= config.snapshot_interval_records
-            or self._bytes_since_snapshot >= config.snapshot_interval_bytes
-            or self._snapshot_overdue()
-        ):
+        if self.snapshots.due(self.clock.now_ms):
             self._take_snapshot()
-
-    def _snapshot_overdue(self) -> bool:
-        """KIP-876: records applied since the last snapshot, and metadata.log.max.snapshot.
-        interval.ms passed since it (or since this process started)."""
-        interval = self.config.snapshot_interval_ms
-        return (interval > 0 and self._records_since_snapshot > 0
-                and self.clock.now_ms() - self._last_snapshot_ms >= interval)
 
     def _apply_entry(self, entry: Entry) -> None:
         waiter = self._waiters.pop(entry.offset, None)
@@ -745,8 +704,7 @@ class ControllerNode:
             raise
         if result is not None:
             self.metadata_counters.observe(result, self.image)
-        self._records_since_snapshot += 1
-        self._bytes_since_snapshot += len(entry.data)
+        self.snapshots.applied(len(entry.data))
         if waiter is None or waiter.future.done():
             return
         if result is None or entry.epoch != waiter.epoch:
@@ -764,19 +722,10 @@ class ControllerNode:
                 future.set_result(applied_end)
 
     def _take_snapshot(self) -> None:
-        image = self.image
-        snapshot = OffsetAndEpoch(image.applied_offset + 1, image.applied_epoch)
-        latest = self.log.latest_snapshot()
-        if latest is not None and latest.offset >= snapshot.offset:
-            return
-        voters = self.core.voters_at(snapshot.offset)
-        self.log.write_snapshot(snapshot, encode_snapshot(voters, image.snapshot()))
-        self._records_since_snapshot = 0
-        self._bytes_since_snapshot = 0
-        self._last_snapshot_ms = self.now_ms()
-        log.info("node.snapshot_taken", offset=snapshot.offset, epoch=snapshot.epoch)
-        # Called from inside execute_effects (CommitAdvanced): run the prefix deletion after it.
-        self.loop.call_soon(self._snapshot_taken, snapshot)
+        snapshot = self.snapshots.take(self.log, self.image, self.core.voters_at, self.now_ms)
+        if snapshot is not None:
+            # Called from inside execute_effects (CommitAdvanced): the prefix deletion after it.
+            run_soon(self.loop, self._snapshot_taken, snapshot, on_error=self.crash)
 
     def _snapshot_taken(self, snapshot: OffsetAndEpoch) -> None:
         self._step(self.core.snapshot_taken, snapshot)

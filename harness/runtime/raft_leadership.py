@@ -21,6 +21,9 @@ within fetch.timeout.ms (partition.raft.status "follower"; in a new epoch, also 
 not fetched yet while the epoch is younger than that: partition.raft.in_sync_voters).
 Informational: acks=all waits for a majority of the voters whatever the ISR says
 (min.insync.replicas does not apply).
+
+The check after a round and the periodic one run through harness/loop (a Soon, a Timer on the
+loop's own clock) with the node's crash as on_error.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from typing import Any
 import structlog
 
 from harness.drive.raft_host import HostedRaft, RaftPartitionHost
+from harness.loop import LoopTime, Soon, Timer
 from harness.runtime.context import BrokerLink, NodeContext
 from partition.raft import in_sync_voters, metadata_leader
 from quorum.controller.messages import (
@@ -56,8 +60,8 @@ class RaftLeadership:
         self.loop = node.loop
         self.partitions: RaftPartitionHost | None = None  # set by the replica manager
         self._in_flight = False
-        self._check_scheduled = False
-        self._timer: Any = None
+        self._check_soon = Soon(self.loop, self.check, on_error=node.crash)
+        self._timer = Timer(LoopTime(self.loop), self._on_timer, on_error=node.crash)
         self._next_isr_check_ms = 0
         self._closed = False
         self.reports_sent = 0
@@ -65,7 +69,7 @@ class RaftLeadership:
 
     def start(self, partitions: RaftPartitionHost) -> None:
         self.partitions = partitions
-        self._timer = self.loop.call_later(REPORT_INTERVAL_MS / 1000, self._on_timer)
+        self._timer.arm_in(REPORT_INTERVAL_MS)
 
     # --- partition/raft's LeaderChanged, through HostedRaft.on_leader_changed ---------------------
 
@@ -75,13 +79,8 @@ class RaftLeadership:
 
     def schedule_check(self) -> None:
         """Check (and report) after the current round."""
-        if not self._check_scheduled and not self._closed:
-            self._check_scheduled = True
-            self.loop.call_soon(self._scheduled_check)
-
-    def _scheduled_check(self) -> None:
-        self._check_scheduled = False
-        self.check()
+        if not self._closed:
+            self._check_soon.schedule()
 
     def _on_timer(self) -> None:
         if self._closed:
@@ -91,7 +90,7 @@ class RaftLeadership:
         if with_isr:
             self._next_isr_check_ms = now_ms + ISR_CHECK_INTERVAL_MS
         self.check(with_isr)
-        self._timer = self.loop.call_later(REPORT_INTERVAL_MS / 1000, self._on_timer)
+        self._timer.arm_in(REPORT_INTERVAL_MS)
 
     # --- reports --------------------------------------------------------------------------------
 
@@ -158,6 +157,5 @@ class RaftLeadership:
 
     def close(self) -> None:
         self._closed = True
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._check_soon.cancel()
+        self._timer.cancel()

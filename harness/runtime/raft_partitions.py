@@ -2,10 +2,10 @@
 one raft-partition host (harness/drive/raft_host.py, which owns the round: inputs, stages,
 grouped fsyncs, phase merging, timers) on the event loop, and nothing else of the round.
 
-- `LoopClock`: the node's clock; the host's one timer on it (`NodeClock.call_at`), its TickGrid
-  rounded to TICK_QUANTUM_MS; a round is what one event-loop iteration delivers (Raft envelopes
-  from peers, produce and fetch requests from clients, due timers): its end runs in
-  `loop.call_soon`, once.
+- `LoopClock`: the node's clock; the host's one timer on it (a harness/loop Timer on the
+  NodeClock), its TickGrid rounded to TICK_QUANTUM_MS; a round is what one event-loop iteration
+  delivers (Raft envelopes from peers, produce and fetch requests from clients, due timers): its
+  end runs on the loop's next pass, once (a Soon). Both crash the node on an exception.
 - `FileDurability`: every log a pass of the round left dirty fsynced once, in parallel threads
   when there are several (os.fsync releases the GIL; the loop waits, as it waits for every fsync
   in this runtime: done on return), then every election state the pass asked to persist in ONE
@@ -38,6 +38,7 @@ import structlog
 
 from harness.drive.raft_host import HostedRaft, RaftObserver, RaftPartitionHost
 from harness.drive.raft_stages import recovery_flush
+from harness.loop import Soon, Timer
 from harness.net.transport import FrameError
 from harness.runtime.context import NodeContext
 from partition.log.log import PartitionLog
@@ -100,29 +101,25 @@ class LoopClock:
     def __init__(self, node: NodeContext) -> None:
         self.node = node
         self.host: RaftPartitionHost | None = None
-        self._timer: Any = None
-        self._timer_at: int | None = None
+        self._timer = Timer(node.clock, self._fire, on_error=node.crash)
+        self._round_end = Soon(node.loop, self._end_round, on_error=node.crash)
 
     def now_ms(self) -> int:
         return self.node.now_ms()
 
     def set_timer(self, at_ms: int | None) -> None:
-        if at_ms == self._timer_at and (self._timer is not None or at_ms is None):
-            return
-        if self._timer is not None:
-            self._timer.cancel()
-        self._timer_at = at_ms
-        self._timer = None if at_ms is None else self.node.clock.call_at(at_ms, self._fire)
+        self._timer.set(at_ms)
 
     def _fire(self) -> None:
-        at_ms = self._timer_at or 0
-        self._timer, self._timer_at = None, None
         assert self.host is not None
-        self.host.on_timer(at_ms)
+        self.host.on_timer(int(self._timer.fired_deadline_ms or 0))
 
     def end_round_soon(self) -> None:
+        self._round_end.schedule()
+
+    def _end_round(self) -> None:
         assert self.host is not None
-        self.node.loop.call_soon(self.host.end_round)
+        self.host.end_round()
 
 
 class FileDurability:

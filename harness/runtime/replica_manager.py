@@ -40,7 +40,10 @@ What it does:
   down) is renamed aside as deleted and the replica starts from a fresh log (LogManager).
 
 Invariants:
-- A core is never re-entered: inputs that arrive while its effects run are queued and fed after.
+- A core is never re-entered: inputs that arrive while its effects run are queued and fed after
+  (a harness/loop Serial per replica, whose drain ends by re-arming the core's Timer).
+- Deferred work (the fetch batches' flush, the core timers, housekeeping, retention, deletions)
+  runs through harness/loop with the node's crash as on_error, as the cores' steps do.
 - The env callbacks (send_*, complete_produce) only queue work, never step a core.
 - Request ids are unique per broker process, so a late answer can never reach another caller.
 """
@@ -49,9 +52,9 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -59,7 +62,7 @@ import structlog
 
 from harness.drive.raft_host import RaftPartitionHost
 from harness.drive.replica_effects import execute_replica_effects
-from harness.runtime.clock import ClockTimer
+from harness.loop import LoopTime, Serial, Soon, Timer
 from harness.runtime.context import BrokerLink, NodeContext
 from harness.runtime.file_storage import BufferedFileStorage, FileStorage
 from harness.runtime.log_configs import TopicLogConfigs
@@ -158,10 +161,9 @@ class HostedReplica:
     last_eligible: tuple[BrokerState, ...] = ()
     config_overrides: dict[str, str] = field(default_factory=dict)  # the topic's, last applied
     fenced_epoch: int = -1  # quorum mode: the stored fenced epoch (SendReplicaPosition)
-    timer: ClockTimer | None = None
-    deadline_ms: int | None = None
-    busy: bool = False
-    queued: deque[ReplicaInput | None] = field(default_factory=deque)
+    # The core's inputs (None: a tick), one at a time, and its one timer (ReplicaManager._create).
+    inputs: Serial[ReplicaInput | None] = field(init=False)
+    timer: Timer = field(init=False)
 
 
 class ReplicaManager:
@@ -187,12 +189,13 @@ class ReplicaManager:
         self._next_request_id = 1
         self._fetch_out: dict[int, list[FetchRequest]] = {}
         self._fetch_resp_out: dict[int, list[FetchResponse]] = {}
-        self._flush_scheduled = False
+        self._flush_soon = Soon(self.loop, self._flush, on_error=node.crash)
         self._eligible: tuple[BrokerState, ...] = ()
         self._known_peers: dict[int, tuple[str, int]] = {}
-        self._housekeeping: asyncio.TimerHandle | None = None
-        self._retention_timer: asyncio.TimerHandle | None = None
-        self._delete_timer: ClockTimer | None = None
+        loop_time = LoopTime(self.loop)  # periodic work follows real time, not the skewed clock
+        self._housekeeping = Timer(loop_time, self._on_housekeeping, on_error=node.crash)
+        self._retention_timer = Timer(loop_time, self._on_retention, on_error=node.crash)
+        self._delete_timer = Timer(node.clock, self._on_deletions, on_error=node.crash)
         self._closed = False
         self._published = False  # the image reached our registration (`_caught_up`)
         self._strays_checked = False  # `_delete_strays` ran (once, on the first caught-up image)
@@ -376,6 +379,9 @@ class ReplicaManager:
         r = HostedReplica(topic, topic_id, partition, core, local,
                           config_overrides=image.topic_config_overrides(topic),
                           fenced_epoch=fenced_epoch)  # fmt: skip
+        crash = self.node.crash
+        r.inputs = Serial(partial(self._handle, r), on_error=crash, after=partial(self._arm, r))
+        r.timer = Timer(self.node.clock, partial(self._on_timer, r), on_error=crash)
         self.replicas[(topic_id, partition)] = r
         self.by_name[(topic, partition)] = r
         log.info("replica.created", topic=topic, partition=partition,
@@ -386,8 +392,7 @@ class ReplicaManager:
         part = image.partition(r.topic_id, r.partition)
         if part is not None:  # reassigned away: the core goes offline (fails its waiters)
             self._step(r, MetadataUpdated(part, r.last_eligible))
-        if r.timer is not None:
-            r.timer.cancel()
+        r.timer.cancel()
         del self.replicas[(r.topic_id, r.partition)]
         self._reports.pop((r.topic_id, r.partition), None)
         self.by_name.pop((r.topic, r.partition), None)
@@ -416,39 +421,21 @@ class ReplicaManager:
     # --- driving cores --------------------------------------------------------------------------
 
     def _step(self, r: HostedReplica, message: ReplicaInput | None) -> None:
-        """Feed one input (None: a tick) and run its effects; queue it if the core is busy."""
-        if r.busy:
-            r.queued.append(message)
-            return
-        r.busy = True
+        """Feed one input (None: a tick) and run its effects; queued if the core is busy. An
+        exception (an InvariantViolation or a bug) crashes the node, as in node.py."""
+        r.inputs.submit(message)
+
+    def _handle(self, r: HostedReplica, message: ReplicaInput | None) -> None:
+        now_ms = self.node.now_ms()
         core = r.core
-        try:
-            while True:
-                now_ms = self.node.now_ms()
-                effects = core.tick(now_ms) if message is None else core.handle(message, now_ms)
-                if effects:
-                    execute_replica_effects(effects, r.log, self)
-                if not r.queued:
-                    break
-                message = r.queued.popleft()
-        except Exception as exc:  # an InvariantViolation or a bug: stop, as runtime.py does
-            self.node.crash(exc)
-        finally:
-            r.busy = False
-        self._arm(r)
+        effects = core.tick(now_ms) if message is None else core.handle(message, now_ms)
+        if effects:
+            execute_replica_effects(effects, r.log, self)
 
     def _arm(self, r: HostedReplica) -> None:
-        deadline = r.core.next_deadline_ms()
-        if deadline == r.deadline_ms and r.timer is not None:
-            return
-        if r.timer is not None:
-            r.timer.cancel()
-        r.deadline_ms = deadline
-        r.timer = None if deadline is None else self.node.clock.call_at(deadline, self._on_timer, r)
+        r.timer.set(r.core.next_deadline_ms())
 
     def _on_timer(self, r: HostedReplica) -> None:
-        r.timer = None
-        r.deadline_ms = None
         if (r.topic_id, r.partition) in self.replicas:
             self._step(r, None)
 
@@ -527,12 +514,9 @@ class ReplicaManager:
         pass  # the core logs partition.became_leader / became_follower itself
 
     def _schedule_flush(self) -> None:
-        if not self._flush_scheduled:
-            self._flush_scheduled = True
-            self.loop.call_soon(self._flush)
+        self._flush_soon.schedule()
 
     def _flush(self) -> None:
-        self._flush_scheduled = False
         fetches, self._fetch_out = self._fetch_out, {}
         answers, self._fetch_resp_out = self._fetch_resp_out, {}
         for to, requests in fetches.items():
@@ -718,56 +702,44 @@ class ReplicaManager:
     # --- housekeeping -----------------------------------------------------------------------------
 
     def _arm_housekeeping(self) -> None:
-        interval_ms = self.node.config.replica_high_watermark_checkpoint_interval_ms
-        self._housekeeping = self.loop.call_later(interval_ms / 1000, self._on_housekeeping)
+        self._housekeeping.arm_in(self.node.config.replica_high_watermark_checkpoint_interval_ms)
 
     def _on_housekeeping(self) -> None:
         if self._closed:
             return
         now_ms = self.node.now_ms()
-        try:
-            for plog in self.log_manager.logs.values():
-                plog.maybe_flush(now_ms)
-            self.log_manager.checkpoint()
-        except Exception as exc:
-            self.node.crash(exc)
+        for plog in self.log_manager.logs.values():
+            plog.maybe_flush(now_ms)
+        self.log_manager.checkpoint()
         self._arm_housekeeping()
 
     def _arm_retention(self) -> None:
-        interval_ms = self.node.config.log_retention_check_interval_ms
-        self._retention_timer = self.loop.call_later(interval_ms / 1000, self._on_retention)
+        self._retention_timer.arm_in(self.node.config.log_retention_check_interval_ms)
 
     def _on_retention(self) -> None:
         """log.retention.check.interval.ms: retention.ms (batch timestamps against the wall
         clock) then retention.bytes on every log; a moved log start is checkpointed at once."""
         if self._closed:
             return
-        try:
-            wall_ms = self.node.wall_ms(self.node.now_ms())
-            # Not on raft partitions: their log start must become a KIP-630 snapshot boundary
-            # a lagging voter can jump to first (docs/replication.md, Status).
-            deleted = sum(plog.apply_retention(wall_ms)
-                          for name, plog in self.log_manager.logs.items()
-                          if name not in self.raft.by_name)  # fmt: skip
-            if deleted:
-                self.log_manager.checkpoint()
-        except Exception as exc:
-            self.node.crash(exc)
+        wall_ms = self.node.wall_ms(self.node.now_ms())
+        # Not on raft partitions: their log start must become a KIP-630 snapshot boundary a
+        # lagging voter can jump to first (docs/replication.md, Status).
+        deleted = sum(plog.apply_retention(wall_ms)
+                      for name, plog in self.log_manager.logs.items()
+                      if name not in self.raft.by_name)  # fmt: skip
+        if deleted:
+            self.log_manager.checkpoint()
         self._arm_retention()
 
     def _arm_deletions(self) -> None:
         due_ms = self.log_manager.next_delete_due_ms()
-        if self._delete_timer is not None:
+        if due_ms is None or self._closed:
             self._delete_timer.cancel()
-        self._delete_timer = None if due_ms is None or self._closed else self.node.clock.call_at(
-            due_ms + 1, self._on_deletions)
+        else:
+            self._delete_timer.arm(due_ms + 1)
 
     def _on_deletions(self) -> None:
-        self._delete_timer = None
-        try:
-            self.log_manager.remove_deleted_logs(self.node.now_ms())
-        except Exception as exc:
-            self.node.crash(exc)
+        self.log_manager.remove_deleted_logs(self.node.now_ms())
         self._arm_deletions()
 
     def close(self) -> None:
@@ -776,11 +748,9 @@ class ReplicaManager:
             return
         self._closed = True
         for timer in (self._housekeeping, self._retention_timer, self._delete_timer):
-            if timer is not None:
-                timer.cancel()
+            timer.cancel()
         for r in self.replicas.values():
-            if r.timer is not None:
-                r.timer.cancel()
+            r.timer.cancel()
         self.leadership.close()
         self.raft.close()
         self.log_manager.close()

@@ -18,6 +18,11 @@ from quorum.raft.messages import VoteRequest
 pytestmark = pytest.mark.integration
 
 
+def reraise(exc: Exception) -> None:
+    """The transport's on_error here: its deferred work failing is a failed test, not a crash."""
+    raise exc
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -39,6 +44,7 @@ class Node:
             encode=codec.encode,
             decode=codec.decode,
             decode_errors=(codec.DecodeError,),
+            on_error=reraise,
         )
 
 

@@ -21,7 +21,7 @@ import pytest
 
 import harness.net.transport as tr
 from harness.net.transport import Transport
-from tests.integration.test_transport import free_port, until
+from tests.integration.test_transport import free_port, reraise, until
 
 pytestmark = pytest.mark.integration
 
@@ -62,7 +62,8 @@ class StalledPeer(asyncio.Protocol):
 def transport(node_id: int, port: int, peers: dict[int, tuple[str, int]], **kw: Any) -> Transport:
     return Transport(cluster_id="c1", node_id=node_id, host="127.0.0.1", port=port, peers=peers,
                      on_message=lambda src, msg: None, on_unreachable=lambda peer: None,
-                     encode=lambda m: m, decode=lambda b: b, decode_errors=(ValueError,), **kw)
+                     encode=lambda m: m, decode=lambda b: b, decode_errors=(ValueError,),
+                     on_error=reraise, **kw)
 
 
 def test_a_peer_that_stops_reading_gets_frames_dropped_not_unbounded_memory(

@@ -16,7 +16,7 @@ import pytest
 from harness.net.transport import Transport, frame
 from quorum import codec
 from quorum.raft.messages import VoteRequest
-from tests.integration.test_transport import Node, free_port, until
+from tests.integration.test_transport import Node, free_port, reraise, until
 
 pytestmark = pytest.mark.integration
 
@@ -131,6 +131,7 @@ def test_client_answers_to_one_chunk_of_requests_leave_in_one_write_before_it_re
             cluster_id="c1", node_id=1, host="127.0.0.1", port=port, peers={},
             on_message=lambda src, msg: None, on_unreachable=lambda peer: None,
             encode=codec.encode, decode=codec.decode, decode_errors=(codec.DecodeError,),
+            on_error=reraise,
             on_client_request=on_request,
         )  # fmt: skip
         await server.start()

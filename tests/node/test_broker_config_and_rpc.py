@@ -76,6 +76,9 @@ class _FakeNode:
     def send(self, to: int, message: Any) -> None:
         self.sent.append((to, codec.decode(codec.encode(message))))  # through the codec
 
+    def crash(self, exc: BaseException) -> None:
+        raise exc
+
 
 HEARTBEAT = BrokerHeartbeatRequest(101, 5, 10)
 

@@ -81,13 +81,13 @@ def test_a_timer_for_a_deadline_that_moved_later_rearms_without_a_tick(tmp_path:
             return real_tick(now_ms)
 
         node.core.tick = counting_tick  # type: ignore[method-assign]
-        assert node._timer is not None
+        assert node._timer.armed
         node._timer.cancel()
         deadline = node.core.next_deadline_ms()
         assert deadline > node.now_ms()
         node._on_timer()  # fired early: the deadline it was armed for has moved
         assert ticks == []
-        assert node._timer_deadline_ms == deadline and node._timer is not None
+        assert node._timer.deadline_ms == deadline and node._timer.armed
         node._timer.cancel()  # from here on only this test fires the timer
         await asyncio.sleep((node.core.next_deadline_ms() - node.now_ms() + 2) / 1000)
         assert node.core.next_deadline_ms() <= node.now_ms()
