@@ -282,3 +282,16 @@ def test_the_checks_find_a_planted_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
     assert _cycles({"x": {"y"}, "y": {"z"}, "z": {"x"}}) == [["x", "y", "z"]]
     assert _cycles({"x": {"y"}, "y": set()}) == []
+
+
+MAX_LINES = 800  # a file past this is two files (docs/architecture.md "The rules")
+
+
+def test_no_source_file_is_over_800_lines() -> None:
+    long = sorted(
+        f"{path.relative_to(ROOT)}: {n}"
+        for path in ROOT.glob("**/*.py")
+        if not {".venv", ".peers", "node_modules", ".git"} & set(path.relative_to(ROOT).parts)
+        and (n := len(path.read_text(errors="replace").splitlines())) > MAX_LINES
+    )
+    assert long == []
