@@ -27,8 +27,8 @@ Mapping (the simulator's rules, harness/sim/runs/matrix.py, applied to a recorde
   an acknowledged acks=1 write whose offset a new leader reused (that is loss: lost_writes);
 - leader elections: the increase of partition leader epochs (queue) or of the controller
   epoch (kv) over the run; ISR shrinks/expands: those the partition leaders logged
-  (`isr_changes`, queue runs; kraftlab's JSON log lines, so 0 for a run against Apache Kafka,
-  whose logs are text); unclean elections are not observed (0);
+  (`isr_changes`, queue runs, from kraftlab's JSON log lines; `kafka_isr_changes` from Apache
+  Kafka's text logs for a run against it); unclean elections are not observed (0);
 - `system`: what the run ran against, `kraftlab` or `kafka` (results.json `system`).
 """
 
@@ -175,6 +175,54 @@ def isr_changes(logs_dir: Path, topic: str) -> tuple[int, int]:
     return shrinks, len(seen) - shrinks
 
 
+# Apache Kafka's partition state lines (kafka.cluster.Partition and state.change.logger, Kafka
+# 4.x core/src/main/scala/kafka/cluster/Partition.scala): the ISR a leader starts with, at a
+# partition epoch, and each ISR change a leader's AlterPartition committed, at its new epoch.
+_KAFKA_LEADER_START = re.compile(
+    r"Leader (?P<tp>\S+) with topic id .*? starts at leader epoch \d+ from offset \d+ with "
+    r"partition epoch (?P<epoch>\d+), high watermark \d+, ISR \[(?P<isr>[\d,]*)\]")
+_KAFKA_ISR_UPDATED = re.compile(
+    r"\[Partition (?P<tp>\S+) broker=\d+\] ISR updated to (?P<isr>[\d,]*)\s+and version "
+    r"updated to (?P<epoch>\d+)")
+
+
+def kafka_isr_changes(logs_dir: Path, topic: str) -> tuple[int, int]:
+    """(shrinks, expands) of `topic`'s ISR that Apache Kafka's partition leaders committed
+    (`ISR updated to ... and version updated to E`), from the brokers' server logs copied into
+    the run's DIR/logs: each partition's ISR by partition epoch (a leader's start line gives the
+    ISR it starts with), an update a shrink if it holds fewer replicas than the ISR of the epoch
+    before it, an expansion if more. As `isr_changes` for kraftlab, the ISR changes the
+    controller makes itself (fencing a broker: a new leader epoch) are not counted."""
+    states: dict[str, dict[int, tuple[int, ...]]] = {}
+    updates: set[tuple[str, int]] = set()
+    for path in sorted(logs_dir.glob("broker-*.log")):
+        with path.open(encoding="utf-8", errors="replace") as lines:
+            for line in lines:
+                if "ISR" not in line:
+                    continue
+                found = _KAFKA_ISR_UPDATED.search(line) or _KAFKA_LEADER_START.search(line)
+                if found is None:
+                    continue
+                tp = found["tp"]
+                if tp.rpartition("-")[0] != topic:
+                    continue
+                isr = tuple(sorted(int(b) for b in found["isr"].split(",") if b))
+                epoch = int(found["epoch"])
+                states.setdefault(tp, {})[epoch] = isr
+                if found.re is _KAFKA_ISR_UPDATED:
+                    updates.add((tp, epoch))
+    shrinks = expands = 0
+    for tp, by_epoch in states.items():
+        epochs = sorted(by_epoch)
+        for before, after in zip(epochs, epochs[1:], strict=False):
+            if (tp, after) not in updates:
+                continue
+            grew = len(by_epoch[after]) - len(by_epoch[before])
+            shrinks += grew < 0
+            expands += grew > 0
+    return shrinks, expands
+
+
 def run_id(results: dict[str, Any], started_s: float) -> str:
     """`jepsen-<workload>-<matrix nemesis>-s<seed>-<start, ms since the epoch>` (`jepsen-kafka-...`
     for a run against Apache Kafka): unique per run, and a valid Parquet part name."""
@@ -235,7 +283,8 @@ def build_row(ops: Sequence[Operation], results: dict[str, Any], *, wall_ms: int
         metadata_linearizable = {"valid": True, "invalid": False}.get(results["verdict"])
         stale = len(anomalies.get("stale-read", []))
     lost = int(counts.get("lost-write", 0))
-    shrinks, expands = (isr_changes(logs_dir, str(results.get("topic")))
+    count = kafka_isr_changes if results.get("system") == "kafka" else isr_changes
+    shrinks, expands = (count(logs_dir, str(results.get("topic")))
                         if logs_dir is not None and results["workload"] == "queue" else (0, 0))
     row = RunSummary(
         run_id=run_id(results, started_s), source="jepsen", seed=int(results["seed"]),

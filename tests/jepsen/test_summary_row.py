@@ -16,7 +16,13 @@ import pytest
 from harness.check.history import NEMESIS, Event, Operation, pair_operations
 from harness.check.queue import check_queue
 from harness.check.report import fault_intervals, phase_of
-from harness.jepsen.summary_row import build_row, isr_changes, matrix_nemesis, write_row
+from harness.jepsen.summary_row import (
+    build_row,
+    isr_changes,
+    kafka_isr_changes,
+    matrix_nemesis,
+    write_row,
+)
 from harness.results.schema import SecondCounts, Window, read_dataset
 
 MS = 1_000_000
@@ -223,3 +229,37 @@ def test_isr_changes_are_counted_once_per_partition_epoch_of_the_topic(tmp_path:
     row = build_row(ops, results, wall_ms=1, controllers=3, brokers=3, started_s=1.0,
                     overrides={}, logs_dir=tmp_path)
     assert (row.isr_shrinks, row.isr_expands) == (2, 1)
+
+
+# Apache Kafka 4.4's own lines, from a pause of partition svr-0's leader 103: the controller
+# fenced it and elected 101 with the ISR [101,102] (a new leader epoch: not a leader's change),
+# 103 came back and 101 expanded the ISR; then a leader's shrink.
+KAFKA_LINES = """\
+[2026-12-07 15:23:13,431] INFO [Broker id=101] Follower svr-0 starts at leader epoch 0 from offset 0 with partition epoch 0 and high watermark 0. Current leader is 103. Previous leader None and previous leader epoch was -1. (state.change.logger)
+[2026-12-07 15:23:17,289] INFO [Broker id=101] Leader svr-0 with topic id Some(pUnZrWvbQlKOrqaCMN63LA) starts at leader epoch 1 from offset 50 with partition epoch 1, high watermark 48, ISR [101,102], adding replicas [] and removing replicas [] . Previous leader Some(103) and previous leader epoch was 0. (state.change.logger)
+[2026-12-07 15:23:20,133] INFO [Partition svr-0 broker=101] ISR updated to 103,102,101  and version updated to 2 (kafka.cluster.Partition)
+[2026-12-07 15:23:25,001] INFO [Partition svr-0 broker=101] ISR updated to 102,101  and version updated to 3 (kafka.cluster.Partition)
+[2026-12-07 15:23:25,001] INFO [Partition svr-0 broker=101] ISR updated to 102,101  and version updated to 3 (kafka.cluster.Partition)
+[2026-12-07 15:23:26,000] INFO [Partition svr-other-0 broker=101] ISR updated to 101  and version updated to 2 (kafka.cluster.Partition)
+"""
+KAFKA_START = """\
+[2026-12-07 15:23:13,449] INFO [Broker id=103] Leader svr-0 with topic id Some(pUnZrWvbQlKOrqaCMN63LA) starts at leader epoch 0 from offset 0 with partition epoch 0, high watermark 0, ISR [103,101,102], adding replicas [] and removing replicas [] . Previous leader None and previous leader epoch was -1. (state.change.logger)
+"""
+
+
+def test_kafka_isr_changes_are_the_leaders_committed_updates_by_partition_epoch(
+    tmp_path: Path,
+) -> None:
+    """Epoch 0 -> 1 (3 -> 2 replicas) is the controller's fencing, not counted; 1 -> 2 an
+    expansion, 2 -> 3 a shrink (logged twice, counted once); another topic's never."""
+    (tmp_path / "broker-101.log").write_text(KAFKA_LINES)
+    (tmp_path / "broker-103.log").write_text(KAFKA_START)
+    assert kafka_isr_changes(tmp_path, "svr") == (1, 1)
+    assert kafka_isr_changes(tmp_path, "svr-other") == (0, 0)  # no epoch before its update
+    assert isr_changes(tmp_path, "svr") == (0, 0)  # kraftlab's reader finds none in Kafka's
+    ops = history((0, 0, "invoke", "send", ["svr-0", 1]), (1, 0, "ok", "send", ["svr-0", [0, 1]]))
+    results = {**queue_results(ops), "faults": [], "nemesis": "none", "topic": "svr",
+               "system": "kafka"}
+    row = build_row(ops, results, wall_ms=1, controllers=3, brokers=3, started_s=1.0,
+                    overrides={}, logs_dir=tmp_path)
+    assert (row.isr_shrinks, row.isr_expands) == (1, 1)
