@@ -266,6 +266,19 @@ async def _stop_when(
     return False
 
 
+def served_on_every_partition(partitions: int) -> Callable[[Recorder], Awaitable[bool]]:
+    """A `RunOptions.start_when`: a send was acknowledged on each of the topic's `partitions`
+    (the queue workload's send completions name their partition), so a fault that follows has
+    writes before it on whichever partition it picks, and a run measures the fault, not the
+    clients' start-up."""
+
+    async def condition(rec: Recorder) -> bool:
+        acked = {e.value[0] for e in rec.events if e.f == "send" and e.type == "ok"}
+        return len(acked) >= partitions
+
+    return condition
+
+
 async def _nemesis_after(
     start_when: Callable[[Recorder], Awaitable[bool]] | None,
     rec: Recorder,

@@ -182,8 +182,8 @@ _KAFKA_LEADER_START = re.compile(
     r"Leader (?P<tp>\S+) with topic id .*? starts at leader epoch \d+ from offset \d+ with "
     r"partition epoch (?P<epoch>\d+), high watermark \d+, ISR \[(?P<isr>[\d,]*)\]")
 _KAFKA_ISR_UPDATED = re.compile(
-    r"\[Partition (?P<tp>\S+) broker=\d+\] ISR updated to (?P<isr>[\d,]*)\s+and version "
-    r"updated to (?P<epoch>\d+)")
+    r"\[Partition (?P<tp>\S+) broker=\d+\] ISR updated to (?P<isr>[\d,]*)"
+    r"(?: \([\w-]+\))?\s+and version updated to (?P<epoch>\d+)")  # "(under-min-isr)" at times
 
 
 def kafka_isr_changes(logs_dir: Path, topic: str) -> tuple[int, int]:

@@ -27,7 +27,7 @@ import pytest
 
 from harness.check.history import load_history
 from harness.jepsen.nemesis_kafka import KafkaNemesis
-from harness.jepsen.recorder import Recorder
+from harness.jepsen.run_core import served_on_every_partition
 from harness.jepsen.runner import RunError, RunOptions, RunResult, run
 from harness.jepsen.workload_queue import QueueOptions
 from harness.peers.kafka import cluster as pk
@@ -56,13 +56,6 @@ def leader_replaced_then_written(seconds: float) -> Callable[[KafkaNemesis], Awa
     return condition
 
 
-async def every_partition_written(rec: Recorder) -> bool:
-    """A send was acknowledged on every partition of the topic: the fault then has writes
-    before it on whichever partition it picks."""
-    acked = {e.value[0] for e in rec.events if e.f == "send" and e.type == "ok"}
-    return len(acked) == PARTITIONS
-
-
 def options(out: Path, data_dir: Path | None = None, **changes: Any) -> RunOptions:
     base: dict[str, Any] = dict(
         out_dir=out,
@@ -88,7 +81,7 @@ def options(out: Path, data_dir: Path | None = None, **changes: Any) -> RunOptio
         fault_s=(TIME_LIMIT_S, TIME_LIMIT_S),
         quiet_s=(60.0, 60.0),
         lead_in_s=0.5,
-        start_when=every_partition_written,
+        start_when=served_on_every_partition(PARTITIONS),
         stop_when=leader_replaced_then_written(POST_ELECTION_S),
     )
     base.update(changes)

@@ -28,8 +28,7 @@ import pytest
 from harness.check.history import NEMESIS, load_history
 from harness.jepsen.nemesis import parse_nemesis
 from harness.jepsen.nemesis_kafka import KafkaNemesis, unsupported
-from harness.jepsen.recorder import Recorder
-from harness.jepsen.run_core import RunOptions
+from harness.jepsen.run_core import RunOptions, served_on_every_partition
 from harness.jepsen.runner import RunError, run
 from harness.jepsen.target_kafka import check_options
 from harness.jepsen.workload_queue import QueueOptions
@@ -132,7 +131,7 @@ def options(out: Path, data_dir: Path | None = None, **changes: Any) -> RunOptio
         fault_s=(TIME_LIMIT_S, TIME_LIMIT_S),
         quiet_s=(60.0, 60.0),
         lead_in_s=0.5,
-        start_when=every_partition_written,
+        start_when=served_on_every_partition(PARTITIONS),
         stop_when=KafkaNemesis.partition_leader_replaced,
     )
     base.update(changes)
@@ -178,13 +177,6 @@ def test_a_kafka_run_failing_half_way_leaves_no_namespace(
 
 
 # ----------------------------------------------------------------------- the Kafka run
-
-
-async def every_partition_written(rec: Recorder) -> bool:
-    """A send was acknowledged on every partition of the topic (the fault then has writes
-    before it on whichever partition it picks)."""
-    acked = {e.value[0] for e in rec.events if e.f == "send" and e.type == "ok"}
-    return len(acked) == PARTITIONS
 
 
 @needs_netns

@@ -240,6 +240,7 @@ KAFKA_LINES = """\
 [2026-12-07 15:23:20,133] INFO [Partition svr-0 broker=101] ISR updated to 103,102,101  and version updated to 2 (kafka.cluster.Partition)
 [2026-12-07 15:23:25,001] INFO [Partition svr-0 broker=101] ISR updated to 102,101  and version updated to 3 (kafka.cluster.Partition)
 [2026-12-07 15:23:25,001] INFO [Partition svr-0 broker=101] ISR updated to 102,101  and version updated to 3 (kafka.cluster.Partition)
+[2026-12-07 15:23:29,325] INFO [Partition svr-0 broker=101] ISR updated to 101 (under-min-isr) and version updated to 4 (kafka.cluster.Partition)
 [2026-12-07 15:23:26,000] INFO [Partition svr-other-0 broker=101] ISR updated to 101  and version updated to 2 (kafka.cluster.Partition)
 """
 KAFKA_START = """\
@@ -251,10 +252,11 @@ def test_kafka_isr_changes_are_the_leaders_committed_updates_by_partition_epoch(
     tmp_path: Path,
 ) -> None:
     """Epoch 0 -> 1 (3 -> 2 replicas) is the controller's fencing, not counted; 1 -> 2 an
-    expansion, 2 -> 3 a shrink (logged twice, counted once); another topic's never."""
+    expansion, 2 -> 3 a shrink (logged twice, counted once), 3 -> 4 a shrink below
+    min.insync.replicas (Kafka marks it "(under-min-isr)"); another topic's never."""
     (tmp_path / "broker-101.log").write_text(KAFKA_LINES)
     (tmp_path / "broker-103.log").write_text(KAFKA_START)
-    assert kafka_isr_changes(tmp_path, "svr") == (1, 1)
+    assert kafka_isr_changes(tmp_path, "svr") == (2, 1)
     assert kafka_isr_changes(tmp_path, "svr-other") == (0, 0)  # no epoch before its update
     assert isr_changes(tmp_path, "svr") == (0, 0)  # kraftlab's reader finds none in Kafka's
     ops = history((0, 0, "invoke", "send", ["svr-0", 1]), (1, 0, "ok", "send", ["svr-0", [0, 1]]))
@@ -262,4 +264,4 @@ def test_kafka_isr_changes_are_the_leaders_committed_updates_by_partition_epoch(
                "system": "kafka"}
     row = build_row(ops, results, wall_ms=1, controllers=3, brokers=3, started_s=1.0,
                     overrides={}, logs_dir=tmp_path)
-    assert (row.isr_shrinks, row.isr_expands) == (1, 1)
+    assert (row.isr_shrinks, row.isr_expands) == (2, 1)
