@@ -18,8 +18,8 @@ from typing import Any
 import structlog
 
 from harness.drive.effects import execute_effects
-from harness.drive.raftlog import RaftLogStore
 from partition.log.storage import SimStorage
+from partition.raft.log import RaftLogStore
 from quorum import codec
 from quorum.raft.config import RaftConfig
 from quorum.raft.core import Accepted, RaftCore

@@ -77,11 +77,11 @@ from partition.raft import (
     PeerUnreachable,
     ProducesReceived,
     RaftEnvelope,
+    RaftLogStore,
     RaftMessageReceived,
     RaftMux,
     RaftPartitionConfig,
     RaftPartitionInput,
-    RaftPartitionLog,
     RaftReplica,
     ResignRequested,
     Stage,
@@ -112,7 +112,7 @@ class RaftDurability(Protocol):
     def recovery_flush(self, plog: PartitionLog) -> None:
         """fsync what `plog` holds beyond its recovery point (harness.drive.raft_stages)."""
 
-    def election_state(self, key: PartitionKey, store: RaftPartitionLog) -> ElectionState | None:
+    def election_state(self, key: PartitionKey, store: RaftLogStore) -> ElectionState | None:
         """The election state a replica of `key` starts from."""
 
     def write_election_state(self, r: HostedRaft, state: ElectionState) -> None:
@@ -167,7 +167,7 @@ class HostedRaft(HostedReplica):
     host: RaftPartitionHost
     key: PartitionKey
     topic: str
-    store: RaftPartitionLog
+    store: RaftLogStore
     core: RaftReplica
     stages: list[Stage] = field(default_factory=list)
     needs_flush: bool = False
@@ -266,7 +266,7 @@ class RaftPartitionHost:
         """Host a replica of `key` (its voters: the partition's replicas) on `plog`, after the
         recovery flush; `core_class` is for tests that plant a bug in the core."""
         self.durability.recovery_flush(plog)
-        store = RaftPartitionLog(plog)
+        store = RaftLogStore.of_partition(plog)
         now_ms = self.clock.now_ms()
         core = core_class(self.node_id, key[0], key[1], voters, store, seed=seed, now_ms=now_ms,
                           config=config, election_state=self.durability.election_state(key, store),

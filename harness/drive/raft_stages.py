@@ -23,8 +23,8 @@ from harness.drive.effects import EffectEnv, execute_effects
 from partition.log import PartitionLog
 from partition.raft import (
     Effect,
+    RaftLogStore,
     RaftPartitionInput,
-    RaftPartitionLog,
     RaftReplica,
     Stage,
     execute_partition_effects,
@@ -105,10 +105,10 @@ class HostedReplica:
     adds its fields and `send`, `persist_election_state`, `on_leader_changed`,
     `complete_produce` and `answer_consumer_fetch`."""
 
-    store: RaftPartitionLog
+    store: RaftLogStore
 
     @property
-    def log(self) -> RaftPartitionLog:
+    def log(self) -> RaftLogStore:
         return self.store
 
     def on_commit_advanced(self, high_watermark: int) -> None:

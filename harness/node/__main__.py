@@ -27,11 +27,11 @@ import structlog
 from aiohttp import web
 
 from harness.admin.server import build_app
-from harness.drive.raftlog import SnapshotRecoveryError
 from harness.node.malloc import tune_malloc
 from harness.runtime.config import ConfigError, load
 from harness.runtime.logs import configure_logging
 from harness.runtime.node import ControllerNode
+from partition.raft.log import SnapshotRecoveryError
 
 if TYPE_CHECKING:
     from harness.kafka.server import KafkaListener

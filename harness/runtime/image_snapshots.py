@@ -10,7 +10,7 @@ Invariants:
 - A snapshot is never taken at or below the newest one the log holds.
 - A snapshot file is the checksummed envelope of quorum/raft/snapshot.py (the image, and the
   voter set at its offset); at start a corrupt newest snapshot is set aside when the log still
-  holds what it replaced, and otherwise the node refuses to start (harness/drive/raftlog.py);
+  holds what it replaced, and otherwise the node refuses to start (partition/raft/log.py);
   what was set aside is logged here.
 """
 
@@ -20,8 +20,8 @@ from collections.abc import Callable
 
 import structlog
 
-from harness.drive.raftlog import RaftLogStore
 from harness.runtime.config import NodeConfig
+from partition.raft.log import RaftLogStore
 from quorum.metadata import MetadataImage
 from quorum.raft.log import OffsetAndEpoch
 from quorum.raft.snapshot import decode_snapshot, encode_snapshot

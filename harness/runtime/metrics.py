@@ -54,10 +54,10 @@ from prometheus_client.core import (
 )
 
 from harness.drive.raft_host import RaftPartitionHost
-from harness.drive.raftlog import RaftLogStore
 from harness.runtime.broker import BrokerNode
 from harness.runtime.raft_leadership import RaftLeadership
 from harness.runtime.status import partition_health
+from partition.raft.log import RaftLogStore
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import ApplyResult, MetadataImage
 from quorum.metadata.records import NO_LEADER, Partition, PartitionChange

@@ -51,7 +51,6 @@ from typing import Any, NoReturn, assert_never
 import structlog
 
 from harness.drive.effects import execute_effects
-from harness.drive.raftlog import RaftLogStore
 from harness.loop import Soon, Timer, run_later, run_soon
 from harness.net.liveness import LivenessProbe
 from harness.net.transport import FrameError, Transport
@@ -79,6 +78,7 @@ from harness.runtime.replica_manager import ReplicaFetchBatch, ReplicaFetchBatch
 from harness.runtime.status import quorum_replication, quorum_status
 from partition.log.config import LogConfig
 from partition.raft import RaftEnvelope
+from partition.raft.log import RaftLogStore
 from quorum import codec
 from quorum.metadata import (
     DecodeError,

@@ -45,8 +45,8 @@ from partition.log.log import PartitionLog
 from partition.raft import (
     PartitionKey,
     RaftEnvelope,
+    RaftLogStore,
     RaftPartitionConfig,
-    RaftPartitionLog,
     data_partition_raft_config,
     in_sync_voters,
 )
@@ -135,7 +135,7 @@ class FileDurability:
     def recovery_flush(self, plog: PartitionLog) -> None:
         recovery_flush(plog)
 
-    def election_state(self, key: PartitionKey, store: RaftPartitionLog) -> ElectionState | None:
+    def election_state(self, key: PartitionKey, store: RaftLogStore) -> ElectionState | None:
         return self.election_states.get(key) or store.election_state()
 
     def write_election_state(self, r: HostedRaft, state: ElectionState) -> None:

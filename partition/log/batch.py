@@ -256,7 +256,7 @@ def encode_values_batch(
 ) -> bytes:
     """`encode_batch([Record(v) for v in values], ...)` byte for byte, without a Record or a
     record buffer per value: keyless, headerless records, timestamps 0, no producer. The metadata
-    log's append encodes every Raft entry this way (harness/drive/raftlog.py)."""
+    log's append encodes every Raft entry this way (partition/raft/log.py)."""
     count = len(values)
     if not count:
         raise InvalidRecordError("a batch needs at least one record")

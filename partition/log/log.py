@@ -374,7 +374,7 @@ class PartitionLog:
 
     def append_encoded(self, data: bytes, header: rb.BatchHeader) -> None:
         """Append one batch this process has just encoded at the log end, `header` its parsed
-        header (the metadata log's appends, harness/drive/raftlog.py, whose caller checked
+        header (the metadata log's appends, partition/raft/log.py, whose caller checked
         offsets and epochs): `append_as_follower` without parsing the bytes again."""
         if header.base_offset != self.log_end_offset:
             raise UnexpectedAppendOffsetError(

@@ -3,7 +3,8 @@ Raft group running quorum.raft's RaftCore over the partition's own log (sans-IO)
 
 - `replica`: RaftReplica, the core (produce with acks, idempotence, consumer reads below the Raft
   HW, Kafka's error codes), composed with RaftCore through its public API;
-- `log`: RaftPartitionLog, the PartitionLog as the Raft log, the core's read view, quorum-state;
+- `log`: RaftLogStore, a PartitionLog as a Raft log (the metadata log and raft data partitions,
+  one adapter with options), the core's read view, quorum-state;
 - `election_states`: every partition's election state of one broker in one file (grouped votes);
 - `entries`: how Kafka batches map to Raft entries (one entry per batch, spanning its offsets);
 - `idempotence`: the KIP-98 check of produce requests appended together in one call;
@@ -29,7 +30,7 @@ from partition.raft.effects import (
     flush_stages,
 )
 from partition.raft.election_states import ELECTION_STATES_FILE, ElectionStates
-from partition.raft.log import QUORUM_STATE_FILE, RaftPartitionLog, RaftPartitionView
+from partition.raft.log import QUORUM_STATE_FILE, RaftLogStore, RaftPartitionView
 from partition.raft.mux import PartitionKey, RaftEnvelope, RaftItem, RaftMux, TickGrid, unbundle
 from partition.raft.replica import (
     AnswerLongPolls,
@@ -67,7 +68,7 @@ __all__ = [
     "RaftMux",
     "RaftPartitionConfig",
     "RaftPartitionInput",
-    "RaftPartitionLog",
+    "RaftLogStore",
     "RaftPartitionStatus",
     "RaftPartitionView",
     "RaftReplica",

@@ -1,5 +1,8 @@
-"""How a data partition's RecordBatch v2 log is a Raft log: the mapping between Kafka batches and
-quorum.raft.log.Entry values, one Entry per batch, spanning the batch's offsets.
+"""How a RecordBatch v2 log is a Raft log: the mapping between Kafka batches and
+quorum.raft.log.Entry values, in the two layouts of partition.raft.log.EntryLayout. A data
+partition's log (BATCHES) holds one Entry per batch, spanning the batch's offsets, as below; the
+metadata log (RECORDS) holds one Entry per record, consecutive entries of one epoch and kind
+grouped into a batch (`record_batches`).
 
 RaftCore counts offsets through each entry's span (`Entry.count`), and a Kafka batch holds
 `last_offset_delta + 1` offsets, so a batch travels through the core as ONE entry whose `data`
@@ -41,7 +44,10 @@ __all__ = [
     "control_batch",
     "entries_to_batches",
     "proposal",
+    "record_batches",
 ]
+
+MAX_BATCH_DATA_BYTES = 512 * 1024  # the RECORDS layout: data per batch, at most
 
 # Version 0, type 2 (LeaderChange): the key of every control record the Raft core writes.
 CONTROL_RECORD_KEY = EPOCH_MARKER_KEY
@@ -100,3 +106,33 @@ def batches_to_entries(data: bytes) -> list[Entry]:
         entries.append(Entry(h.base_offset, epoch, data[h.position : h.position + h.size],
                              count=h.last_offset_delta + 1))  # fmt: skip
     return entries
+
+
+def record_batches(entries: Sequence[Entry]) -> list[bytes]:
+    """The RECORDS layout: one RecordBatch per run of entries with the same epoch and kind, up
+    to MAX_BATCH_DATA_BYTES of data each, one record per entry whose value is `Entry.data`; the
+    values-only encoder, no Record per entry. Epochs must not decrease along `entries`."""
+    first = entries[0]
+    epoch, control = first.epoch, first.control
+    datas = [e.data for e in entries]
+    # Epochs never decrease (the caller checked): equal ends mean one epoch throughout.
+    if entries[-1].epoch == epoch and sum(map(len, datas)) <= MAX_BATCH_DATA_BYTES and all(
+        e.control == control for e in entries
+    ):
+        # The usual append: one proposal batch or one Fetch's records.
+        return [rb.encode_values_batch(datas, base_offset=first.offset,
+                                       partition_leader_epoch=epoch, is_control=control)]  # fmt: skip
+    batches: list[bytes] = []
+    group: list[Entry] = []
+    size = 0
+    for entry in [*entries, None]:
+        if group and (entry is None or entry.epoch != group[0].epoch or entry.control != group[0].control
+                      or size + len(entry.data) > MAX_BATCH_DATA_BYTES):  # fmt: skip
+            batches.append(rb.encode_values_batch(
+                [e.data for e in group], base_offset=group[0].offset,
+                partition_leader_epoch=group[0].epoch, is_control=group[0].control))  # fmt: skip
+            group, size = [], 0
+        if entry is not None:
+            group.append(entry)
+            size += len(entry.data)
+    return batches

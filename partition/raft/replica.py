@@ -46,6 +46,7 @@ from typing import assert_never
 import structlog
 
 from partition.log.producer_state import BatchMetadata, SequenceCheck
+from partition.purgatory import Purgatory
 from partition.raft.config import RaftPartitionConfig
 from partition.raft.effects import Effect
 from partition.raft.entries import proposal
@@ -64,7 +65,7 @@ from partition.replica.messages import (
     ProduceRequest,
     ProduceResponse,
 )
-from partition.replica.state import ParkedFetch, PendingProduce
+from partition.replica.state import PendingProduce
 from quorum.metadata.errors import Errors
 from quorum.raft.core import Accepted, RaftCore
 from quorum.raft.effects import AppendToLog, CommitAdvanced, ElectionState
@@ -129,7 +130,7 @@ class _ProducePlan:
     now: list[Effect] = field(default_factory=list)  # needing nothing: errors, acks=1 duplicates
     after_append: list[CompleteProduce] = field(default_factory=list)  # acks=1
     committed: list[Effect] = field(default_factory=list)  # acks=all duplicates, committed
-    waiting: list[PendingProduce] = field(default_factory=list)  # acks=all
+    waiting: list[tuple[PendingProduce, int]] = field(default_factory=list)  # acks=all, deadline
 
     def add(self, batches: list[bytes], counts: list[int]) -> tuple[int, int]:
         """Queue a produce request's batches (one entry each); their (base, last) offsets."""
@@ -168,9 +169,8 @@ class RaftReplica:
         self._log = log
         self._raft = RaftCore(self.config.raft, node_id, voters, log, election_state, seed, now_ms)
         self._now_ms = now_ms
-        self._pending: list[PendingProduce] = []  # acks=all, waiting for the HW
-        self._parked: list[ParkedFetch] = []  # consumer long polls
-        self._wake_fetches = False  # the HW moved: answer parked fetches on the next tick
+        self._produces: Purgatory[PendingProduce] = Purgatory()  # acks=all, waiting for the HW
+        self._fetches: Purgatory[FetchRequest] = Purgatory()  # consumer long polls
         self._leading_epoch: int | None = None  # the epoch we lead in, as of our last call
         self._logger = structlog.get_logger().bind(node=node_id, topic=topic or topic_id,
                                                    partition=partition)  # fmt: skip
@@ -244,10 +244,9 @@ class RaftReplica:
 
     def next_deadline_ms(self) -> int:
         deadlines = [self._raft.next_deadline_ms()]
-        deadlines += [p.deadline_ms for p in self._pending]
-        if self._parked:
-            deadlines.append(self._now_ms if self._wake_fetches else
-                             min(p.deadline_ms for p in self._parked))  # fmt: skip
+        deadlines += [d for d in (self._produces.next_deadline_ms(self._now_ms),
+                                  self._fetches.next_deadline_ms(self._now_ms))
+                      if d is not None]  # fmt: skip
         return min(deadlines)
 
     # ---------------------------------------------------------------------------- produce
@@ -303,7 +302,8 @@ class RaftReplica:
             result, raft_effects = self._raft.propose(plan.records, now_ms, plan.counts)
             if not isinstance(result, Accepted) or result.first_offset != plan.first_offset:
                 raise InvariantViolation(f"proposal at {plan.first_offset} answered {result}")
-        self._pending += plan.waiting
+        for pending, deadline_ms in plan.waiting:
+            self._produces.park(pending, deadline_ms)
         return plan.now + self._after(raft_effects, plan.after_append) + plan.committed
 
     def _plan_answer(self, plan: _ProducePlan, req: ProduceRequest, base: int, last: int,
@@ -319,8 +319,8 @@ class RaftReplica:
         elif self._raft.high_watermark > last:  # a duplicate of a committed batch
             plan.committed.append(done)
         else:
-            plan.waiting.append(PendingProduce(req.request_id, base, last,
-                                               now_ms + req.timeout_ms))  # fmt: skip
+            plan.waiting.append((PendingProduce(req.request_id, base, last),
+                                 now_ms + req.timeout_ms))  # fmt: skip
 
     def _produce_done(self, request_id: int, base: int, last: int,
                       error: Errors = Errors.NONE) -> CompleteProduce:  # fmt: skip
@@ -337,35 +337,28 @@ class RaftReplica:
                                                 leader_epoch=self.leader_epoch,
                                                 message=message))]  # fmt: skip
 
-    def _complete_produces(self, high_watermark: int) -> list[Effect]:
-        done = [p for p in self._pending if high_watermark >= p.required_offset]
-        if not done:
-            return []
-        self._pending = [p for p in self._pending if high_watermark < p.required_offset]
-        return [self._produce_done(p.request_id, p.base_offset, p.last_offset) for p in done]
-
-    def _fail_produces(self) -> list[Effect]:
-        failed, self._pending = self._pending, []
-        error = Errors.NOT_LEADER_OR_FOLLOWER
+    def _answer_produces(self, done: list[PendingProduce],
+                         error: Errors = Errors.NONE) -> list[Effect]:  # fmt: skip
         return [self._produce_done(p.request_id, p.base_offset, p.last_offset, error)
-                for p in failed]  # fmt: skip
+                for p in done]  # fmt: skip
+
+    def _complete_produces(self, high_watermark: int) -> list[Effect]:
+        return self._answer_produces(
+            self._produces.complete(lambda p: high_watermark >= p.required_offset))
 
     def _expire_produces(self, now_ms: int) -> list[Effect]:
-        expired = [p for p in self._pending if p.deadline_ms <= now_ms]
-        if not expired:
-            return []
-        self._pending = [p for p in self._pending if p.deadline_ms > now_ms]
-        error = Errors.REQUEST_TIMED_OUT
-        return [self._produce_done(p.request_id, p.base_offset, p.last_offset, error)
-                for p in expired]  # fmt: skip
+        return self._answer_produces(self._produces.expire(now_ms), Errors.REQUEST_TIMED_OUT)
 
     # ---------------------------------------------------------------------- consumer fetch
 
     def _fetch_error(self, req: FetchRequest, error: Errors) -> list[Effect]:
+        return [self._fetch_error_answer(req, error)]
+
+    def _fetch_error_answer(self, req: FetchRequest, error: Errors) -> SendFetchResponse:
         resp = FetchResponse(req.topic_id, req.partition, error, req.fetch_offset, req.request_id,
                              self.high_watermark, self._log.start_offset, self._log.end_offset,
                              leader_id=self.leader_id, leader_epoch=self.leader_epoch)  # fmt: skip
-        return [SendFetchResponse(CONSUMER_REPLICA_ID, resp)]
+        return SendFetchResponse(CONSUMER_REPLICA_ID, resp)
 
     def _fetch_answer(self, req: FetchRequest, records: bytes) -> SendFetchResponse:
         resp = FetchResponse(req.topic_id, req.partition, Errors.NONE, req.fetch_offset,
@@ -389,7 +382,7 @@ class RaftReplica:
             return self._fetch_error(req, Errors.OFFSET_OUT_OF_RANGE)
         records = self._read_committed(req)
         if not records and req.max_wait_ms > 0:
-            self._parked.append(ParkedFetch(req, now_ms + req.max_wait_ms))
+            self._fetches.park(req, now_ms + req.max_wait_ms)
             return []
         return [self._fetch_answer(req, records)]
 
@@ -403,26 +396,14 @@ class RaftReplica:
 
     def _answer_parked(self, now_ms: int) -> list[Effect]:
         """Long polls (Kafka's DelayedFetch): those with data once the HW moved, or expired."""
-        woken, self._wake_fetches = self._wake_fetches, False
-        effects: list[Effect] = []
-        kept: list[ParkedFetch] = []
-        for parked in self._parked:
-            req = parked.request
-            if not self._log.start_offset <= req.fetch_offset <= self._log.end_offset:
-                effects += self._fetch_error(req, Errors.OFFSET_OUT_OF_RANGE)
-                continue
-            records = self._read_committed(req) if woken else b""
-            if records or parked.deadline_ms <= now_ms:
-                effects.append(self._fetch_answer(req, records))
-            else:
-                kept.append(parked)
-        self._parked = kept
-        return effects
 
-    def _fail_parked(self) -> list[Effect]:
-        parked, self._parked = self._parked, []
-        return [e for p in parked for e in self._fetch_error(p.request,
-                                                             Errors.NOT_LEADER_OR_FOLLOWER)]  # fmt: skip
+        def settle(req: FetchRequest, woken: bool, expired: bool) -> SendFetchResponse | None:
+            if not self._log.start_offset <= req.fetch_offset <= self._log.end_offset:
+                return self._fetch_error_answer(req, Errors.OFFSET_OUT_OF_RANGE)
+            records = self._read_committed(req) if woken else b""
+            return self._fetch_answer(req, records) if records or expired else None
+
+        return list(self._fetches.sweep(now_ms, settle))
 
     # ------------------------------------------------------------------ after a Raft call
 
@@ -439,7 +420,9 @@ class RaftReplica:
                 after_append = None
             elif isinstance(e, CommitAdvanced):
                 effects += self._complete_produces(e.high_watermark)
-                self._wake_fetches = self._wake_fetches or bool(self._parked)
+                if self._fetches:
+                    # Only the polls parked now: one parked later is read at this HW already.
+                    self._fetches.wake()
         if after_append:
             raise InvariantViolation("acks=1 produce accepted without an AppendToLog")
         return effects + self._leadership_moves()
@@ -451,8 +434,10 @@ class RaftReplica:
         effects: list[Effect] = []
         if self._leading_epoch is not None:
             self._logger.info("partition.raft_leadership_lost", leader_epoch=self._leading_epoch,
-                              pending_produces=len(self._pending))  # fmt: skip
-            effects = self._fail_produces() + self._fail_parked()
+                              pending_produces=len(self._produces))  # fmt: skip
+            lost = Errors.NOT_LEADER_OR_FOLLOWER
+            effects = self._answer_produces(self._produces.fail_all(), lost)
+            effects += [self._fetch_error_answer(req, lost) for req in self._fetches.fail_all()]
         if epoch is not None:
             self._logger.info("partition.raft_became_leader", leader_epoch=epoch,
                               log_end_offset=self._log.end_offset)  # fmt: skip

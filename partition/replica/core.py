@@ -275,11 +275,12 @@ class ReplicaCore:
         r, role = self._local, self.role
         match role:
             case Leader():
-                if role.wake_fetches and role.parked_fetches:
-                    return r.now_ms
-                deadlines = [role.next_isr_check_ms]
-                deadlines += [p.deadline_ms for p in role.pending_produces]
-                deadlines += [f.deadline_ms for f in role.parked_fetches]
+                if role.fetches.is_woken:
+                    return r.now_ms  # answered on this tick, whatever else is overdue
+                deadlines = [d for d in (role.next_isr_check_ms,
+                                         role.produces.next_deadline_ms(r.now_ms),
+                                         role.fetches.next_deadline_ms(r.now_ms))
+                             if d is not None]  # fmt: skip
                 if role.in_flight is not None and not role.awaiting_metadata:
                     deadlines.append(role.in_flight.sent_ms + r.config.alter_partition_timeout_ms)
                 return min(deadlines)
@@ -453,7 +454,7 @@ class ReplicaCore:
         base = r.leo
         r.leo = base + 1
         r.latest_epoch = leader.leader_epoch
-        leader.wake_fetches = True
+        leader.fetches.wake()
         r.logger.info("partition.epoch_marker_appended", leader_epoch=leader.leader_epoch,
                       offset=base, high_watermark=r.hw)  # fmt: skip
         return [AppendAsLeader(bytes(marker), base, base, leader.leader_epoch, flush=True)]

@@ -25,11 +25,12 @@ from partition.replica.leader import (
     consumer_read,
     fetch_answer,
     fetch_error,
+    fetch_error_answer,
     read_committed,
 )
 from partition.replica.local_replica import LocalReplica
 from partition.replica.messages import FetchRequest
-from partition.replica.state import Follower, ParkedFetch
+from partition.replica.state import Follower
 from quorum.metadata.errors import Errors
 
 
@@ -41,40 +42,35 @@ def on_consumer_fetch(r: LocalReplica, follower: Follower, req: FetchRequest,
     return consumer_read(r, req, follower.parked_reads, now_ms)
 
 
-def _ready(r: LocalReplica, parked: ParkedFetch, now_ms: int) -> bool:
-    offset = parked.request.fetch_offset
-    return (offset < r.hw or not r.log_start <= offset <= r.leo
-            or parked.deadline_ms <= now_ms)  # fmt: skip
+def _has_answer(r: LocalReplica, req: FetchRequest) -> bool:
+    """Records below this follower's HW, or an offset out of the log's range (a truncation, a
+    moved log start): known from the offsets alone, so no wake is needed."""
+    offset = req.fetch_offset
+    return offset < r.hw or not r.log_start <= offset <= r.leo
+
+
+def _answer(r: LocalReplica, req: FetchRequest) -> Effect:
+    """What is here now."""
+    if not r.log_start <= req.fetch_offset <= r.leo:
+        return fetch_error_answer(r, req, Errors.OFFSET_OUT_OF_RANGE)
+    return fetch_answer(r, req, read_committed(r, req), r.hw)
 
 
 def answer_parked_reads(r: LocalReplica, follower: Follower, now_ms: int) -> list[Effect]:
-    effects: list[Effect] = []
-    kept: list[ParkedFetch] = []
-    for parked in follower.parked_reads:
-        if not _ready(r, parked, now_ms):
-            kept.append(parked)
-            continue
-        req = parked.request
-        if not r.log_start <= req.fetch_offset <= r.leo:
-            effects += fetch_error(r, req, Errors.OFFSET_OUT_OF_RANGE)
-        else:
-            effects.append(fetch_answer(r, req, read_committed(r, req), r.hw))
-    follower.parked_reads = kept
-    return effects
+    def settle(req: FetchRequest, _woken: bool, expired: bool) -> Effect | None:
+        return _answer(r, req) if expired or _has_answer(r, req) else None
+
+    return follower.parked_reads.sweep(now_ms, settle)
 
 
 def next_deadline_ms(r: LocalReplica, follower: Follower) -> int | None:
     """Now if a parked read can be answered, else the earliest wait's end (None: none)."""
-    if not follower.parked_reads:
-        return None
-    if any(_ready(r, p, r.now_ms) for p in follower.parked_reads):
+    parked = follower.parked_reads
+    if any(_has_answer(r, p.op) or p.deadline_ms <= r.now_ms for p in parked):
         return r.now_ms
-    return min(p.deadline_ms for p in follower.parked_reads)
+    return parked.next_deadline_ms(r.now_ms)
 
 
 def release_parked_reads(r: LocalReplica, follower: Follower) -> list[Effect]:
     """Leaving this Follower role: every parked read answered with what is here now."""
-    parked, follower.parked_reads = follower.parked_reads, []
-    return [fetch_answer(r, p.request, read_committed(r, p.request), r.hw)
-            if r.log_start <= p.request.fetch_offset <= r.leo
-            else fetch_error(r, p.request, Errors.OFFSET_OUT_OF_RANGE)[0] for p in parked]
+    return [_answer(r, req) for req in follower.parked_reads.fail_all()]

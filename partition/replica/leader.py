@@ -38,6 +38,7 @@ from typing import Any
 from partition.log import batch as rb
 from partition.log.errors import CorruptRecordError, InvalidRecordError
 from partition.log.producer_state import SequenceCheck
+from partition.purgatory import Purgatory
 from partition.replica.effects import (
     AppendAsLeader,
     CompleteProduce,
@@ -58,13 +59,7 @@ from partition.replica.messages import (
     ProduceRequest,
     ProduceResponse,
 )
-from partition.replica.state import (
-    UNKNOWN_OFFSET,
-    InFlightAlterPartition,
-    Leader,
-    ParkedFetch,
-    PendingProduce,
-)
+from partition.replica.state import UNKNOWN_OFFSET, InFlightAlterPartition, Leader, PendingProduce
 from quorum.controller.messages import AlterPartitionRequest, AlterPartitionResponse, BrokerState
 from quorum.metadata.errors import Errors
 from quorum.metadata.records import LeaderRecoveryState
@@ -161,7 +156,7 @@ def on_produce(r: LocalReplica, leader: Leader, req: ProduceRequest, now_ms: int
     ]
     r.leo = offset
     r.latest_epoch = leader.leader_epoch
-    leader.wake_fetches = True  # parked follower fetches get the new batches on the next tick
+    leader.fetches.wake()  # parked follower fetches get the new batches on the next tick
     effects += maybe_advance_hw(r, leader, now_ms)
     effects += _acknowledge(r, leader, req, base, offset - 1, now_ms)
     return effects
@@ -176,10 +171,10 @@ def _acknowledge(
         case 1:
             return [_produce_done(r, req.request_id, base, last, Errors.NONE)]
         case _:
-            pending = PendingProduce(req.request_id, base, last, now_ms + req.timeout_ms)
+            pending = PendingProduce(req.request_id, base, last)
             if r.hw >= pending.required_offset:
                 return [_produce_done(r, req.request_id, base, last, _acks_all_outcome(r))]
-            leader.pending_produces.append(pending)
+            leader.produces.park(pending, now_ms + req.timeout_ms)
             return []
 
 
@@ -196,27 +191,21 @@ def _produce_done(
                                            leader_id, leader_epoch))  # fmt: skip
 
 
+def _answer_produces(r: LocalReplica, done: list[PendingProduce], error: Errors) -> list[Effect]:
+    return [_produce_done(r, p.request_id, p.base_offset, p.last_offset, error) for p in done]
+
+
 def _complete_produces(r: LocalReplica, leader: Leader) -> list[Effect]:
-    done = [p for p in leader.pending_produces if r.hw >= p.required_offset]
-    if not done:
-        return []
-    leader.pending_produces = [p for p in leader.pending_produces if r.hw < p.required_offset]
-    outcome = _acks_all_outcome(r)
-    return [_produce_done(r, p.request_id, p.base_offset, p.last_offset, outcome) for p in done]
+    done = leader.produces.complete(lambda p: r.hw >= p.required_offset)
+    return _answer_produces(r, done, _acks_all_outcome(r)) if done else []
 
 
 def fail_produces(r: LocalReplica, leader: Leader, error: Errors) -> list[Effect]:
-    failed, leader.pending_produces = leader.pending_produces, []
-    return [_produce_done(r, p.request_id, p.base_offset, p.last_offset, error) for p in failed]
+    return _answer_produces(r, leader.produces.fail_all(), error)
 
 
 def expire_produces(r: LocalReplica, leader: Leader, now_ms: int) -> list[Effect]:
-    expired = [p for p in leader.pending_produces if p.deadline_ms <= now_ms]
-    if not expired:
-        return []
-    leader.pending_produces = [p for p in leader.pending_produces if p.deadline_ms > now_ms]
-    return [_produce_done(r, p.request_id, p.base_offset, p.last_offset, Errors.REQUEST_TIMED_OUT)
-            for p in expired]  # fmt: skip
+    return _answer_produces(r, leader.produces.expire(now_ms), Errors.REQUEST_TIMED_OUT)
 
 
 # ------------------------------------------------------------------------ high watermark
@@ -255,7 +244,7 @@ def maybe_advance_hw(r: LocalReplica, leader: Leader, now_ms: int) -> list[Effec
         return []
     r.logger.debug("partition.hw_advanced", high_watermark=candidate, previous=r.hw)
     r.hw = candidate
-    leader.wake_fetches = True  # parked consumers may now read more
+    leader.fetches.wake()  # parked consumers may now read more
     return [UpdateHighWatermark(candidate), *_complete_produces(r, leader)]
 
 
@@ -263,12 +252,18 @@ def maybe_advance_hw(r: LocalReplica, leader: Leader, now_ms: int) -> list[Effec
 
 
 def fetch_error(r: LocalReplica, req: FetchRequest, error: Errors, **fields: Any) -> list[Effect]:
+    return [fetch_error_answer(r, req, error, **fields)]
+
+
+def fetch_error_answer(
+    r: LocalReplica, req: FetchRequest, error: Errors, **fields: Any
+) -> SendFetchResponse:
     leader_id, leader_epoch = r.leader_hint()
     resp = FetchResponse(req.topic_id, req.partition, error, req.fetch_offset, req.request_id,
                          high_watermark=r.hw, log_start_offset=r.log_start,
                          log_end_offset=r.leo, leader_id=leader_id, leader_epoch=leader_epoch,
                          **fields)  # fmt: skip
-    return [SendFetchResponse(req.replica_id, resp)]
+    return SendFetchResponse(req.replica_id, resp)
 
 
 def fetch_answer(
@@ -329,7 +324,7 @@ def on_fetch_request(
     effects = maybe_expand_isr(r, leader, now_ms)
     effects += maybe_advance_hw(r, leader, now_ms)
     if not records and req.max_wait_ms > 0:
-        leader.parked_fetches.append(ParkedFetch(req, now_ms + req.max_wait_ms))
+        leader.fetches.park(req, now_ms + req.max_wait_ms)
     else:
         effects.append(fetch_answer(r, req, records, high_watermark))
     return effects
@@ -338,10 +333,10 @@ def on_fetch_request(
 def _on_consumer_fetch(
     r: LocalReplica, leader: Leader, req: FetchRequest, now_ms: int
 ) -> list[Effect]:
-    return consumer_read(r, req, leader.parked_fetches, now_ms)
+    return consumer_read(r, req, leader.fetches, now_ms)
 
 
-def consumer_read(r: LocalReplica, req: FetchRequest, parked: list[ParkedFetch],
+def consumer_read(r: LocalReplica, req: FetchRequest, parked: Purgatory[FetchRequest],
                   now_ms: int) -> list[Effect]:  # fmt: skip
     """A consumer's read of this replica (the leader, or a follower: follower_reads.py).
     Consumers read below the HW only, but the range check is Kafka's LocalLog.read one,
@@ -352,7 +347,7 @@ def consumer_read(r: LocalReplica, req: FetchRequest, parked: list[ParkedFetch],
         return fetch_error(r, req, Errors.OFFSET_OUT_OF_RANGE)
     records = read_committed(r, req)
     if not records and req.max_wait_ms > 0:
-        parked.append(ParkedFetch(req, now_ms + req.max_wait_ms))
+        parked.park(req, now_ms + req.max_wait_ms)
         return []
     return [fetch_answer(r, req, records, r.hw)]
 
@@ -364,37 +359,27 @@ def read_committed(r: LocalReplica, req: FetchRequest) -> bytes:
 
 
 def answer_parked_fetches(r: LocalReplica, leader: Leader, now_ms: int) -> list[Effect]:
-    """Long polls (DelayedFetch): answer those with data now, or whose wait is over."""
-    woken, leader.wake_fetches = leader.wake_fetches, False
-    effects: list[Effect] = []
-    kept: list[ParkedFetch] = []
-    for parked in leader.parked_fetches:
-        req = parked.request
-        if req.replica_id == CONSUMER_REPLICA_ID:
-            if not r.log_start <= req.fetch_offset <= r.leo:
-                effects += fetch_error(r, req, Errors.OFFSET_OUT_OF_RANGE)
-                continue
-            records = read_committed(r, req) if woken else b""
-        elif not r.log_start <= req.fetch_offset <= r.leo:
-            effects += fetch_error(r, req, Errors.OFFSET_OUT_OF_RANGE)
-            continue
+    """Long polls (DelayedFetch): answer those with data now, or whose wait is over. Data is
+    looked for only after a wake (new batches, or the HW moved): the read runs on the tick
+    after the call that moved them, once the driver executed its effects."""
+
+    def settle(req: FetchRequest, woken: bool, expired: bool) -> SendFetchResponse | None:
+        if not r.log_start <= req.fetch_offset <= r.leo:
+            return fetch_error_answer(r, req, Errors.OFFSET_OUT_OF_RANGE)
+        if not woken:
+            records = b""
+        elif req.replica_id == CONSUMER_REPLICA_ID:
+            records = read_committed(r, req)
         else:
-            records = (
-                r.log.read(req.fetch_offset, req.max_bytes)
-                if woken and req.fetch_offset < r.leo
-                else b""
-            )
-        if records or parked.deadline_ms <= now_ms:
-            effects.append(fetch_answer(r, req, records, r.hw))
-        else:
-            kept.append(parked)
-    leader.parked_fetches = kept
-    return effects
+            records = r.log.read(req.fetch_offset, req.max_bytes) if req.fetch_offset < r.leo else b""
+        return fetch_answer(r, req, records, r.hw) if records or expired else None
+
+    return list(leader.fetches.sweep(now_ms, settle))
 
 
 def fail_parked_fetches(r: LocalReplica, leader: Leader) -> list[Effect]:
-    parked, leader.parked_fetches = leader.parked_fetches, []
-    return [e for p in parked for e in fetch_error(r, p.request, Errors.NOT_LEADER_OR_FOLLOWER)]
+    return [fetch_error_answer(r, req, Errors.NOT_LEADER_OR_FOLLOWER)
+            for req in leader.fetches.fail_all()]  # fmt: skip
 
 
 # ----------------------------------------------------------------------------------- ISR

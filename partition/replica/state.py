@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from partition.purgatory import Purgatory
 from partition.replica.messages import FetchRequest
 from quorum.controller.messages import AlterPartitionRequest
 
@@ -53,24 +54,16 @@ class FollowerReplica:
 
 @dataclass(frozen=True, slots=True)
 class PendingProduce:
-    """An acks=all produce parked until the HW reaches `required_offset` (last offset + 1)."""
+    """An acks=all produce, parked (partition.purgatory) until the HW reaches
+    `required_offset` (last offset + 1): Kafka's DelayedProduce."""
 
     request_id: int
     base_offset: int
     last_offset: int
-    deadline_ms: int
 
     @property
     def required_offset(self) -> int:
         return self.last_offset + 1
-
-
-@dataclass(frozen=True, slots=True)
-class ParkedFetch:
-    """A long-polling fetch with nothing to return yet (Kafka's DelayedFetch)."""
-
-    request: FetchRequest
-    deadline_ms: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,13 +81,12 @@ class Leader:
     leader_epoch: int
     epoch_start_offset: int  # LEO when elected: the first offset of this leader's epoch
     followers: dict[int, FollowerReplica] = field(default_factory=dict)
-    pending_produces: list[PendingProduce] = field(default_factory=list)
-    parked_fetches: list[ParkedFetch] = field(default_factory=list)
+    produces: Purgatory[PendingProduce] = field(default_factory=Purgatory)  # acks=all
+    fetches: Purgatory[FetchRequest] = field(default_factory=Purgatory)  # long polls
     in_flight: InFlightAlterPartition | None = None
     alter_retry_ms: int = 0  # no new AlterPartition before this (backoff after an error)
     awaiting_metadata: bool = False  # in_flight's outcome is unknown: wait for the records
     next_isr_check_ms: int = 0
-    wake_fetches: bool = False  # data or HW moved: answer parked fetches on the next tick
 
 
 @dataclass(slots=True)
@@ -104,7 +96,7 @@ class Follower:
     in_flight: FetchRequest | None = None
     sent_ms: int = 0
     next_fetch_ms: int = 0  # when to (re)send a fetch if none is in flight
-    parked_reads: list[ParkedFetch] = field(default_factory=list)  # KIP-392 consumer long polls
+    parked_reads: Purgatory[FetchRequest] = field(default_factory=Purgatory)  # KIP-392 long polls
 
 
 @dataclass(slots=True)

@@ -1,6 +1,6 @@
 """The Raft core's view of its log: a small protocol of its own (quorum/ imports
 nothing from partition/). The runtimes wire it to partition/log (real files, or simulated storage
-in harness/sim) through harness/drive/raftlog.py.
+in harness/sim) through partition/raft/log.py.
 
 The core only *reads* through `RaftLog`. It writes through effects (quorum.raft.effects), which a
 driver executes in order, synchronously, before the core sees its next input; `RaftLogWriter` is

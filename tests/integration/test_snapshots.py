@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from harness.drive.raftlog import METADATA_PARTITION, METADATA_TOPIC, SNAPSHOT_SUFFIX
 from harness.launcher import cluster as cl
+from partition.raft.log import METADATA_PARTITION, METADATA_TOPIC, SNAPSHOT_SUFFIX
 from tests.live import (
     LiveCluster,
     poll,

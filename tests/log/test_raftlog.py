@@ -12,11 +12,11 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from harness.drive.raftlog import RaftLogStore, SnapshotRecoveryError, snapshot_file_name
 from harness.runtime.file_storage import FileStorage
 from partition.log import batch as rb
 from partition.log.config import LogConfig
 from partition.log.storage import SimStorage
+from partition.raft.log import RaftLogStore, SnapshotRecoveryError, snapshot_file_name
 from quorum.raft.log import Entry, OffsetAndEpoch
 from quorum.raft.snapshot import decode_snapshot, encode_snapshot
 

@@ -1,11 +1,11 @@
-"""The Raft core on the project's real log (harness.drive.raftlog.RaftLogStore over partition/log's
+"""The Raft core on the project's real log (partition.raft.log.RaftLogStore over partition/log's
 SimStorage) instead of the test MemLog: checks that the two sides of the RaftLog contract agree
 (epoch lookups, reads at the log end, truncation, snapshot install and prefix deletion)."""
 
 from __future__ import annotations
 
-from harness.drive.raftlog import RaftLogStore
 from partition.log.storage import SimStorage
+from partition.raft.log import RaftLogStore
 from quorum.raft.config import RaftConfig
 from quorum.raft.effects import ElectionState
 from quorum.raft.log import Entry, OffsetAndEpoch

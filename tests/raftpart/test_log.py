@@ -13,7 +13,7 @@ from partition.log import batch as rb
 from partition.log.errors import CheckpointError
 from partition.log.producer_state import SequenceCheck
 from partition.raft.entries import CONTROL_RECORD_KEY, entries_to_batches, proposal
-from partition.raft.log import QUORUM_STATE_FILE, RaftPartitionLog
+from partition.raft.log import QUORUM_STATE_FILE, RaftLogStore
 from partition.replica.errors import InvariantViolation
 from quorum.raft.effects import ElectionState
 from quorum.raft.errors import RaftUsageError
@@ -21,9 +21,9 @@ from quorum.raft.log import Entry, OffsetAndEpoch
 from tests.raftpart.router import batch
 
 
-def open_store(storage: SimStorage | None = None) -> RaftPartitionLog:
+def open_store(storage: SimStorage | None = None) -> RaftLogStore:
     plog = PartitionLog.open(storage or SimStorage(), "/data", "events", 0, LogConfig())
-    return RaftPartitionLog(plog)
+    return RaftLogStore.of_partition(plog)
 
 
 def entries_of(data: bytes, first: int, epoch: int) -> list[Entry]:
@@ -164,6 +164,22 @@ def test_raft_partitions_take_no_snapshots() -> None:
         store.write_snapshot(snapshot, b"")
     with pytest.raises(RaftUsageError):
         store.delete_before(1)
+    # The log belongs to the broker's LogManager: checkpoints and closing are its own.
+    with pytest.raises(RaftUsageError):
+        store.checkpoint()
+
+
+def test_an_append_must_continue_the_log_in_offsets_and_epochs() -> None:
+    """The one store checks both layouts' appends alike: each entry starts where the one before
+    it ends (its span, here a batch of two offsets), with an epoch no lower."""
+    store = open_store()
+    store.append(entries_of(batch("a", "b"), 0, 2))
+    with pytest.raises(ValueError, match="entry 3@2 does not continue the log"):
+        store.append(entries_of(batch("c"), 3, 2))  # a hole at offset 2
+    with pytest.raises(ValueError, match="entry 2@1 does not continue the log"):
+        store.append(entries_of(batch("c"), 2, 1))  # an epoch going back
+    store.append(entries_of(batch("c"), 2, 2))
+    assert (store.end_offset, store.last_epoch()) == (3, 2)
 
 
 @given(st.lists(st.tuples(st.integers(1, 4), st.integers(0, 2)), min_size=1, max_size=10))

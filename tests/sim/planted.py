@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from harness.drive.raft_host import HostedRaft
-from harness.drive.raftlog import RaftLogStore
 from harness.sim.actors.kv_client import Operation
 from harness.sim.actors.raft_host import RaftSettings, SimRaftPorts
 from harness.sim.actors.raft_node import RaftNode
 from partition.log import PartitionLog
+from partition.raft.log import RaftLogStore
 from quorum.raft import membership
 from quorum.raft.core import RaftCore
 from quorum.raft.effects import Effect, ElectionState

@@ -1,6 +1,6 @@
 """What a simulated Raft node keeps on its simulated disk (its SimStorage), as its driver sees it:
 
-- `ObservedLog`: the Raft log. Every write goes to the RaftLogStore (harness.drive.raftlog) and
+- `ObservedLog`: the Raft log. Every write goes to the RaftLogStore (partition.raft.log) and
   is shown to the SafetyChecker (harness.sim.checks.invariants) at the moment it matters: an
   append before it happens (LogMatching against the global index), a truncation before it
   happens (never below the node's HW), a flush after it completed (what is durable now). The
@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 
-from harness.drive.raftlog import RaftLogStore
 from harness.sim.checks.invariants import SafetyChecker
 from partition.log.storage import SimStorage, read_whole
+from partition.raft.log import RaftLogStore
 from quorum.raft.effects import ElectionState
 from quorum.raft.log import Entry, OffsetAndEpoch
 

@@ -51,8 +51,8 @@ from partition.log import PartitionLog
 from partition.raft import (
     PartitionKey,
     RaftEnvelope,
+    RaftLogStore,
     RaftPartitionConfig,
-    RaftPartitionLog,
     in_sync_voters,
     metadata_leader,
 )
@@ -153,7 +153,7 @@ class SimRaftPorts(RaftObserver):
     def recovery_flush(self, plog: PartitionLog) -> None:
         recovery_flush(plog)
 
-    def election_state(self, key: PartitionKey, store: RaftPartitionLog) -> ElectionState | None:
+    def election_state(self, key: PartitionKey, store: RaftLogStore) -> ElectionState | None:
         return store.election_state()
 
     def write_election_state(self, r: HostedRaft, state: ElectionState) -> None:

@@ -1,5 +1,5 @@
 """A simulated process of the metadata quorum, voter or observer: the real Raft core
-(quorum.raft.core.RaftCore) on a RaftLogStore over its own SimStorage (harness.drive.raftlog,
+(quorum.raft.core.RaftCore) on a RaftLogStore over its own SimStorage (partition.raft.log,
 partition/log) seen through an ObservedLog, an election-state file on the same storage
 (both in harness.sim.actors.raft_disk), and a MetadataImage fed by CommitAdvanced. The node is the
 simulator's `env` for the one shared `execute_effects` (harness.drive.effects), so the simulator
@@ -36,7 +36,6 @@ from collections.abc import Callable, Sequence
 from typing import Any, Protocol, assert_never
 
 from harness.drive.effects import execute_effects
-from harness.drive.raftlog import RaftLogStore
 from harness.sim.actors.kv_client import Operation
 from harness.sim.actors.process import SimProcess
 from harness.sim.actors.raft_disk import ObservedLog, SimQuorumStateStore
@@ -44,6 +43,7 @@ from harness.sim.actors.skewed_clock import SkewedClock
 from harness.sim.checks.invariants import SafetyChecker, read_range
 from partition.log import LogConfig
 from partition.log.storage import SimStorage
+from partition.raft.log import RaftLogStore
 from quorum.metadata.errors import Errors
 from quorum.metadata.image import ApplyResult, MetadataImage
 from quorum.metadata.records import KvPut, encode_record
