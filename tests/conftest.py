@@ -13,6 +13,7 @@ the peer kit's tests and the differential tests in tests/kafka share one.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import structlog
@@ -77,3 +78,34 @@ def brokers(shared_brokers: LiveCluster) -> LiveCluster:
     heal(shared_brokers)
     return shared_brokers
 
+
+
+LOG_TAIL_LINES = 40
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    """A failed test that used a real kraftlab cluster shows the tail of each node's log (a
+    node that died or never came up says why there, not in the test's own output)."""
+    report = yield
+    if report.failed and call.when == "call":
+        for value in getattr(item, "funcargs", {}).values():
+            if isinstance(value, LiveCluster):
+                for name, tail in node_log_tails(value):
+                    report.sections.append((f"node log {name} (last {LOG_TAIL_LINES} lines)", tail))
+    return report
+
+
+def node_log_tails(c: LiveCluster) -> list[tuple[str, str]]:
+    out = []
+    try:
+        nodes = c.file.nodes
+    except (OSError, ValueError):
+        return out
+    for node in nodes:
+        try:
+            lines = Path(node.log_file).read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        out.append((f"{node.role}-{node.id}", "\n".join(lines[-LOG_TAIL_LINES:])))
+    return out
