@@ -59,8 +59,14 @@ def default_data_dir() -> Path:
 
 
 def random_cluster_id() -> str:
-    """A Kafka-style cluster id: a random UUID in URL-safe base64 without padding."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A Kafka-style cluster id: a random UUID in URL-safe base64 without padding, never one
+    that starts with '-' (1 in 64 would): a command line reads it as an option (kafka-storage
+    format --cluster-id -X... answers with its usage), which is why Kafka's own
+    Uuid.randomUuid (clients/src/main/java/org/apache/kafka/common/Uuid.java) draws again."""
+    while True:
+        cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cluster_id.startswith("-"):
+            return cluster_id
 
 
 def free_ports(count: int, host: str = HOST) -> list[int]:
