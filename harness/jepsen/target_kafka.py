@@ -27,7 +27,9 @@ reason): the `queue` workload (kv reads and writes kraftlab's metadata through i
 process faults, and with `--net netns` link faults and `staggered-isr-drop` too (on loopback
 they are refused: "use --net netns"); never clock faults nor
 `truncate-restart-then-leader-crash` (nemesis_kafka.py `REFUSED` says why); replication mode
-`isr` with leader epochs, and no `--subscribe`.
+`isr` with leader epochs. `--subscribe` runs as on kraftlab: the consumer workers are one
+consumer group of confluent-kafka members (harness/jepsen/workload_subscribe.py) that join
+through the peer's brokers, the group coordinator Kafka's own (group-coordinator/).
 """
 
 from __future__ import annotations
@@ -114,8 +116,6 @@ def check_options(options: RunOptions) -> None:
             "--system kafka: Kafka's replication is the ISR with leader epochs "
             "(--replication-mode and --no-leader-epoch are kraftlab's)"
         )
-    if q.subscribe:
-        raise RunError("--system kafka does not run --subscribe yet")
     if q.replication_factor > broker_count(options):
         raise RunError(
             f"replication factor {q.replication_factor} needs at least as many "

@@ -75,7 +75,7 @@ from harness.client import (
 )
 from harness.jepsen.recorder import CheckOutcome, ProcessIds, RunContext
 from harness.jepsen.replica_logs import check_topic_replicas
-from harness.jepsen.workload_subscribe import GroupConsumers
+from harness.jepsen.workload_subscribe import GroupConsumers, kafka_bootstrap
 from harness.launcher import cluster as cl
 
 ACKS = {"0": 0, "1": 1, "all": -1}
@@ -259,7 +259,7 @@ class QueueWorkload:
                                      request_timeout_ms=int(o.op_timeout_s * 1000))
         self._watcher = asyncio.create_task(self._watch_leaders(ctx))
         if self.group is not None:
-            self.group.setup(ctx.data_dir)
+            self.group.setup(kafka_bootstrap(ctx.data_dir))
         if ctx.progress is not None:
             ctx.progress(f"topic {o.topic}: {o.partitions} partitions, RF "
                          f"{o.replication_factor}, {o.topic_configs()}, acks={o.acks}, "

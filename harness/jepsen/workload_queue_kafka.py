@@ -141,6 +141,8 @@ class KafkaQueueWorkload(QueueWorkload):
                 f"topic {o.topic!r} has no leader or full ISR after {SETUP_TIMEOUT_S:.0f} s"
             )
         self._watcher = asyncio.create_task(self._watch_leaders(ctx))
+        if self.group is not None:  # --subscribe: the members join through the peer's brokers
+            self.group.setup(self.peer.bootstrap)
         if ctx.progress is not None:
             ctx.progress(
                 f"topic {o.topic} on Apache Kafka {self.peer.version}: {o.partitions} "

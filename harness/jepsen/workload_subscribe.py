@@ -68,8 +68,10 @@ class GroupConsumers:
         self._members: dict[int, _Member] = {}
         self._bootstrap = ""
 
-    def setup(self, data_dir: Path) -> None:
-        self._bootstrap = kafka_bootstrap(data_dir)
+    def setup(self, bootstrap: str) -> None:
+        """The brokers' Kafka listeners the members join through (`host:port,...`): a kraftlab
+        cluster's (`kafka_bootstrap`) or an Apache Kafka peer's (peer.json)."""
+        self._bootstrap = bootstrap
 
     def _tp(self, partition: int) -> str:
         return f"{self.topic}-{partition}"
