@@ -27,16 +27,15 @@ import pytest
 
 from harness.check.history import load_history
 from harness.jepsen.nemesis_kafka import KafkaNemesis
-from harness.jepsen.run_core import served_on_every_partition
 from harness.jepsen.runner import RunError, RunOptions, RunResult, run
 from harness.jepsen.workload_queue import QueueOptions
 from harness.peers.kafka import cluster as pk
 from harness.peers.kafka.install import KAFKA_VERSION
 from harness.results.schema import read_dataset
+from tests.jepsen.kafka_runs import kafka_options
 from tests.peers.kafka_peer import require_install
 
 TOPIC = "jepsen-kafka"
-PARTITIONS = 2
 POST_ELECTION_S = 1.0  # writes after the new leader was seen, before the heal
 TIME_LIMIT_S = 20.0  # bounds the fault phase if the election never shows
 
@@ -57,35 +56,11 @@ def leader_replaced_then_written(seconds: float) -> Callable[[KafkaNemesis], Awa
 
 
 def options(out: Path, data_dir: Path | None = None, **changes: Any) -> RunOptions:
-    base: dict[str, Any] = dict(
-        out_dir=out,
-        workload="queue",
-        system="kafka",
-        nemesis="kill-partition-leader",
-        time_limit_s=TIME_LIMIT_S,
-        seed=11,
-        data_dir=data_dir,
-        queue=QueueOptions(
-            topic=TOPIC,
-            partitions=PARTITIONS,
-            replication_factor=3,
-            acks="all",
-            min_insync_replicas=2,
-            idempotence=True,
-            producers=2,
-            consumers=1,
-            rate=40.0,
-            op_timeout_s=2.5,
-        ),
-        # one fault, held until the condition below ends the phase
-        fault_s=(TIME_LIMIT_S, TIME_LIMIT_S),
-        quiet_s=(60.0, 60.0),
-        lead_in_s=0.5,
-        start_when=served_on_every_partition(PARTITIONS),
-        stop_when=leader_replaced_then_written(POST_ELECTION_S),
-    )
-    base.update(changes)
-    return RunOptions(**base)
+    own: dict[str, Any] = {
+        "topic": TOPIC, "nemesis": "kill-partition-leader", "seed": 11,
+        "time_limit_s": TIME_LIMIT_S, "stop_when": leader_replaced_then_written(POST_ELECTION_S),
+    }
+    return kafka_options(out, data_dir, **{**own, **changes})
 
 
 # ------------------------------------------------------------------ refusals (no Kafka needed)

@@ -28,22 +28,21 @@ import pytest
 from harness.check.history import NEMESIS, load_history
 from harness.jepsen.nemesis import parse_nemesis
 from harness.jepsen.nemesis_kafka import KafkaNemesis, unsupported
-from harness.jepsen.run_core import RunOptions, served_on_every_partition
+from harness.jepsen.run_core import RunOptions
 from harness.jepsen.runner import RunError, run
 from harness.jepsen.target_kafka import check_options
-from harness.jepsen.workload_queue import QueueOptions
 from harness.launcher import netns
 from harness.launcher.netns import Netns
 from harness.peers.kafka import cluster as pk
 from harness.peers.kafka.install import Install
 from harness.runtime.config import parse_properties
+from tests.jepsen.kafka_runs import kafka_options
 from tests.peers.kafka_peer import require_install
 
 MISSING = netns.missing()
 needs_netns = pytest.mark.skipif(MISSING is not None, reason=str(MISSING))
 
 TOPIC = "jepsen-kafka-netns"
-PARTITIONS = 2
 TIME_LIMIT_S = 25.0  # bounds the fault phase if the election never shows
 SPLIT_IDS = (1, 2, 3, 101, 102, 103)
 
@@ -106,36 +105,11 @@ def test_a_layout_for_other_nodes_is_refused(tmp_path: Path) -> None:
 
 
 def options(out: Path, data_dir: Path | None = None, **changes: Any) -> RunOptions:
-    base: dict[str, Any] = dict(
-        out_dir=out,
-        workload="queue",
-        system="kafka",
-        net="netns",
-        nemesis="isolate-partition-leader",
-        time_limit_s=TIME_LIMIT_S,
-        seed=13,
-        data_dir=data_dir,
-        queue=QueueOptions(
-            topic=TOPIC,
-            partitions=PARTITIONS,
-            replication_factor=3,
-            acks="all",
-            min_insync_replicas=2,
-            idempotence=True,
-            producers=2,
-            consumers=1,
-            rate=40.0,
-            op_timeout_s=2.5,
-        ),
-        # one fault, held until the new leader is seen
-        fault_s=(TIME_LIMIT_S, TIME_LIMIT_S),
-        quiet_s=(60.0, 60.0),
-        lead_in_s=0.5,
-        start_when=served_on_every_partition(PARTITIONS),
-        stop_when=KafkaNemesis.partition_leader_replaced,
-    )
-    base.update(changes)
-    return RunOptions(**base)
+    own: dict[str, Any] = {
+        "topic": TOPIC, "nemesis": "isolate-partition-leader", "seed": 13, "net": "netns",
+        "time_limit_s": TIME_LIMIT_S, "stop_when": KafkaNemesis.partition_leader_replaced,
+    }
+    return kafka_options(out, data_dir, **{**own, **changes})
 
 
 @pytest.mark.parametrize(
