@@ -142,6 +142,13 @@ def _decode(value: bytes | None) -> Any:
     return int(text) if text.isdigit() else text
 
 
+def producer_timeouts_ms(op_timeout_s: float) -> tuple[int, int, int]:
+    """The run's producers' (request.timeout.ms, delivery.timeout.ms, retry.backoff.ms): one
+    attempt per operation timeout, four attempts' worth (at least 10 s) to deliver."""
+    request = int(op_timeout_s * 1000)
+    return request, max(request * 4, 10_000), 50
+
+
 class QueueWorkload:
     name = "queue"
 
@@ -302,10 +309,10 @@ class QueueWorkload:
     # ---------------------------------------------------------------------------- producers
 
     def _producer_config(self, acks: str, idempotence: bool) -> ProducerConfig:
-        timeout_ms = int(self.options.op_timeout_s * 1000)
+        request, delivery, backoff = producer_timeouts_ms(self.options.op_timeout_s)
         return ProducerConfig(acks=ACKS[acks], linger_ms=0, enable_idempotence=idempotence,
-                              delivery_timeout_ms=max(timeout_ms * 4, 10_000),
-                              request_timeout_ms=timeout_ms, retry_backoff_ms=50)
+                              delivery_timeout_ms=delivery, request_timeout_ms=request,
+                              retry_backoff_ms=backoff)
 
     # The clients: harness/client's, over kraftlab's native protocol. A target with another
     # protocol overrides these three (workload_queue_kafka.py: Apache Kafka's).

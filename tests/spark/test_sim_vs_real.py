@@ -211,3 +211,24 @@ def test_kafka_is_the_reference_column_of_the_isr_cells_it_runs():
     assert "Not run on Kafka: crash-unflushed: a kill -9 of every Kafka broker keeps" in text
     # without Kafka rows the table is as it was
     assert "kafka" not in svr.compare(sim, real)[0]
+
+
+def test_the_simulated_side_runs_the_real_producers_timeouts():
+    """A write in flight to a paused leader waits request.timeout.ms on both sides: the
+    simulated producers (and probe) take the real runs' (2.5 s request, 2.5 s operation, 50 ms
+    backoff), which a config carries through a worker's dict and names in its run id."""
+    from harness.sim.actors.kafka_producer import ProducerSettings
+    from harness.sim.runs.matrix import config_from_dict, config_to_dict
+    from harness.sim.runs.scenario_run import ScenarioConfig, ScenarioRun
+
+    assert svr.real_producer() == (2500, 2500, 50)
+    config = ScenarioConfig(seed=1, producer="kafka", probe_interval_ms=10, nemesis="kill-leader",
+                            producer_timeouts_ms=svr.real_producer())
+    again = config_from_dict(config_to_dict(config))
+    assert tuple(again.producer_timeouts_ms) == (2500, 2500, 50)
+    assert "-pt2500-2500-50-" in config.key()
+    run = ScenarioRun(config)
+    assert {c.settings for c in run.producers + run.probes} == {
+        ProducerSettings(2500, 2500, 50)}
+    default = ScenarioRun(ScenarioConfig(seed=1, producer="kafka"))
+    assert {c.settings for c in default.producers} == {ProducerSettings()}

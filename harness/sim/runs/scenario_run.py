@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from harness.check.history import pair_operations
 from harness.check.queue import QueueResult, check_queue
 from harness.sim.actors.clients import CLIENT_BASE, Client, Consumer, History, Producer
-from harness.sim.actors.kafka_producer import KafkaProducer
+from harness.sim.actors.kafka_producer import KafkaProducer, ProducerSettings
 from harness.sim.checks.invariants import SafetyViolation
 from harness.sim.faults.fault import Span
 from harness.sim.faults.nemesis import Nemesis
@@ -99,6 +99,10 @@ class ScenarioConfig:
     # Raft partitions' election timeout (a trade-off curve's setting); None: drawn per seed
     # (harness.sim.runs.cluster.draw_raft_settings). Only raft-mode runs may set it.
     raft_election_timeout_ms: int | None = None
+    # The Kafka producers' (request.timeout.ms, delivery.timeout.ms, retry.backoff.ms); None:
+    # harness.sim.actors.kafka_producer's scaled defaults. The simulation-against-real table
+    # gives the real runs' producers' own (harness/study/sim_vs_real.py `real_producer`).
+    producer_timeouts_ms: tuple[int, int, int] | None = None
 
     @property
     def brokers(self) -> int:
@@ -116,6 +120,8 @@ class ScenarioConfig:
                 + (f"-probe{self.probe_interval_ms}" if self.probe_interval_ms else "")
                 + (f"-et{self.raft_election_timeout_ms}" if self.raft_election_timeout_ms
                    else "")
+                + ("" if self.producer_timeouts_ms is None else
+                   "-pt" + "-".join(map(str, self.producer_timeouts_ms)))
                 + ("" if self.timing == DataTiming() else
                    f"-lag{self.timing.replica_lag_time_max_ms}"
                    f"-sess{self.timing.session_timeout_ms}")
@@ -210,9 +216,11 @@ class ScenarioRun:
         def rng(node_id: int) -> random.Random:
             return random.Random(config.seed * 1009 + node_id)
 
+        settings = ProducerSettings() if config.producer_timeouts_ms is None else \
+            ProducerSettings(*config.producer_timeouts_ms)  # fmt: skip
         self.producers: list[Client] = [
             KafkaProducer(CLIENT_BASE + i, cluster, self.history, i, concurrency, acks,
-                          WRITE_INTERVAL_MS, values, rng(CLIENT_BASE + i))
+                          WRITE_INTERVAL_MS, values, rng(CLIENT_BASE + i), settings)
             if config.producer == "kafka" else
             Producer(CLIENT_BASE + i, cluster, self.history, i, concurrency, acks,
                      WRITE_INTERVAL_MS, timeout_ms, values, rng(CLIENT_BASE + i))
@@ -224,7 +232,7 @@ class ScenarioRun:
         probe_id = CLIENT_BASE + PRODUCERS + 1
         self.probes: list[Client] = [
             KafkaProducer(probe_id, cluster, self.history, PRODUCERS + 1, concurrency, acks,
-                          config.probe_interval_ms, values, rng(probe_id), probe=True)
+                          config.probe_interval_ms, values, rng(probe_id), settings, probe=True)
         ] if probes else []
         self.nemesis = Nemesis(cluster.world, random.Random(config.seed * 104729 + 17))
         self.stopped = False
