@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import io
-import shutil
 import sys
 from pathlib import Path
 
@@ -19,9 +18,15 @@ from harness.sim.runs.matrix import MatrixSpec, Progress, run_local
 from harness.spark.matrix import run_spark
 from harness.spark.session import build_session
 from harness.spark.ship import ship
+from tests.needs import require_java
 
-pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")]
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _java() -> None:
+    require_java()
+
 
 SPEC = MatrixSpec(modes=("isr", "quorum"), acks=("1",), min_isr=(1,), unclean=(False,),
                   elr=(False,), rf=(3,), nemeses=("none", "zombie-leader"),

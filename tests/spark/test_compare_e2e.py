@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from harness.results.schema import read_dataset, write_dataset
 from harness.study import compare
 from harness.study.compare import MatrixOutcome, problems
 from harness.study.presets import preset_spec
+from tests.needs import require_java
 from tests.spark.conftest import clean_env
 from tests.spark.fixture_runs import fixture_rows
 
@@ -40,8 +40,8 @@ def _kill_leftovers(live: Path) -> None:
 
 @pytest.mark.integration
 @pytest.mark.slow
-@pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
 def test_compare_end_to_end_with_the_live_phase(tmp_path: Path) -> None:
+    require_java()
     out = tmp_path / "report"
     try:
         done = subprocess.run(
@@ -88,8 +88,8 @@ def test_compare_end_to_end_with_the_live_phase(tmp_path: Path) -> None:
 
 
 @pytest.mark.integration
-@pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")
 def test_compare_runs_matrix_and_analysis_in_one_spark_session(tmp_path: Path) -> None:
+    require_java()
     # The default suite's smaller variant of the test above: no live phase, one run per arm of
     # the study, the rows given as a URI outside OUT (as `--rows hdfs://...` on a cluster).
     from harness.study.presets import preset_spec

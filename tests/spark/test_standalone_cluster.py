@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,11 +23,16 @@ from harness.results.schema import read_dataset
 from harness.sim.runs.matrix import default_spec, run_local
 from harness.sim.runs.runner import quiet_logging
 from harness.study.presets import preset_spec
+from tests.needs import require_java
 from tests.spark import standalone
 from tests.spark.conftest import clean_env
 
-pytestmark = [pytest.mark.integration,
-              pytest.mark.skipif(shutil.which("java") is None, reason="Spark needs Java")]
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _java() -> None:
+    require_java()
 
 ROOT = Path(__file__).resolve().parents[2]
 # 9 settings x 1 fault x 2 seeds: every arm of the comparison, a minute of simulation at most.

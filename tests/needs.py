@@ -1,0 +1,15 @@
+"""What a test needs from the machine that `.ci/install` provides: missing, the test fails and
+says to run the install, never skips (a skip would hide a missing install step)."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+
+def require_java() -> None:
+    """Spark's driver and executors (and the Kafka peer) run on Java 17."""
+    if shutil.which("java") is None:
+        pytest.fail("Spark needs Java 17 and `java` is not on PATH: run `bash .ci/install`",
+                    pytrace=False)
