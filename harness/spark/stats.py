@@ -197,12 +197,12 @@ def paired_cells(pairs: pd.DataFrame, cell_keys: Sequence[str],
     comparison, cell and seed, with a_<metric> and b_<metric> columns): seeds with both values,
     the arms' means, the mean difference b - a with its bootstrap interval, its sign-flip
     p-value, its Benjamini-Hochberg q-value over every row returned, and the verdict."""
-    out: list[dict[str, object]] = []
     if pairs.empty:
         return pd.DataFrame(columns=["comparison", *cell_keys, "metric", "seeds", "mean_a",
                                      "mean_b", "diff", "diff_low", "diff_high", "p", "q",
                                      "verdict"])
     keys = ["comparison", *cell_keys]
+    found: list[tuple[dict[str, object], Metric, int, float, float, float]] = []
     for cell, part in pairs.groupby(keys, dropna=False, sort=True):
         cell_values = dict(zip(keys, cell if isinstance(cell, tuple) else (cell,), strict=True))
         part = part.sort_values("seed")
@@ -216,21 +216,18 @@ def paired_cells(pairs: pd.DataFrame, cell_keys: Sequence[str],
             diffs = (both[b_col] - both[a_col]).to_numpy()
             seed = cell_seed(*cell_values.values(), m.column)
             mean, low, high = bootstrap_mean(diffs, seed)
-            out.append({**cell_values, "metric": m.column, "seeds": int(len(both)),
-                        "mean_a": float(both[a_col].mean()), "mean_b": float(both[b_col].mean()),
-                        "diff": mean, "diff_low": low, "diff_high": high,
-                        "p": sign_flip_p(diffs, seed), "_metric": m})
+            row: dict[str, object] = {
+                **cell_values, "metric": m.column, "seeds": len(both),
+                "mean_a": float(both[a_col].mean()), "mean_b": float(both[b_col].mean()),
+                "diff": mean, "diff_low": low, "diff_high": high}
+            found.append((row, m, len(both), low, high, sign_flip_p(diffs, seed)))
     # the q-values over the whole grid of this call, only where the seeds suffice to judge
-    judged = [i for i, r in enumerate(out) if int(r["seeds"]) >= min_seeds]  # type: ignore[call-overload]
-    qs = benjamini_hochberg([float(out[i]["p"]) for i in judged])  # type: ignore[arg-type]
-    for r in out:
-        r["q"] = math.nan
-    for i, q in zip(judged, qs, strict=True):
-        out[i]["q"] = q
-    for r in out:
-        m = r.pop("_metric")
-        r["verdict"] = decide(float(r["diff_low"]), float(r["diff_high"]), m,  # type: ignore[arg-type]
-                              int(r["seeds"]), min_seeds, float(r["q"]))  # type: ignore[call-overload]
+    judged = [i for i, (_, _, n, _, _, _) in enumerate(found) if n >= min_seeds]
+    qs = dict(zip(judged, benjamini_hochberg([found[i][5] for i in judged]), strict=True))
+    out = []
+    for i, (row, m, n, low, high, p) in enumerate(found):
+        q = qs.get(i, math.nan)
+        out.append({**row, "p": p, "q": q, "verdict": decide(low, high, m, n, min_seeds, q)})
     return pd.DataFrame(out)
 
 

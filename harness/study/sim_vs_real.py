@@ -207,11 +207,9 @@ def _real_group(out: Path, faults: Sequence[tuple[str, str]], modes: Sequence[st
     from harness.jepsen.nemesis import UNFLUSHED_KEY
     from harness.jepsen.runner import (
         DEFAULT_OVERRIDES,
-        RunError,
         RunOptions,
         bring_down,
         bring_up,
-        run,
     )
     from harness.launcher import cluster as cl
 
@@ -230,7 +228,7 @@ def _real_group(out: Path, faults: Sequence[tuple[str, str]], modes: Sequence[st
                         shutil.rmtree(run_out)
                     options = run_options(run_out, real, nemesis, mode, i, data_dir,
                                           overrides, progress)
-                    rows += _one_run(run, RunError, options, real, f"{real} {mode} run {i}",
+                    rows += _one_run(options, real, f"{real} {mode} run {i}",
                                      progress)
     finally:
         if cl.ClusterFile.path_in(data_dir).exists():
@@ -262,10 +260,11 @@ def run_options(run_out: Path, real: str, nemesis: str, mode: str, i: int, data_
         recovery_timeout_s=15.0, final_timeout_s=10.0, progress=progress)
 
 
-def _one_run(run: Callable[[Any], Any], error: type[Exception], options: Any, real: str,
-             name: str, progress: Callable[[str], None]) -> list[tuple[str, RunSummary]]:
+def _one_run(options: Any, real: str, name: str,
+             progress: Callable[[str], None]) -> list[tuple[str, RunSummary]]:
     """The run's rows, retimed to the fault's own heal; none if it could not run."""
     from harness.check.history import load_history
+    from harness.jepsen.runner import RunError, run
     from harness.results.schema import read_dataset
 
     run_out = options.out_dir
@@ -273,7 +272,7 @@ def _one_run(run: Callable[[Any], Any], error: type[Exception], options: Any, re
         shutil.rmtree(run_out)
     try:
         run(options)
-    except error as exc:
+    except RunError as exc:
         progress(f"{name} failed: {exc}")
         return []
     ops = load_history(run_out / "history.jsonl")
@@ -297,7 +296,7 @@ def kafka_rows(out: Path, faults: Sequence[tuple[str, str]] = FAULTS, runs: int 
     and stopped afterwards by its recorded PIDs; the link faults each on a peer of its own in
     network namespaces, which the run lays out and deletes (module docstring)."""
     from harness.jepsen.nemesis_kafka import KAFKA_FAULTS
-    from harness.jepsen.runner import DEFAULT_OVERRIDES, RunError, run
+    from harness.jepsen.runner import DEFAULT_OVERRIDES
 
     same = kafka_faults(faults, netns)
     overrides = dict(DEFAULT_OVERRIDES)
@@ -311,7 +310,7 @@ def kafka_rows(out: Path, faults: Sequence[tuple[str, str]] = FAULTS, runs: int 
                 net="netns")
             if options.data_dir.exists():
                 shutil.rmtree(options.data_dir)
-            rows += _one_run(run, RunError, options, real, f"{real} kafka netns run {i}",
+            rows += _one_run(options, real, f"{real} kafka netns run {i}",
                              progress)
     return rows
 
@@ -322,7 +321,6 @@ def _kafka_shared_peer(out: Path, faults: Sequence[tuple[str, str]], runs: int,
     """The process faults' runs, on one loopback peer (`kafka_rows`)."""
     from harness.jepsen import target_kafka as tk
     from harness.jepsen.run_core import cluster_overrides
-    from harness.jepsen.runner import RunError, run
     from harness.peers.kafka import cluster as pk
     from harness.peers.kafka.install import InstallError
 
@@ -340,7 +338,7 @@ def _kafka_shared_peer(out: Path, faults: Sequence[tuple[str, str]], runs: int,
             for i in range(1, runs + 1):
                 options = run_options(out / f"{real}-kafka-{i}", real, nemesis, KAFKA_MODE, i,
                                       data_dir, overrides, progress, system=tk.SYSTEM)
-                rows += _one_run(run, RunError, options, real, f"{real} kafka run {i}",
+                rows += _one_run(options, real, f"{real} kafka run {i}",
                                  progress)
     except (pk.PeerError, InstallError) as exc:
         progress(f"Apache Kafka peer failed: {exc}")
