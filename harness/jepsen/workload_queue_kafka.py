@@ -12,9 +12,10 @@ with what differs on a Kafka cluster started by the peer kit (harness/peers/kafk
   replication mode `isr` with leader epochs (the target refuses the others before it starts);
 - leaders and ISRs are read from the brokers' Metadata (each partition as the broker with the
   highest leader epoch knows it) instead of the controllers' admin API;
-- the replica comparison below the high watermark (`replica-divergence`) reads kraftlab's
-  admin API of each broker's log, which Kafka has no twin of: it is not run (`replica_check`
-  null), the checker's history anomalies are.
+- the replica comparison below the high watermark (`replica-divergence`) reads each broker's
+  replica from its log directory (harness/jepsen/replica_logs.py `check_kafka_topic_replicas`:
+  the segment files and the checkpointed high watermarks), where kraftlab's brokers answer it
+  on their admin API.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from harness.jepsen.kafka_client import (
     describe_topic,
 )
 from harness.jepsen.recorder import RunContext
+from harness.jepsen.replica_logs import check_kafka_topic_replicas
 from harness.jepsen.workload_queue import SETUP_TIMEOUT_S, QueueSetupError, QueueWorkload
 from harness.peers.kafka import cluster as pk
 
@@ -154,7 +156,17 @@ class KafkaQueueWorkload(QueueWorkload):
 
     async def _check_replicas(self, ctx: RunContext, view: dict[str, Any] | None,
                               deadline: float) -> dict[str, Any] | None:  # fmt: skip
-        return None  # kraftlab's admin API of the brokers' logs (module docstring)
+        """The brokers' replicas compared below their checkpointed high watermarks, read from
+        their log directories (module docstring); None when the assignment is unknown."""
+        if view is None:
+            return None
+        log_dirs = {n.id: n.log_dir for n in self.peer.brokers}
+        assignment = {int(p["partition"]): [int(b) for b in p["replicas"]]
+                      for p in view.get("partitions", [])}
+        result = await check_kafka_topic_replicas(log_dirs, self.options.topic, assignment,
+                                                  deadline)
+        return {"counts": result.counts, "anomalies": result.anomalies,
+                "compared_offsets": result.compared}
 
     async def final(self, ctx: RunContext, deadline: float) -> dict[str, Any]:
         try:

@@ -155,6 +155,11 @@ def test_acks_all_under_leader_kill_9_loses_no_acknowledged_write(kafka_run: Run
     }
     assert {op.value[1][1] for op in before + after} <= drained
 
+    # The brokers' replicas, read from their log directories, agree below their checkpointed
+    # high watermarks on every partition, the killed leader's among them after its restart.
+    check = r["replica_check"]
+    assert check["counts"] == {} and check["compared_offsets"][tp] > 0, check
+
 
 @pytest.mark.kafka_peer
 def test_the_result_names_the_system_it_ran_against(kafka_run: RunResult) -> None:

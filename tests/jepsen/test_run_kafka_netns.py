@@ -209,6 +209,8 @@ def test_isolating_a_partition_leader_in_the_kernel_elects_another_and_loses_not
     drained = {value for op in ops if op.f == "poll" and op.type == "ok" and op.flag("final")
                for _offset, value in op.value.get(tp, [])}
     assert {op.value[1][1] for op in sends} <= drained
+    check = r["replica_check"]  # the replicas' log files agree below their high watermarks
+    assert check["counts"] == {} and check["compared_offsets"][tp] > 0, check
 
     # Teardown: every JVM stopped by PID, then every namespace of the run deleted.
     assert not any(pk.running(n) for n in peer.nodes)

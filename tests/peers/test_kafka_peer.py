@@ -11,6 +11,7 @@ import pytest
 
 from harness.kafka.wire import Wire
 from harness.peers.kafka import cluster as pk
+from harness.peers.kafka import logs as kafka_logs
 from tests.live import poll
 from tests.peers.kafka_peer import KafkaPeer
 
@@ -107,6 +108,17 @@ def test_acks_all_records_read_back_in_order(kafka_peer: KafkaPeer, client: str)
         poll(read_all, 60, "every record back")
         kc.close()
     assert got == values
+
+    # Each broker's own replica, read from its log directory (harness/peers/kafka/logs.py),
+    # holds the same records at offsets 0..199, and its checkpointed high watermark reaches
+    # the end (replica.high.watermark.checkpoint.interval.ms, 5 s).
+    expected = [(i, v.decode()) for i, v in enumerate(values)]
+    for node in kafka_peer.file.brokers:
+        log = kafka_logs.read_partition(node.log_dir, topic, 0)
+        assert (log.records, log.log_end_offset) == (expected, len(values)), node.id
+        assert len(log.leader_epochs) == 1
+        poll(lambda n=node: kafka_logs.read_hw_checkpoint(n.log_dir).get((topic, 0))
+             == len(values), 30, f"broker {node.id}'s high watermark checkpointed")
 
 
 def test_tool_runs_kafkas_own_command_line_tool(kafka_peer: KafkaPeer) -> None:

@@ -134,6 +134,11 @@ class PeerNode:
     def bootstrap(self) -> str:
         return f"{self.host}:{self.kafka_port}"
 
+    @property
+    def log_dir(self) -> Path:
+        """Its `log.dirs`: the partition logs and checkpoints (harness/peers/kafka/logs.py)."""
+        return Path(self.data_dir) / "data"
+
 
 @dataclass
 class PeerFile:
@@ -213,7 +218,7 @@ def _properties(node: PeerNode, voters: str, brokers: int,
         "controller.listener.names": "CONTROLLER",
         "listeners": ",".join(listeners),
         "listener.security.protocol.map": ",".join(protocol_map),
-        "log.dirs": str(Path(node.data_dir) / "data"),
+        "log.dirs": str(node.log_dir),
         # internal topics sized to the brokers there are (Kafka's defaults need 3)
         "offsets.topic.replication.factor": str(min(3, brokers)),
         "transaction.state.log.replication.factor": str(min(3, brokers)),
