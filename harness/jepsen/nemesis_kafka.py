@@ -30,12 +30,22 @@ broker's (`kill-broker`, `pause-broker`, `restart-broker`). With `net` also the 
 (`NETNS_FAULTS`): every partition shape among the controllers (`isolate-one`, `halves`, ...)
 and among all nodes (`isolate-partition-leader`, `leader-cut-from-followers`,
 `leader-cut-from-followers-only`, `zombie-leader`, `isolate-controller-leader`), and the staged
-`staggered-isr-drop` (cuts, a kill -9 and waits on the brokers' Metadata between its stages).
+`staggered-isr-drop` (cuts, a kill -9 and waits on the brokers' Metadata between its stages)
+and `truncate-restart-then-leader-crash` (its wait for the restarted follower's new
+registration, unfenced, is `broker_epochs` below).
 Refused (`unsupported`, `REFUSED` says why): link faults on loopback (a Kafka JVM has no
-`/nemesis/links`: only the kernel can cut it, `--net netns`), the staged
-`truncate-restart-then-leader-crash` (its stages wait on broker epochs from kraftlab's
-controller API; Kafka's protocol does not expose them) and clock faults (a JVM reads the
+`/nemesis/links`: only the kernel can cut it, `--net netns`) and clock faults (a JVM reads the
 machine's clock: skewing one process's needs libfaketime, which the peer kit does not use).
+
+Broker epochs (`broker_epochs`, what the staged faults wait on): Kafka's protocol does not
+expose a broker's epoch (the offset of its registration in the metadata log), so an incarnation
+is counted here instead: a broker's count goes up each time this nemesis starts its JVM, and
+the incarnation is unfenced once that JVM answers Metadata on its own listener listing itself.
+A Kafka broker opens its listeners only after the controller has unfenced its new registration
+(core/src/main/scala/kafka/server/BrokerServer.scala: `enableRequestProcessing` comes after the
+wait for "the broker to be unfenced"), and a killed incarnation answers nothing, so "a higher
+count and unfenced" holds exactly when the new registration is unfenced, as kraftlab's broker
+epochs say it.
 
 Recovered (`recovered`): every node's JVM runs, DescribeQuorum names a leader among the
 voters, and every broker's Metadata lists every broker (a KRaft broker lists only unfenced
@@ -77,13 +87,11 @@ from harness.peers.kafka import cluster as pk
 KAFKA_FAULTS = PROCESS_FAULTS + BROKER_PROCESS_FAULTS + BROKER_NODE_FAULTS
 LINK_FAULTS = PARTITIONS + BROKER_PARTITIONS
 # Staged faults whose stages are cuts, process faults and Metadata waits only.
-STAGED_LINK_FAULTS = ("staggered-isr-drop",)
+STAGED_LINK_FAULTS = ("staggered-isr-drop", "truncate-restart-then-leader-crash")
 NETNS_FAULTS = LINK_FAULTS + STAGED_LINK_FAULTS  # what `--net netns` adds
 REFUSED = {
     **{f: "a JVM reads the machine's clock: skewing one process's clock needs libfaketime "
           "(LD_PRELOAD), which the peer kit does not use" for f in CLOCK_FAULTS},
-    "truncate-restart-then-leader-crash": "its stages wait on broker epochs from kraftlab's "
-    "controller API (/cluster), which Kafka's protocol does not expose",
 }
 STOP_TIMEOUT_S = 10.0  # SIGTERM (controlled shutdown), then SIGKILL
 POLL_S = 0.1
@@ -145,6 +153,7 @@ class KafkaNemesis(ClusterNemesis):
         self.applied = 0
         self._in_flight: dict[asyncio.Task[str], str] = {}
         self.paused: set[int] = set()
+        self.incarnations: dict[int, int] = {}  # node id -> JVM starts by this nemesis
 
     @property
     def peer(self) -> pk.PeerFile:
@@ -232,6 +241,7 @@ class KafkaNemesis(ClusterNemesis):
                 if pk.running(node):
                     return "already running"
                 await asyncio.to_thread(pk.start_node, self.peer, self.data_dir, node)
+                self.incarnations[node_id] = self.incarnations.get(node_id, 0) + 1
                 return f"started pid {node.pid}"
             case "pause" | "resume":
                 sig = signal.SIGSTOP if action == "pause" else signal.SIGCONT
@@ -254,7 +264,7 @@ class KafkaNemesis(ClusterNemesis):
     async def _clock(self, node_id: int, body: dict[str, Any] | None) -> str:
         raise NemesisError(f"the Kafka target has no clock faults: {REFUSED['clock-drift']}")
 
-    # The StageActions of staged.py that differ: cuts in the kernel, no broker epochs.
+    # The StageActions of staged.py that differ: cuts in the kernel, incarnations for epochs.
 
     async def cut_links(self, side: Sequence[int], others: Sequence[int]) -> dict[str, str]:
         """Cut every link between `side` and `others` (both ways), in the namespaces."""
@@ -265,7 +275,14 @@ class KafkaNemesis(ClusterNemesis):
         return await self._cut(None)
 
     async def broker_epochs(self) -> dict[int, tuple[int, bool]]:
-        raise NemesisError(REFUSED["truncate-restart-then-leader-crash"])
+        """Per broker (incarnation, fenced), the incarnation counted by this nemesis's starts
+        and unfenced once its JVM answers Metadata listing itself (module docstring)."""
+        state = await asyncio.to_thread(pk.view, self.peer, ADMIN_TIMEOUT_S)
+        out: dict[int, tuple[int, bool]] = {}
+        for node in self.peer.brokers:
+            seen = state["brokers_seen"].get(node.id)
+            out[node.id] = (self.incarnations.get(node.id, 0), seen is None or node.id not in seen)
+        return out
 
     async def heal_all(self) -> dict[str, Any]:
         """Stop the active fault, then resume every node, start every node that is not

@@ -24,9 +24,9 @@ deleted, in the `finally` and by Netns's atexit hook, so a run failing half-way 
 
 What the Kafka target takes (`check_options` refuses the rest before anything starts, with the
 reason): the `queue` workload (kv reads and writes kraftlab's metadata through its admin API),
-process faults, and with `--net netns` link faults and `staggered-isr-drop` too (on loopback
-they are refused: "use --net netns"); never clock faults nor
-`truncate-restart-then-leader-crash` (nemesis_kafka.py `REFUSED` says why); replication mode
+process faults, and with `--net netns` link faults and the staged `staggered-isr-drop` and
+`truncate-restart-then-leader-crash` too (on loopback they are refused: "use --net netns");
+never clock faults (nemesis_kafka.py `REFUSED` says why); replication mode
 `isr` with leader epochs. `--subscribe` runs as on kraftlab: the consumer workers are one
 consumer group of confluent-kafka members (harness/jepsen/workload_subscribe.py) that join
 through the peer's brokers, the group coordinator Kafka's own (group-coordinator/).

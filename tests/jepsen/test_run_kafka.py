@@ -75,8 +75,8 @@ def options(out: Path, data_dir: Path | None = None, **changes: Any) -> RunOptio
         ({"nemesis": "clock-drift"}, "clock-drift: a JVM reads the machine's clock"),
         ({"nemesis": "clock-jump-back", "net": "netns"}, "needs libfaketime"),
         (
-            {"nemesis": "truncate-restart-then-leader-crash", "net": "netns"},
-            "broker epochs from kraftlab's controller API",
+            {"nemesis": "truncate-restart-then-leader-crash"},
+            "use --net netns for truncate-restart-then-leader-crash",
         ),
         ({"net": "bogus"}, "unknown net 'bogus'"),
         ({"workload": "kv"}, "queue workload only"),

@@ -18,6 +18,8 @@ harness/jepsen/target_kafka.py, docs/kafka-peer.md "In network namespaces").
 
 from __future__ import annotations
 
+import asyncio
+import random
 import subprocess
 import time
 from pathlib import Path
@@ -26,8 +28,9 @@ from typing import Any
 import pytest
 
 from harness.check.history import NEMESIS, load_history
-from harness.jepsen.nemesis import parse_nemesis
+from harness.jepsen.nemesis import Schedule, parse_nemesis
 from harness.jepsen.nemesis_kafka import KafkaNemesis, unsupported
+from harness.jepsen.recorder import Recorder
 from harness.jepsen.run_core import RunOptions
 from harness.jepsen.runner import RunError, run
 from harness.jepsen.target_kafka import check_options
@@ -115,7 +118,8 @@ def options(out: Path, data_dir: Path | None = None, **changes: Any) -> RunOptio
 @pytest.mark.parametrize(
     "nemesis",
     ["isolate-partition-leader", "leader-cut-from-followers-only", "zombie-leader",
-     "partition", "broker", "staggered-isr-drop", "crash"],
+     "partition", "broker", "staggered-isr-drop", "truncate-restart-then-leader-crash",
+     "crash"],
 )
 def test_netns_takes_the_link_faults_and_the_staged_cut(tmp_path: Path, nemesis: str) -> None:
     check_options(options(tmp_path, nemesis=nemesis))  # does not raise
@@ -217,3 +221,34 @@ def test_isolating_a_partition_leader_in_the_kernel_elects_another_and_loses_not
     assert not {ns for ns in namespaces() if ns.startswith(prefix)}
     assert namespaces() == before
     print(f"kafka netns run: {wall_s:.1f} s wall")
+
+
+def test_broker_epochs_count_the_nemesis_starts_and_unfence_on_the_jvms_own_listing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Kafka nemesis's stand-in for broker epochs (nemesis_kafka.py "Broker epochs"): a
+    start raises the broker's incarnation; it stays fenced until that broker's own Metadata
+    lists it. The JVMs and their answers are replaced here; the real sequence is checked on
+    the session peer (tests/peers/test_kafka_peer.py, the kill -9 test)."""
+    peer = pk.lay_out(tmp_path, "4.4.0", layout="split")
+    peer.save(tmp_path)
+    nemesis = KafkaNemesis(tmp_path, Recorder(), random.Random(1),
+                           Schedule(("kill-broker",)))
+    answers: dict[int, list[int] | None] = {101: [101, 102, 103], 102: None, 103: [101, 103]}
+    monkeypatch.setattr(pk, "view", lambda _peer, _timeout: {"brokers_seen": answers})
+    monkeypatch.setattr(pk, "running", lambda node: node.pid is not None)
+
+    def start(_peer: pk.PeerFile, _dir: Path, node: pk.PeerNode) -> None:
+        node.pid = 4242
+
+    monkeypatch.setattr(pk, "start_node", start)
+    assert asyncio.run(nemesis.broker_epochs()) == {
+        101: (0, False), 102: (0, True), 103: (0, False)}
+    assert asyncio.run(nemesis._process_action("start", 102)) == "started pid 4242"
+    assert asyncio.run(nemesis.broker_epochs())[102] == (1, True)  # spawned, not yet listed
+    answers[102] = [101, 103]  # a broker answering, listing others only, is still fenced
+    assert asyncio.run(nemesis.broker_epochs())[102] == (1, True)
+    answers[102] = [101, 102, 103]
+    assert asyncio.run(nemesis.broker_epochs())[102] == (1, False)
+    assert asyncio.run(nemesis._process_action("start", 102)) == "already running"
+    assert asyncio.run(nemesis.broker_epochs())[102] == (1, False)

@@ -154,7 +154,13 @@ def test_z_kill_9_of_a_partition_leader_elects_another_and_restart_rejoins_the_i
 
     after, after_epoch = poll(new_leader, 60, "a new partition leader")
     assert after != leader and after_epoch > epoch
+    # A killed incarnation answers nothing; the new one answers Metadata listing itself only
+    # once the controller has unfenced its registration (BrokerServer opens its listeners
+    # after that): what the Kafka nemesis's broker_epochs counts as "registered again".
+    assert pk.view(kafka_peer.file)["brokers_seen"][leader] is None
     kafka_peer.cli("start", str(leader))
+    poll(lambda: leader in (pk.view(kafka_peer.file)["brokers_seen"][leader] or ()), 90,
+         f"node {leader} answering Metadata, listed")
 
     def back_in_isr() -> bool:
         with Wire(kafka_peer.kafka_port(after)) as w:
