@@ -2,10 +2,12 @@
 
     kraftlab peer kafka install [--write-lock]      # Maven Central -> .peers/ (pinned, checked)
     kraftlab peer kafka up [--layout combined|split] [--controllers 3] [--brokers 3]
-                           [--config key=value ...] [--net loopback|netns] [--data-dir DIR]
+                           [--config key=value ...] [--net loopback|netns] [--faketime]
+                           [--data-dir DIR]
     kraftlab peer kafka status [--json] [--data-dir DIR]
     kraftlab peer kafka down [--force] [--data-dir DIR]
     kraftlab peer kafka kill|pause|resume|start ID [--data-dir DIR]
+    kraftlab peer kafka clock ID [--skew-ms MS] [--rate R] [--data-dir DIR]   # needs --faketime
     kraftlab peer kafka tool NAME [ARGS...]         # e.g. kafka-topics --bootstrap-server B --list
 
 The data dir defaults to ./kraftlab-kafka-peer (or $KRAFTLAB_PEER_DIR). `up` returns once the
@@ -13,6 +15,9 @@ quorum has a leader and every broker is unfenced and prints the bootstrap server
 `--config` takes the same settings as `kraftlab cluster up` (Kafka's names). `--net netns`
 (root) lays the peer out in network namespaces of its own (harness/launcher/netns.py) and leaves
 them in place with the peer; `status` reaches the nodes there and `down` deletes them.
+`--faketime` starts every JVM with libfaketime preloaded (harness/peers/kafka/faketime.py), so
+`clock` can set one node's clock SKEW ms ahead (negative: behind) running at RATE; `clock ID`
+alone puts it back in step.
 """
 
 from __future__ import annotations
@@ -29,8 +34,8 @@ from harness.cli.common import progress
 from harness.launcher import cluster as cl
 from harness.launcher import netns
 from harness.peers.kafka import cluster as peer
+from harness.peers.kafka import faketime, tools
 from harness.peers.kafka import install as inst
-from harness.peers.kafka import tools
 
 DEFAULT_DIR = "kraftlab-kafka-peer"
 
@@ -68,7 +73,8 @@ def _up(args: argparse.Namespace) -> int:
     try:
         started = peer.up(_dir(args), layout=args.layout, controllers=args.controllers,
                           brokers=args.brokers, overrides=cl.parse_overrides(args.config),
-                          timeout_s=args.timeout, progress=progress, net=net)
+                          timeout_s=args.timeout, progress=progress, net=net,
+                          faketime=args.faketime)
     except BaseException:
         if net is not None:
             net.teardown()
@@ -130,6 +136,22 @@ def _signal(args: argparse.Namespace) -> int:
     return 0
 
 
+def _clock(args: argparse.Namespace) -> int:
+    state = peer.PeerFile.load(_dir(args))
+    node = state.node(args.id)
+    if not state.faketime:
+        raise peer.PeerError("this peer runs without libfaketime: `peer kafka down`, then "
+                             "`peer kafka up --faketime`")
+    if node.pid is None or not peer.running(node):
+        raise peer.PeerError(f"node {node.id} is not running")
+    try:
+        line = faketime.set_clock(Path(node.data_dir), node.pid, args.skew_ms, args.rate)
+    except faketime.FaketimeError as exc:
+        raise peer.PeerError(str(exc)) from exc
+    progress(f"node {node.id}: clock {args.skew_ms:+g} ms, rate {args.rate:g} ({line!r})")
+    return 0
+
+
 def _tool(args: argparse.Namespace) -> int:
     rest = [a for a in args.args if a != "--"] if args.args[:1] == ["--"] else args.args
     done = tools.run(args.name, rest, timeout_s=args.timeout,
@@ -171,6 +193,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     v.add_argument("--timeout", type=float, default=90.0)
     v.add_argument("--net", choices=("loopback", "netns"), default="loopback",
                    help="netns: each node in a network namespace of its own (needs root)")
+    v.add_argument("--faketime", action="store_true",
+                   help="preload libfaketime into every JVM, so `clock` can skew a node")
     v.set_defaults(handler=_guard(_up))
 
     v = with_dir(verbs.add_parser("status", help="nodes, quorum leader, unfenced brokers"))
@@ -186,6 +210,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         v.add_argument("id", type=int)
         v.add_argument("--timeout", type=float, default=90.0)
         v.set_defaults(handler=_guard(_signal), action=action)
+
+    v = with_dir(verbs.add_parser("clock", help="skew one node's clock (a peer up with "
+                                  "--faketime); no options: back in step"))
+    v.add_argument("id", type=int)
+    v.add_argument("--skew-ms", type=float, default=0.0, help="ahead of the machine (<0: behind)")
+    v.add_argument("--rate", type=float, default=1.0, help="its speed (1: in step)")
+    v.set_defaults(handler=_guard(_clock))
 
     v = verbs.add_parser("tool", help="run one of Kafka's command-line tools",
                          description="Kafka's own tools: " + ", ".join(sorted(tools.TOOLS)))

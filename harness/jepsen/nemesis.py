@@ -257,7 +257,7 @@ def leader_replaced(fault: Fault | None, leaders: Sequence[PartitionLeader]) -> 
                and p.leader != fault.target["leader"] for p in leaders)
 
 
-def _clock_words(clock: Any) -> str:
+def clock_words(clock: Any) -> str:
     """A node's /nemesis/clock answer, as a fault's result line says it."""
     return f"skew {round(clock.get('skew_ms', 0)):+d} ms, rate {clock.get('rate')}"
 
@@ -548,7 +548,7 @@ class ClusterNemesis:
 
     async def _clock(self, node_id: int, body: dict[str, Any] | None) -> str:
         """POST this /nemesis/clock body to the node, or DELETE (back in step) for None."""
-        return await self._nemesis_call(node_id, "/nemesis/clock", body, _clock_words)
+        return await self._nemesis_call(node_id, "/nemesis/clock", body, clock_words)
 
     async def _nemesis_call(self, node_id: int, path: str, body: dict[str, Any] | None,
                             words: Callable[[Any], str] | None = None) -> str:  # fmt: skip

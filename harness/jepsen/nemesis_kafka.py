@@ -33,9 +33,12 @@ and among all nodes (`isolate-partition-leader`, `leader-cut-from-followers`,
 `staggered-isr-drop` (cuts, a kill -9 and waits on the brokers' Metadata between its stages)
 and `truncate-restart-then-leader-crash` (its wait for the restarted follower's new
 registration, unfenced, is `broker_epochs` below).
-Refused (`unsupported`, `REFUSED` says why): link faults on loopback (a Kafka JVM has no
-`/nemesis/links`: only the kernel can cut it, `--net netns`) and clock faults (a JVM reads the
-machine's clock: skewing one process's needs libfaketime, which the peer kit does not use).
+Clock faults (`CLOCK_FAULTS`: `clock-jump-forward`, `clock-jump-back`, `clock-drift`, planned
+as on kraftlab) on a peer started with libfaketime preloaded (`PeerFile.faketime`; the Kafka
+target starts its peer so when the nemesis has clock faults): the node's control file says the
+skew and rate (harness/peers/kafka/faketime.py `set_clock`), the heal puts it back in step.
+Refused (`unsupported`): link faults on loopback (a Kafka JVM has no `/nemesis/links`: only the
+kernel can cut it, `--net netns`).
 
 Broker epochs (`broker_epochs`, what the staged faults wait on): Kafka's protocol does not
 expose a broker's epoch (the offset of its registration in the metadata log), so an incarnation
@@ -59,6 +62,7 @@ import random
 import signal
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +80,7 @@ from harness.jepsen.nemesis import (
     NemesisError,
     PartitionLeader,
     Schedule,
+    clock_words,
     grudge_cut,
     leaders_in,
 )
@@ -83,16 +88,13 @@ from harness.jepsen.recorder import Recorder
 from harness.kafka.wire import Wire
 from harness.launcher.netns import Netns
 from harness.peers.kafka import cluster as pk
+from harness.peers.kafka import faketime
 
-KAFKA_FAULTS = PROCESS_FAULTS + BROKER_PROCESS_FAULTS + BROKER_NODE_FAULTS
+KAFKA_FAULTS = PROCESS_FAULTS + BROKER_PROCESS_FAULTS + BROKER_NODE_FAULTS + CLOCK_FAULTS
 LINK_FAULTS = PARTITIONS + BROKER_PARTITIONS
 # Staged faults whose stages are cuts, process faults and Metadata waits only.
 STAGED_LINK_FAULTS = ("staggered-isr-drop", "truncate-restart-then-leader-crash")
 NETNS_FAULTS = LINK_FAULTS + STAGED_LINK_FAULTS  # what `--net netns` adds
-REFUSED = {
-    **{f: "a JVM reads the machine's clock: skewing one process's clock needs libfaketime "
-          "(LD_PRELOAD), which the peer kit does not use" for f in CLOCK_FAULTS},
-}
 STOP_TIMEOUT_S = 10.0  # SIGTERM (controlled shutdown), then SIGKILL
 POLL_S = 0.1
 
@@ -122,6 +124,24 @@ def describe_quorum(brokers: Sequence[tuple[str, int]]) -> dict[str, int] | None
         if p.error_code == 0 and p.leader_id >= 0:
             return {"leader_id": p.leader_id, "leader_epoch": p.leader_epoch}
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class NodeClockState:
+    """One node's skew as the nemesis set it: `skew_ms` ahead at `anchor_s` (monotonic),
+    drifting at `rate` since."""
+
+    skew_ms: float = 0.0
+    rate: float = 1.0
+    anchor_s: float = field(default_factory=time.monotonic)
+
+    def skew_now_ms(self) -> float:
+        return self.skew_ms + (self.rate - 1.0) * (time.monotonic() - self.anchor_s) * 1000.0
+
+    def moved(self, jump_ms: float, rate: float | None) -> NodeClockState:
+        """Jumped by `jump_ms` now, and running at `rate` from now (None: as it runs)."""
+        return NodeClockState(self.skew_now_ms() + jump_ms,
+                              self.rate if rate is None else float(rate), time.monotonic())
 
 
 class KafkaNemesis(ClusterNemesis):
@@ -154,6 +174,7 @@ class KafkaNemesis(ClusterNemesis):
         self._in_flight: dict[asyncio.Task[str], str] = {}
         self.paused: set[int] = set()
         self.incarnations: dict[int, int] = {}  # node id -> JVM starts by this nemesis
+        self.clocks: dict[int, NodeClockState] = {}  # node id -> its skew, while a fault holds
 
     @property
     def peer(self) -> pk.PeerFile:
@@ -242,6 +263,7 @@ class KafkaNemesis(ClusterNemesis):
                     return "already running"
                 await asyncio.to_thread(pk.start_node, self.peer, self.data_dir, node)
                 self.incarnations[node_id] = self.incarnations.get(node_id, 0) + 1
+                self.clocks.pop(node_id, None)  # a new JVM starts in step (faketime.prepare)
                 return f"started pid {node.pid}"
             case "pause" | "resume":
                 sig = signal.SIGSTOP if action == "pause" else signal.SIGCONT
@@ -262,7 +284,29 @@ class KafkaNemesis(ClusterNemesis):
         raise NemesisError(f"the Kafka target cuts links only with --net netns ({fault.name})")
 
     async def _clock(self, node_id: int, body: dict[str, Any] | None) -> str:
-        raise NemesisError(f"the Kafka target has no clock faults: {REFUSED['clock-drift']}")
+        """`body` as kraftlab's POST /nemesis/clock takes it (`jump_ms`: jump by; `rate`: run
+        at), or None: back in step. Written to the node's libfaketime control file."""
+        node = self.peer.node(node_id)
+        state = self.clocks.pop(node_id, NodeClockState())
+        if body is not None:
+            state = state.moved(float(body.get("jump_ms", 0.0)), body.get("rate"))
+        if not self.peer.faketime:
+            if body is None:
+                return clock_words({"skew_ms": 0, "rate": 1.0})  # never skewed
+            raise NemesisError("this Kafka peer was started without libfaketime: clock "
+                               "faults need a peer the run starts (or `peer kafka up "
+                               "--faketime`)")
+        if node.pid is None or not pk.running(node):
+            return "not running"
+        try:
+            await asyncio.to_thread(faketime.set_clock, Path(node.data_dir), node.pid,
+                                    state.skew_now_ms(), state.rate)
+        except faketime.FaketimeError as exc:
+            return f"clock not set: {exc}"
+        if body is not None:
+            self.clocks[node_id] = state
+        return clock_words({"skew_ms": state.skew_now_ms(), "rate": state.rate}
+                            if body is not None else {"skew_ms": 0, "rate": 1.0})
 
     # The StageActions of staged.py that differ: cuts in the kernel, incarnations for epochs.
 
@@ -302,5 +346,7 @@ class KafkaNemesis(ClusterNemesis):
                 result[f"{node.id}-start"] = await self._process("start", node.id)
         if self.net is not None:
             result.update(await self._cut(None))
+        for node_id in sorted(self.clocks):
+            result[f"{node_id}-clock"] = await self._clock(node_id, None)
         self.recorder.record(NEMESIS, "info", "stop-all", result)
         return result

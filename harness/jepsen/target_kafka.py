@@ -26,7 +26,8 @@ What the Kafka target takes (`check_options` refuses the rest before anything st
 reason): the `queue` workload (kv reads and writes kraftlab's metadata through its admin API),
 process faults, and with `--net netns` link faults and the staged `staggered-isr-drop` and
 `truncate-restart-then-leader-crash` too (on loopback they are refused: "use --net netns");
-never clock faults (nemesis_kafka.py `REFUSED` says why); replication mode
+clock faults on a peer it starts with libfaketime preloaded (a nemesis with clock faults
+starts it so: harness/peers/kafka/faketime.py); replication mode
 `isr` with leader epochs. `--subscribe` runs as on kraftlab: the consumer workers are one
 consumer group of confluent-kafka members (harness/jepsen/workload_subscribe.py) that join
 through the peer's brokers, the group coordinator Kafka's own (group-coordinator/).
@@ -45,10 +46,9 @@ from typing import Any
 
 import aiohttp
 
-from harness.jepsen.nemesis import NemesisError, Schedule, parse_nemesis
+from harness.jepsen.nemesis import CLOCK_FAULTS, NemesisError, Schedule, parse_nemesis
 from harness.jepsen.nemesis_kafka import (
     NETNS_FAULTS,
-    REFUSED,
     KafkaNemesis,
     supported,
     unsupported,
@@ -92,12 +92,6 @@ def check_options(options: RunOptions) -> None:
         raise RunError(f"unknown net {options.net!r}; use loopback or netns")
     faults = parse_nemesis(options.nemesis)
     in_netns = options.net == "netns"
-    never = [f for f in faults if f in REFUSED]
-    if never:
-        raise RunError(
-            "--system kafka cannot do "
-            + "; ".join(f"{f}: {REFUSED[f]}" for f in never)
-        )
     links = [f for f in unsupported(faults, in_netns) if f in NETNS_FAULTS]
     if links:
         raise RunError(
@@ -223,6 +217,7 @@ def run(options: RunOptions) -> RunResult:
                     timeout_s=startup_s,
                     progress=say,
                     net=net,
+                    faketime=any(f in CLOCK_FAULTS for f in parse_nemesis(options.nemesis)),
                 )
             else:
                 peer = pk.PeerFile.load(data_dir)

@@ -11,7 +11,7 @@ brokers' Metadata names another leader for that partition and the workload has w
 POST_ELECTION_S since (`RunOptions.stop_when`: no guessed durations), then healed (the JVM
 started again). A missing Kafka install fails the module, saying to run `bash .ci/install`.
 
-The refusals (kv workload, link faults on loopback, clock faults) need no Kafka and run
+The refusals (kv workload, link faults on loopback) need no Kafka and run
 first; the runs in network namespaces are tests/jepsen/test_run_kafka_netns.py's.
 """
 
@@ -72,8 +72,6 @@ def options(out: Path, data_dir: Path | None = None, **changes: Any) -> RunOptio
         ({"nemesis": "isolate-partition-leader"}, "use --net netns for isolate-partition"),
         ({"nemesis": "partition"}, "use --net netns for isolate-one"),
         ({"nemesis": "staggered-isr-drop"}, "use --net netns for staggered-isr-drop"),
-        ({"nemesis": "clock-drift"}, "clock-drift: a JVM reads the machine's clock"),
-        ({"nemesis": "clock-jump-back", "net": "netns"}, "needs libfaketime"),
         (
             {"nemesis": "truncate-restart-then-leader-crash"},
             "use --net netns for truncate-restart-then-leader-crash",

@@ -11,7 +11,9 @@ It is laid out as kraftlab's shared test cluster is (tests/live.py): controllers
 101-103 as six JVMs (the "split" layout), so the two systems' answers can be compared node id for
 node id. It runs with the settings the kraftlab test cluster runs with (tests/live.py
 BROKER_CONFIGS and SHARED_BROKER_CONFIGS) where Kafka has them, so the two answer under one
-configuration.
+configuration. Its JVMs start with libfaketime preloaded (`up --faketime`), in step unless a
+test skews one (tests/peers/test_kafka_clock.py, which puts it back): the clock faults run on
+this peer, not on one of their own.
 """
 
 from __future__ import annotations
@@ -110,7 +112,8 @@ class KafkaPeer:
 def kafka_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaPeer]:
     require_install()
     data_dir = tmp_path_factory.mktemp("kafka-peer")
-    up = kraftlab("peer", "kafka", "up", "--layout", "split", "--data-dir", str(data_dir),
+    up = kraftlab("peer", "kafka", "up", "--layout", "split", "--faketime",
+                  "--data-dir", str(data_dir),
                   *[a for kv in PEER_CONFIGS for a in ("--config", kv)], timeout_s=180)
     try:
         assert up.returncode == 0, up.stderr + up.stdout

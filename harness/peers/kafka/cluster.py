@@ -57,6 +57,7 @@ from typing import Any
 from harness.kafka.wire import Wire
 from harness.launcher.cluster import free_ports, is_our_process, random_cluster_id, write_state
 from harness.launcher.netns import Netns
+from harness.peers.kafka import faketime
 from harness.peers.kafka.install import Install, require
 
 SYSTEM = "apache-kafka"
@@ -151,6 +152,8 @@ class PeerFile:
     system: str = SYSTEM
     # The namespaces' layout (Netns.describe) when the nodes run in them; None: loopback.
     net: dict[str, Any] | None = None
+    # Every JVM starts with libfaketime preloaded, its clock steerable (faketime.py).
+    faketime: bool = False
 
     def netns(self) -> Netns | None:
         """The peer's namespaces (Netns.adopt), None on loopback."""
@@ -340,12 +343,18 @@ def start_node(peer: PeerFile, data_dir: Path, node: PeerNode,
     install = install or require(peer.version)
     log = Path(node.log_file)
     node.log_offset = log.stat().st_size if log.exists() else 0
+    env = None
+    if peer.faketime:
+        try:
+            env = {**os.environ, **faketime.prepare(Path(node.data_dir))}
+        except faketime.FaketimeError as exc:
+            raise PeerError(str(exc)) from exc
     stdout = open(Path(node.data_dir) / "stdout.log", "ab")  # noqa: SIM115 - the child's
     try:
         proc = subprocess.Popen(
             node_command(install, node),
             stdin=subprocess.DEVNULL, stdout=stdout, stderr=subprocess.STDOUT,
-            start_new_session=True, cwd=node.data_dir)
+            start_new_session=True, cwd=node.data_dir, env=env)
     finally:
         stdout.close()
     _children[proc.pid] = proc
@@ -484,9 +493,11 @@ def wait_ready(peer: PeerFile, timeout_s: float = 90.0, node_ids: list[int] | No
 
 def up(data_dir: Path, *, layout: str = "combined", controllers: int = 3, brokers: int = 3,
        overrides: Mapping[str, str] | None = None, timeout_s: float = 90.0,
-       progress: Callable[[str], None] = lambda _m: None, net: Netns | None = None) -> PeerFile:
+       progress: Callable[[str], None] = lambda _m: None, net: Netns | None = None,
+       faketime: bool = False) -> PeerFile:
     """Lay out (or reuse a stopped) peer in data_dir, start every node, wait until ready.
-    `net`: lay out a new peer in these namespaces (created by the caller)."""
+    `net`: lay out a new peer in these namespaces (created by the caller). `faketime`: start
+    every JVM with libfaketime preloaded, so the clock nemesis can skew it (faketime.py)."""
     install = require()
     if PeerFile.path_in(data_dir).exists():
         peer = PeerFile.load(data_dir)
@@ -501,6 +512,12 @@ def up(data_dir: Path, *, layout: str = "combined", controllers: int = 3, broker
         peer = create(data_dir, layout=layout, controllers=controllers, brokers=brokers,
                       overrides=overrides, install=install, progress=progress, net=net)
     started = [n.id for n in peer.nodes if not running(n)]
+    if started and peer.faketime != faketime:
+        if len(started) < len(peer.nodes):
+            raise PeerError(f"the peer in {data_dir} runs {'with' if peer.faketime else 'without'}"
+                            " libfaketime: stop it first (`kraftlab peer kafka down`)")
+        peer.faketime = faketime
+        peer.save(data_dir)
     for node in peer.nodes:
         start_node(peer, data_dir, node, install)
     try:
