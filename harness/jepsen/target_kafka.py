@@ -23,8 +23,9 @@ in the kernel (nemesis_kafka.py). Teardown: every JVM stopped by PID, then every
 deleted, in the `finally` and by Netns's atexit hook, so a run failing half-way leaves none.
 
 What the Kafka target takes (`check_options` refuses the rest before anything starts, with the
-reason): the `queue` workload (kv reads and writes kraftlab's metadata through its admin API),
-process faults, and with `--net netns` link faults and the staged `staggered-isr-drop` and
+reason): the `queue` workload, and the `kv` workload with `--consistency local` (a register
+per key in a topic's config, harness/jepsen/workload_kv_kafka.py: Kafka has no linearizable
+config read), process faults, and with `--net netns` link faults and the staged `staggered-isr-drop` and
 `truncate-restart-then-leader-crash` too (on loopback they are refused: "use --net netns");
 clock faults on a peer it starts with libfaketime preloaded (a nemesis with clock faults
 starts it so: harness/peers/kafka/faketime.py); replication mode
@@ -55,15 +56,16 @@ from harness.jepsen.nemesis_kafka import (
 )
 from harness.jepsen.recorder import Recorder, RunContext
 from harness.jepsen.run_core import (
+    QUEUE_BROKERS,
     RunError,
     RunOptions,
     RunResult,
     _say,
-    broker_count,
     cluster_overrides,
     finish,
     run_phases,
 )
+from harness.jepsen.workload_kv_kafka import KafkaKvWorkload
 from harness.jepsen.workload_queue import QueueSetupError
 from harness.jepsen.workload_queue_kafka import KafkaQueueWorkload
 from harness.launcher import netns
@@ -82,11 +84,13 @@ STOP_TIMEOUT_S = 10.0
 
 def check_options(options: RunOptions) -> None:
     """Raise RunError if the Kafka target cannot run these options (module docstring)."""
-    if options.workload != "queue":
+    if options.workload not in ("queue", "kv"):
+        raise RunError(f"--system kafka runs the queue and kv workloads (got {options.workload!r})")
+    if options.workload == "kv" and options.kv.consistency != "local":
         raise RunError(
-            f"--system kafka runs the queue workload only (got {options.workload!r}: "
-            "the kv workload reads and writes kraftlab's metadata through its "
-            "admin API)"
+            "--system kafka --workload kv needs --consistency local: a Kafka broker answers "
+            "DescribeConfigs from its own metadata image, and Kafka has no linearizable "
+            "config read (harness/jepsen/workload_kv_kafka.py)"
         )
     if options.net not in ("loopback", "netns"):
         raise RunError(f"unknown net {options.net!r}; use loopback or netns")
@@ -105,16 +109,38 @@ def check_options(options: RunOptions) -> None:
             f"--system kafka does {', '.join(supported(in_netns))}; not {', '.join(bad)}"
         )
     q = options.queue
+    if options.workload != "queue":
+        return
     if q.replication_mode != "isr" or not q.leader_epoch_enable:
         raise RunError(
             "--system kafka: Kafka's replication is the ISR with leader epochs "
             "(--replication-mode and --no-leader-epoch are kraftlab's)"
         )
-    if q.replication_factor > broker_count(options):
+    if q.replication_factor > kafka_brokers(options):
         raise RunError(
             f"replication factor {q.replication_factor} needs at least as many "
-            f"brokers (have {broker_count(options)})"
+            f"brokers (have {kafka_brokers(options)})"
         )
+
+
+def kafka_brokers(options: RunOptions) -> int:
+    """The peer's broker count: kv too needs brokers on Kafka (they serve its config reads
+    and forward its writes), so it gets the queue's default where kraftlab's kv has none."""
+    return options.brokers if options.brokers is not None else QUEUE_BROKERS
+
+
+def make_workload(options: RunOptions) -> KafkaQueueWorkload | KafkaKvWorkload:
+    if options.workload == "kv":
+        return KafkaKvWorkload(options.kv)
+    return KafkaQueueWorkload(options.queue)
+
+
+def nemesis_partitions(workload: KafkaQueueWorkload | KafkaKvWorkload) -> list[tuple[str, None]]:
+    """The partitions broker faults pick a leader of: the queue's topic, or the kv register's
+    topics (a leader fault then falls on a broker that serves reads)."""
+    if isinstance(workload, KafkaKvWorkload):
+        return [(t, None) for t in workload.topics]
+    return [(workload.options.topic, None)]
 
 
 def make_net(options: RunOptions, data_dir: Path) -> Netns | None:
@@ -127,7 +153,7 @@ def make_net(options: RunOptions, data_dir: Path) -> Netns | None:
         raise RunError(f"--net netns: {reason}")
     if pk.PeerFile.path_in(data_dir).exists():
         raise RunError("--net netns lays out a new peer: give an empty --data-dir")
-    ids = [i for i, _ in pk.layout_of(LAYOUT, options.controllers, broker_count(options))]
+    ids = [i for i, _ in pk.layout_of(LAYOUT, options.controllers, kafka_brokers(options))]
     try:
         return Netns(tuple(ids)).create()
     except netns.NetnsError as exc:
@@ -152,7 +178,8 @@ def copy_logs(data_dir: Path, out_dir: Path) -> None:
             shutil.copyfile(src, logs / f"{role}-{node.id}.log")
 
 
-async def _run_async(options: RunOptions, data_dir: Path, workload: KafkaQueueWorkload,
+async def _run_async(options: RunOptions, data_dir: Path,
+                     workload: KafkaQueueWorkload | KafkaKvWorkload,
                      rec: Recorder, net: Netns | None = None) -> dict[str, Any]:  # fmt: skip
     faults = parse_nemesis(options.nemesis)
     rng = random.Random(options.seed)  # drawn from in the kraftlab runner's order
@@ -167,7 +194,7 @@ async def _run_async(options: RunOptions, data_dir: Path, workload: KafkaQueueWo
             rec,
             random.Random(rng.random()),
             schedule,
-            partitions=[(workload.options.topic, None)],
+            partitions=nemesis_partitions(workload),
             net=net,
         )
 
@@ -182,7 +209,10 @@ async def _run_async(options: RunOptions, data_dir: Path, workload: KafkaQueueWo
 def run(options: RunOptions) -> RunResult:
     """One run against an Apache Kafka peer (module docstring)."""
     check_options(options)
-    workload = KafkaQueueWorkload(options.queue)
+    try:
+        workload = make_workload(options)
+    except ValueError as exc:
+        raise RunError(str(exc)) from exc
     out_dir = options.out_dir
     out_dir.mkdir(parents=True, exist_ok=True)
     temp = options.data_dir is None
@@ -212,7 +242,7 @@ def run(options: RunOptions) -> RunResult:
                     data_dir,
                     layout=LAYOUT,
                     controllers=options.controllers,
-                    brokers=broker_count(options),
+                    brokers=kafka_brokers(options),
                     overrides=cluster_overrides(options),
                     timeout_s=startup_s,
                     progress=say,

@@ -44,7 +44,7 @@ OP_WEIGHTS = (("read", 4), ("write", 2), ("cas", 2), ("append", 2))
 APPEND_ATTEMPTS = 3  # read + cas rounds before an append gives up (fail: nothing was written)
 # The node that gave the last answer in this task (each worker is its own task), recorded as
 # `node` on completions: which controller served a stale read, for diagnosis only.
-_answered_by: contextvars.ContextVar[int | None] = contextvars.ContextVar("answered_by",
+answered_by: contextvars.ContextVar[int | None] = contextvars.ContextVar("answered_by",
                                                                            default=None)
 
 
@@ -69,7 +69,7 @@ class Outcome:
     error: str | None = None
 
 
-class _Definite(Exception):
+class Definite(Exception):
     """The request certainly did not reach a node (connection refused)."""
 
 
@@ -99,14 +99,14 @@ class KvWorkload:
         self, ctx: RunContext, node: int, method: str, path: str, body: Any = None
     ) -> tuple[int, dict[str, Any]]:
         url = ctx.admin_urls[node] + path
-        _answered_by.set(None)
+        answered_by.set(None)
         try:
             async with ctx.session.request(method, url, json=body) as resp:
-                _answered_by.set(node)
+                answered_by.set(node)
                 data = await resp.json(content_type=None)
                 return resp.status, data if isinstance(data, dict) else {}
         except aiohttp.ClientConnectorError as exc:
-            raise _Definite(type(exc).__name__) from exc
+            raise Definite(type(exc).__name__) from exc
 
     async def _call(
         self, ctx: RunContext, method: str, path: str, body: Any = None
@@ -189,7 +189,7 @@ class KvWorkload:
         try:
             async with asyncio.timeout(self.options.op_timeout_s):
                 outcome = await self._execute(ctx, f, key, arg)
-        except _Definite as exc:
+        except Definite as exc:
             outcome = Outcome("fail", error=f"CONNECTION_REFUSED:{exc}")
         except TimeoutError:
             outcome = Outcome("info", error="REQUEST_TIMED_OUT")
@@ -197,7 +197,7 @@ class KvWorkload:
             outcome = Outcome("info", error=type(exc).__name__)  # sent, answer lost
         value = [key, outcome.value] if f == "read" and outcome.type == "ok" else [key, arg]
         ctx.recorder.record(process, outcome.type, f, value, outcome.error,
-                            node=_answered_by.get())
+                            node=answered_by.get())
         if outcome.type == "info":
             self.pids.retire(worker)
         return outcome
@@ -266,7 +266,7 @@ class KvWorkload:
         try:
             async with asyncio.timeout(self.options.op_timeout_s):
                 outcome = await self.read(ctx, key, "linearizable")
-        except _Definite as exc:
+        except Definite as exc:
             outcome = Outcome("fail", error=f"CONNECTION_REFUSED:{exc}")
         except TimeoutError:
             outcome = Outcome("fail", error="REQUEST_TIMED_OUT")  # a read changes nothing
@@ -274,7 +274,7 @@ class KvWorkload:
             outcome = Outcome("fail", error=type(exc).__name__)
         value = [key, outcome.value if outcome.type == "ok" else None]
         ctx.recorder.record(process, outcome.type, "read", value, outcome.error, final=True,
-                            node=_answered_by.get())
+                            node=answered_by.get())
         return outcome
 
     # ------------------------------------------------------------------------------ checker

@@ -11,11 +11,16 @@ quorum has a leader and every broker is unfenced.
         q = w.call(DescribeQuorumRequest[1](topics=[...]))
 
 `call` matches the response to the request by correlation id and decodes it with the response
-class of the request's version; a closed connection raises ConnectionError.
+class of the request's version; a closed connection raises ConnectionError. `call_async` is
+one request on its own asyncio connection, for a client whose every call must be bounded by
+its caller's `asyncio.timeout` (a blocking socket in a thread would outlive the cancellation):
+a refused connection raises `NotSent` (the request never left), anything after the connect
+raises as `call` does.
 """
 
 from __future__ import annotations
 
+import asyncio
 import io
 import socket
 import struct
@@ -58,14 +63,7 @@ class Wire:
 
     def call(self, request: Any) -> Any:
         cid = self.send(request)
-        payload = self.recv_frame()
-        response_cls = request.header.get_response_class()
-        buf = io.BytesIO(payload)
-        header = response_cls.parse_header(buf)
-        if header.correlation_id != cid:
-            raise ConnectionError(f"answer to correlation id {header.correlation_id}, "
-                                  f"expected {cid}")
-        return response_cls.decode(payload[buf.tell():])
+        return _decode(request, cid, self.recv_frame())
 
     def metadata(self, topics: list[str] | None, version: int = 12,
                  auto_create: bool = False) -> Any:
@@ -95,6 +93,41 @@ class Wire:
                 raise ConnectionError("closed by the broker")
             out += chunk
         return bytes(out)
+
+
+class NotSent(ConnectionError):
+    """The connection was refused or could not be made: the request was never sent."""
+
+
+def _decode(request: Any, cid: int, payload: bytes) -> Any:
+    response_cls = request.header.get_response_class()
+    buf = io.BytesIO(payload)
+    header = response_cls.parse_header(buf)
+    if header.correlation_id != cid:
+        raise ConnectionError(f"answer to correlation id {header.correlation_id}, "
+                              f"expected {cid}")
+    return response_cls.decode(payload[buf.tell():])
+
+
+async def call_async(host: str, port: int, request: Any, client_id: str = CLIENT_ID) -> Any:
+    """One request on a new connection to host:port, its decoded response (module docstring).
+    The caller bounds it (`asyncio.timeout`); the connection is closed however it ends."""
+    try:
+        reader, writer = await asyncio.open_connection(host, port)
+    except OSError as exc:
+        raise NotSent(f"{host}:{port}: {exc}") from exc
+    try:
+        request.with_header(correlation_id=1, client_id=client_id)
+        writer.write(bytes(request.encode(header=True, framed=True)))
+        await writer.drain()
+        try:
+            size = struct.unpack(">i", await reader.readexactly(4))[0]
+            payload = await reader.readexactly(size)
+        except asyncio.IncompleteReadError as exc:
+            raise ConnectionError("closed by the broker") from exc
+        return _decode(request, 1, payload)
+    finally:
+        writer.close()
 
 
 def frame_of(payload: bytes) -> bytes:

@@ -77,7 +77,8 @@ def options(out: Path, data_dir: Path | None = None, **changes: Any) -> RunOptio
             "use --net netns for truncate-restart-then-leader-crash",
         ),
         ({"net": "bogus"}, "unknown net 'bogus'"),
-        ({"workload": "kv"}, "queue workload only"),
+        ({"workload": "kv"}, "needs --consistency local: a Kafka broker answers DescribeConfigs"),
+        ({"workload": "bank"}, "runs the queue and kv workloads"),
         ({"queue": QueueOptions(topic=TOPIC, replication_mode="quorum")}, "ISR with leader epochs"),
     ],
 )

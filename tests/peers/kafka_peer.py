@@ -12,7 +12,7 @@ It is laid out as kraftlab's shared test cluster is (tests/live.py): controllers
 node id. It runs with the settings the kraftlab test cluster runs with (tests/live.py
 BROKER_CONFIGS and SHARED_BROKER_CONFIGS) where Kafka has them, so the two answer under one
 configuration. Its JVMs start with libfaketime preloaded (`up --faketime`), in step unless a
-test skews one (tests/peers/test_kafka_clock.py, which puts it back): the clock faults run on
+test skews one (tests/peers/test_z_kafka_clock.py, which puts it back): the clock faults run on
 this peer, not on one of their own.
 """
 
