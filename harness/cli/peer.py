@@ -3,10 +3,11 @@
     kraftlab peer kafka install [--write-lock]      # Maven Central -> .peers/ (pinned, checked)
     kraftlab peer kafka up [--layout combined|split] [--controllers 3] [--brokers 3]
                            [--config key=value ...] [--net loopback|netns] [--faketime]
-                           [--data-dir DIR]
+                           [--lazyfs] [--data-dir DIR]
     kraftlab peer kafka status [--json] [--data-dir DIR]
     kraftlab peer kafka down [--force] [--data-dir DIR]
     kraftlab peer kafka kill|pause|resume|start ID [--data-dir DIR]
+    kraftlab peer kafka power-loss ID [--data-dir DIR]                        # needs --lazyfs
     kraftlab peer kafka clock ID [--skew-ms MS] [--rate R] [--data-dir DIR]   # needs --faketime
     kraftlab peer kafka tool NAME [ARGS...]         # e.g. kafka-topics --bootstrap-server B --list
 
@@ -17,7 +18,9 @@ quorum has a leader and every broker is unfenced and prints the bootstrap server
 them in place with the peer; `status` reaches the nodes there and `down` deletes them.
 `--faketime` starts every JVM with libfaketime preloaded (harness/peers/kafka/faketime.py), so
 `clock` can set one node's clock SKEW ms ahead (negative: behind) running at RATE; `clock ID`
-alone puts it back in step.
+alone puts it back in step. `--lazyfs` puts every broker's log dir on the lazy file system
+(harness/peers/lazyfs, docs/lazyfs.md), so `power-loss ID` (kill -9 of the JVM, then of its
+page cache) loses what the broker did not fsync; `start ID` brings it back.
 """
 
 from __future__ import annotations
@@ -74,7 +77,7 @@ def _up(args: argparse.Namespace) -> int:
         started = peer.up(_dir(args), layout=args.layout, controllers=args.controllers,
                           brokers=args.brokers, overrides=cl.parse_overrides(args.config),
                           timeout_s=args.timeout, progress=progress, net=net,
-                          faketime=args.faketime)
+                          faketime=args.faketime, lazyfs=args.lazyfs)
     except BaseException:
         if net is not None:
             net.teardown()
@@ -133,6 +136,17 @@ def _signal(args: argparse.Namespace) -> int:
         return 1
     if args.action == "kill":
         peer.wait_dead(node, 10.0)
+    return 0
+
+
+def _power_loss(args: argparse.Namespace) -> int:
+    data_dir = _dir(args)
+    state = peer.PeerFile.load(data_dir)
+    node = state.node(args.id)
+    if not peer.running(node):
+        print(f"error: node {node.id} is not running", file=sys.stderr)
+        return 1
+    progress(f"node {node.id}: {peer.power_loss(state, data_dir, node)}")
     return 0
 
 
@@ -195,6 +209,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="netns: each node in a network namespace of its own (needs root)")
     v.add_argument("--faketime", action="store_true",
                    help="preload libfaketime into every JVM, so `clock` can skew a node")
+    v.add_argument("--lazyfs", action="store_true",
+                   help="every broker's log dir on the lazy file system, so `power-loss` "
+                        "loses what it did not fsync")
     v.set_defaults(handler=_guard(_up))
 
     v = with_dir(verbs.add_parser("status", help="nodes, quorum leader, unfenced brokers"))
@@ -210,6 +227,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         v.add_argument("id", type=int)
         v.add_argument("--timeout", type=float, default=90.0)
         v.set_defaults(handler=_guard(_signal), action=action)
+
+    v = with_dir(verbs.add_parser("power-loss", help="kill -9 one node and lose what it did "
+                                  "not fsync (a peer up with --lazyfs)"))
+    v.add_argument("id", type=int)
+    v.set_defaults(handler=_guard(_power_loss))
 
     v = with_dir(verbs.add_parser("clock", help="skew one node's clock (a peer up with "
                                   "--faketime); no options: back in step"))

@@ -24,8 +24,10 @@ aimed and done:
 
 Faults (`KAFKA_FAULTS`): the controller-side process faults (`kill`, `kill-leader`, `pause`,
 `pause-leader`, `restart`: a random or the active controller), the partition leader's
-(`kill-partition-leader`, `pause-partition-leader`, `crash-unflushed`: every replica at once;
-Kafka's unflushed appends are in the page cache, which a kill -9 does not lose) and a random
+(`kill-partition-leader`, `pause-partition-leader`, `crash-unflushed`: every replica at once,
+losing power on a peer whose log dirs are on the lazy file system, `PeerFile.lazyfs`, which the
+Kafka target starts for it: each JVM killed, then its page cache, so each replica keeps only
+what it fsynced; harness/peers/lazyfs) and a random
 broker's (`kill-broker`, `pause-broker`, `restart-broker`). With `net` also the link faults
 (`NETNS_FAULTS`): every partition shape among the controllers (`isolate-one`, `halves`, ...)
 and among all nodes (`isolate-partition-leader`, `leader-cut-from-followers`,
@@ -265,6 +267,10 @@ class KafkaNemesis(ClusterNemesis):
                 self.incarnations[node_id] = self.incarnations.get(node_id, 0) + 1
                 self.clocks.pop(node_id, None)  # a new JVM starts in step (faketime.prepare)
                 return f"started pid {node.pid}"
+            case "power-loss":
+                said = await asyncio.to_thread(pk.power_loss, self.peer, self.data_dir, node)
+                self.paused.discard(node_id)
+                return said
             case "pause" | "resume":
                 sig = signal.SIGSTOP if action == "pause" else signal.SIGCONT
                 done = await asyncio.to_thread(pk.signal_node, node, sig)
@@ -274,6 +280,20 @@ class KafkaNemesis(ClusterNemesis):
                     self.paused.discard(node_id)
                 return action + "d" if done else "not running"
         raise NemesisError(f"unknown process action {action!r}")
+
+    def unflushed_in_process(self, node_id: int) -> bool:
+        """Does a crash of this broker lose what it did not fsync? On Kafka: when its log
+        dir is on the lazy file system (`PeerFile.lazyfs`, harness/peers/lazyfs)."""
+        return self.peer.lazyfs
+
+    async def apply(self, fault: Fault) -> dict[str, Any]:
+        """`crash-unflushed` on a peer whose log dirs are on the lazy file system: every
+        replica loses power at once (its JVM killed, then its page cache); without it the
+        fault is the correlated kill -9 it is on any Kafka cluster (the page cache kept)."""
+        if fault.name != "crash-unflushed" or not self.peer.lazyfs:
+            return await super().apply(fault)
+        lost = await asyncio.gather(*(self._process("power-loss", i) for i in fault.nodes))
+        return dict(zip(map(str, fault.nodes), lost, strict=True))
 
     async def _cut(self, fault: Fault | None) -> dict[str, Any]:
         """ClusterNemesis's cut in the namespaces (`net`); on loopback nothing can be cut."""

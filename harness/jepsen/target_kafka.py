@@ -28,7 +28,10 @@ per key in a topic's config, harness/jepsen/workload_kv_kafka.py: Kafka has no l
 config read), process faults, and with `--net netns` link faults and the staged `staggered-isr-drop` and
 `truncate-restart-then-leader-crash` too (on loopback they are refused: "use --net netns");
 clock faults on a peer it starts with libfaketime preloaded (a nemesis with clock faults
-starts it so: harness/peers/kafka/faketime.py); replication mode
+starts it so: harness/peers/kafka/faketime.py); with `--config
+kraftlab.log.unflushed.in.process=1`, the key that makes kraftlab's brokers lose what they did
+not fsync at a crash, a peer whose brokers' log dirs are on the lazy file system
+(harness/peers/lazyfs), so `crash-unflushed` is a power loss on both systems; replication mode
 `isr` with leader epochs. `--subscribe` runs as on kraftlab: the consumer workers are one
 consumer group of confluent-kafka members (harness/jepsen/workload_subscribe.py) that join
 through the peer's brokers, the group coordinator Kafka's own (group-coordinator/).
@@ -47,7 +50,13 @@ from typing import Any
 
 import aiohttp
 
-from harness.jepsen.nemesis import CLOCK_FAULTS, NemesisError, Schedule, parse_nemesis
+from harness.jepsen.nemesis import (
+    CLOCK_FAULTS,
+    UNFLUSHED_KEY,
+    NemesisError,
+    Schedule,
+    parse_nemesis,
+)
 from harness.jepsen.nemesis_kafka import (
     NETNS_FAULTS,
     KafkaNemesis,
@@ -121,6 +130,13 @@ def check_options(options: RunOptions) -> None:
             f"replication factor {q.replication_factor} needs at least as many "
             f"brokers (have {kafka_brokers(options)})"
         )
+
+
+def loses_unflushed(overrides: dict[str, str]) -> bool:
+    """Whether the node settings ask for brokers that lose what they did not fsync at a crash
+    (UNFLUSHED_KEY, kraftlab's name: one list configures both systems): on Kafka, log dirs on
+    the lazy file system."""
+    return overrides.get(UNFLUSHED_KEY, "0").strip().lower() in ("1", "true")
 
 
 def kafka_brokers(options: RunOptions) -> int:
@@ -248,9 +264,14 @@ def run(options: RunOptions) -> RunResult:
                     progress=say,
                     net=net,
                     faketime=any(f in CLOCK_FAULTS for f in parse_nemesis(options.nemesis)),
+                    lazyfs=loses_unflushed(cluster_overrides(options)),
                 )
             else:
                 peer = pk.PeerFile.load(data_dir)
+                if loses_unflushed(cluster_overrides(options)) and not peer.lazyfs:
+                    raise RunError(f"{UNFLUSHED_KEY}=1: the peer running in {data_dir} keeps "
+                                   "its log dirs off the lazy file system (a crash would keep "
+                                   "the page cache): start it with `peer kafka up --lazyfs`")
                 pk.wait_ready(peer, startup_s, [], say)
             info = asyncio.run(_run_async(options, data_dir, workload, rec, net))
         peer = pk.PeerFile.load(data_dir)

@@ -37,9 +37,12 @@ target does with the same shape run there (`kafka_faults`): the process faults b
 peer on loopback; the link faults where network namespaces can be had (root, ip, nft:
 harness/launcher/netns.py), each run on a peer of its own laid out in namespaces, the same
 grudge as kraftlab's nemesis plans, enforced by the kernel's nftables where kraftlab's real
-runs enforce it in their transport's link filter. `crash-unflushed` is not run on Kafka: there
-it would be a correlated kill -9 that keeps the page cache (Kafka's unflushed appends live
-there), not the power loss the other two sides model (KAFKA_NOT_SAME).
+runs enforce it in their transport's link filter. `crash-unflushed` runs on a peer of its own
+whose brokers' log dirs are on the lazy file system (harness/peers/lazyfs), where a power loss
+loses what a broker did not fsync, as kraftlab's brokers lose it with
+`kraftlab.log.unflushed.in.process=1` (the same key starts both); where the lazy file system
+cannot be mounted (no /dev/fuse) it is not run on Kafka (NO_LAZYFS): a kill -9 alone keeps the
+page cache, where Kafka's unflushed appends are.
 
 Both sides are measured from the fault's own heal. A real run's row says `heal_ms` = the
 fault's own heal (its stop event, `fault_end_ms`; harness/jepsen/summary_row.py), as the
@@ -122,22 +125,22 @@ METRICS = ("loss", "availability", "available time", "recovery", "elections")
 BOTH_ZERO = "0-0"
 NO_NETNS = "a link fault: on Kafka it needs network namespaces (root, ip, nft), not had here"
 KAFKA_MODE = "isr"  # Kafka's replication: the ISR with leader epochs
-# The faults of FAULTS that are not the same fault on Kafka, and why (module docstring).
-KAFKA_NOT_SAME = {
-    "crash-unflushed": "a kill -9 of every Kafka broker keeps the page cache, where Kafka's "
-                       "unflushed appends are: not the power loss the other sides model",
-}
+NO_LAZYFS = ("a power loss: on Kafka it needs the lazy file system (/dev/fuse, fusermount3), "
+             "not had here; a kill -9 alone keeps the page cache")
 
 
-def kafka_faults(faults: Sequence[tuple[str, str]] = FAULTS,
-                 netns: bool | None = None) -> list[tuple[str, str]]:
+def kafka_faults(faults: Sequence[tuple[str, str]] = FAULTS, netns: bool | None = None,
+                 lazyfs: bool | None = None) -> list[tuple[str, str]]:
     """The faults of `faults` the Kafka target does with the same shape (module docstring);
-    `netns`: whether link faults can run in namespaces (None: whether they can here)."""
+    `netns`: whether link faults can run in namespaces, `lazyfs`: whether the unflushed ones
+    can lose the page cache (None: whether they can here)."""
     from harness.jepsen.nemesis_kafka import supported
     from harness.launcher.netns import missing
+    from harness.peers.lazyfs.mount import missing as lazyfs_missing
 
     can = supported(missing() is None if netns is None else netns)
-    return [f for f in faults if f[0] in can and f[0] not in KAFKA_NOT_SAME]
+    power = lazyfs_missing() is None if lazyfs is None else lazyfs
+    return [f for f in faults if f[0] in can and (power or f[0] not in UNFLUSHED_FAULTS)]
 
 
 def real_timing() -> Any:
@@ -295,13 +298,19 @@ def kafka_rows(out: Path, faults: Sequence[tuple[str, str]] = FAULTS, runs: int 
     controllers, brokers 101-103 on 127.0.0.1) started with the kraftlab runs' node settings
     and stopped afterwards by its recorded PIDs; the link faults each on a peer of its own in
     network namespaces, which the run lays out and deletes (module docstring)."""
+    from harness.jepsen.nemesis import UNFLUSHED_KEY
     from harness.jepsen.nemesis_kafka import KAFKA_FAULTS
     from harness.jepsen.runner import DEFAULT_OVERRIDES
 
     same = kafka_faults(faults, netns)
     overrides = dict(DEFAULT_OVERRIDES)
-    rows = _kafka_shared_peer(out, [f for f in same if f[0] in KAFKA_FAULTS], runs, overrides,
-                              progress)
+    rows: list[tuple[str, RunSummary]] = []
+    for lose_unflushed in (False, True):  # as real_rows: a peer of its own for power losses
+        group = [f for f in same if f[0] in KAFKA_FAULTS
+                 and (f[0] in UNFLUSHED_FAULTS) == lose_unflushed]
+        rows += _kafka_shared_peer(
+            out / ("unflushed" if lose_unflushed else "page-cache"), group, runs,
+            {**overrides, **({UNFLUSHED_KEY: "1"} if lose_unflushed else {})}, progress)
     for real, nemesis in (f for f in same if f[0] not in KAFKA_FAULTS):
         for i in range(1, runs + 1):
             options = dataclasses.replace(
@@ -333,7 +342,8 @@ def _kafka_shared_peer(out: Path, faults: Sequence[tuple[str, str]], runs: int,
     rows: list[tuple[str, RunSummary]] = []
     try:
         pk.up(data_dir, layout=tk.LAYOUT, controllers=first.controllers, brokers=3,
-              overrides=cluster_overrides(first), timeout_s=tk.PEER_STARTUP_S, progress=progress)
+              overrides=cluster_overrides(first), timeout_s=tk.PEER_STARTUP_S, progress=progress,
+              lazyfs=tk.loses_unflushed(cluster_overrides(first)))
         for real, nemesis in faults:
             for i in range(1, runs + 1):
                 options = run_options(out / f"{real}-kafka-{i}", real, nemesis, KAFKA_MODE, i,
@@ -553,7 +563,8 @@ def markdown(table: Sequence[dict[str, Any]], runs: int, when: str) -> str:
         keys[5:5] = ["kafka", "sim_kafka", "real_kafka"]
         ran = {r["fault"].split(" (")[0] for r in table if r.get("kafka", "-") != "-"}
         shown = {r["fault"].split(" (")[0] for r in table}
-        why = [f"{name}: {KAFKA_NOT_SAME.get(name, NO_NETNS)}" for name in sorted(shown - ran)]
+        why = [f"{name}: {NO_LAZYFS if name in UNFLUSHED_FAULTS else NO_NETNS}"
+               for name in sorted(shown - ran)]
         lines.append(("Not run on Kafka: " + "; ".join(why) + ". " if why else "")
                      + "Link faults on Kafka are the kernel's drops in network namespaces; on "
                      "kraftlab's real side, its transport's link filter, for the same grudge.")

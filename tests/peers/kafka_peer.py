@@ -12,8 +12,9 @@ It is laid out as kraftlab's shared test cluster is (tests/live.py): controllers
 node id. It runs with the settings the kraftlab test cluster runs with (tests/live.py
 BROKER_CONFIGS and SHARED_BROKER_CONFIGS) where Kafka has them, so the two answer under one
 configuration. Its JVMs start with libfaketime preloaded (`up --faketime`), in step unless a
-test skews one (tests/peers/test_z_kafka_clock.py, which puts it back): the clock faults run on
-this peer, not on one of their own.
+test skews one (tests/peers/test_z_kafka_clock.py, which puts it back), and its brokers' log
+dirs are on the lazy file system (`up --lazyfs`, harness/peers/lazyfs), so the power loss of
+tests/peers/test_z_kafka_power_loss.py (the last module to use it) runs on this peer too.
 """
 
 from __future__ import annotations
@@ -112,7 +113,7 @@ class KafkaPeer:
 def kafka_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaPeer]:
     require_install()
     data_dir = tmp_path_factory.mktemp("kafka-peer")
-    up = kraftlab("peer", "kafka", "up", "--layout", "split", "--faketime",
+    up = kraftlab("peer", "kafka", "up", "--layout", "split", "--faketime", "--lazyfs",
                   "--data-dir", str(data_dir),
                   *[a for kv in PEER_CONFIGS for a in ("--config", kv)], timeout_s=180)
     try:

@@ -59,6 +59,7 @@ from harness.launcher.cluster import free_ports, is_our_process, random_cluster_
 from harness.launcher.netns import Netns
 from harness.peers.kafka import faketime
 from harness.peers.kafka.install import Install, require
+from harness.peers.lazyfs import mount as lazy
 
 SYSTEM = "apache-kafka"
 STATE_FILE = "peer.json"
@@ -122,6 +123,8 @@ class PeerNode:
     log_offset: int = 0
     # The network namespace the JVM runs in (harness/launcher/netns.py); None: the machine's.
     netns: str | None = None
+    # The lazy file system's daemon over its log dir (PeerFile.lazyfs; harness/peers/lazyfs).
+    lazyfs_pid: int | None = None
 
     @property
     def is_broker(self) -> bool:
@@ -154,6 +157,10 @@ class PeerFile:
     net: dict[str, Any] | None = None
     # Every JVM starts with libfaketime preloaded, its clock steerable (faketime.py).
     faketime: bool = False
+    # Every broker's log dir is on the lazy file system (harness/peers/lazyfs): what it did
+    # not fsync is lost at a power loss (`power_loss`), as kraftlab's brokers lose it with
+    # kraftlab.log.unflushed.in.process=1.
+    lazyfs: bool = False
 
     def netns(self) -> Netns | None:
         """The peer's namespaces (Netns.adopt), None on loopback."""
@@ -343,6 +350,11 @@ def start_node(peer: PeerFile, data_dir: Path, node: PeerNode,
     install = install or require(peer.version)
     log = Path(node.log_file)
     node.log_offset = log.stat().st_size if log.exists() else 0
+    if peer.lazyfs and node.is_broker and not lazy.is_daemon(node.lazyfs_pid, node.log_dir):
+        try:
+            node.lazyfs_pid = lazy.mount(node.log_dir)
+        except lazy.LazyFSError as exc:
+            raise PeerError(str(exc)) from exc
     env = None
     if peer.faketime:
         try:
@@ -360,6 +372,33 @@ def start_node(peer: PeerFile, data_dir: Path, node: PeerNode,
     _children[proc.pid] = proc
     node.pid = proc.pid
     peer.save(data_dir)
+
+
+def power_loss(peer: PeerFile, data_dir: Path, node: PeerNode) -> str:
+    """The node loses power: its JVM killed (kill -9), then its lazy file system's page cache
+    (harness/peers/lazyfs/mount.py `power_loss`), so its log dir holds only what the broker
+    fsynced. A peer without the lazy file system refuses (a kill -9 keeps the page cache)."""
+    if not peer.lazyfs:
+        raise PeerError("this peer's log dirs are not on the lazy file system: `peer kafka "
+                        "down`, then `peer kafka up --lazyfs`")
+    gone = stop_node(node, force=True, timeout_s=5.0)
+    if not gone:
+        return "survived SIGKILL"
+    node.pid = None
+    lost = node.is_broker and lazy.power_loss(node.log_dir, node.lazyfs_pid)
+    node.lazyfs_pid = None
+    peer.save(data_dir)
+    return "killed, unflushed writes lost" if lost else "killed"
+
+
+def _unmount(node: PeerNode) -> None:
+    """A clean unmount of the node's lazy file system (its JVM stopped): every write synced."""
+    if node.lazyfs_pid is not None or lazy.is_mounted(node.log_dir):
+        try:
+            lazy.unmount(node.log_dir, node.lazyfs_pid)
+        except lazy.LazyFSError as exc:
+            raise PeerError(str(exc)) from exc
+        node.lazyfs_pid = None
 
 
 def signal_node(node: PeerNode, sig: signal.Signals) -> bool:
@@ -494,10 +533,12 @@ def wait_ready(peer: PeerFile, timeout_s: float = 90.0, node_ids: list[int] | No
 def up(data_dir: Path, *, layout: str = "combined", controllers: int = 3, brokers: int = 3,
        overrides: Mapping[str, str] | None = None, timeout_s: float = 90.0,
        progress: Callable[[str], None] = lambda _m: None, net: Netns | None = None,
-       faketime: bool = False) -> PeerFile:
+       faketime: bool = False, lazyfs: bool = False) -> PeerFile:
     """Lay out (or reuse a stopped) peer in data_dir, start every node, wait until ready.
     `net`: lay out a new peer in these namespaces (created by the caller). `faketime`: start
-    every JVM with libfaketime preloaded, so the clock nemesis can skew it (faketime.py)."""
+    every JVM with libfaketime preloaded, so the clock nemesis can skew it (faketime.py).
+    `lazyfs`: every broker's log dir on the lazy file system, so a power loss loses what it
+    did not fsync (harness/peers/lazyfs)."""
     install = require()
     if PeerFile.path_in(data_dir).exists():
         peer = PeerFile.load(data_dir)
@@ -512,11 +553,13 @@ def up(data_dir: Path, *, layout: str = "combined", controllers: int = 3, broker
         peer = create(data_dir, layout=layout, controllers=controllers, brokers=brokers,
                       overrides=overrides, install=install, progress=progress, net=net)
     started = [n.id for n in peer.nodes if not running(n)]
-    if started and peer.faketime != faketime:
+    if started and (peer.faketime, peer.lazyfs) != (faketime, lazyfs):
         if len(started) < len(peer.nodes):
-            raise PeerError(f"the peer in {data_dir} runs {'with' if peer.faketime else 'without'}"
-                            " libfaketime: stop it first (`kraftlab peer kafka down`)")
-        peer.faketime = faketime
+            words = [f"{'with' if on else 'without'} {what}" for what, on in
+                     (("libfaketime", peer.faketime), ("the lazy file system", peer.lazyfs))]
+            raise PeerError(f"the peer in {data_dir} runs {' and '.join(words)}: stop it "
+                            "first (`kraftlab peer kafka down`)")
+        peer.faketime, peer.lazyfs = faketime, lazyfs
         peer.save(data_dir)
     for node in peer.nodes:
         start_node(peer, data_dir, node, install)
@@ -550,6 +593,7 @@ def down(data_dir: Path, *, force: bool = False, timeout_s: float = 20.0) -> lis
                 stuck.append(node.id)
                 continue
             node.pid = None
+            _unmount(node)
     peer.save(data_dir)
     net = peer.netns()
     if net is not None and not stuck:
