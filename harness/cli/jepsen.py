@@ -104,6 +104,10 @@ def register(sub: Any) -> None:
     q.add_argument("--subscribe", action="store_true",
                    help="consumers are one consumer group (subscribe, commit after processing; "
                         "Kafka protocol, confluent-kafka) instead of reading every partition")
+    q.add_argument("--client", choices=("native", "kafka"), default="native",
+                   help="producers and consumers: native (kraftlab's protocol) or kafka "
+                        "(aiokafka to the brokers' Kafka listeners, as on --system kafka, "
+                        "which always uses kafka)")
     q.add_argument("--brokers", type=int, default=None,
                    help="brokers of the run's cluster (default 3 for queue, 0 for kv)")
     p.add_argument("--op-timeout", type=float, default=2.5, metavar="S",
@@ -176,6 +180,7 @@ def options_from_args(args: argparse.Namespace) -> RunOptions:
             replication_mode=args.replication_mode, producers=concurrency,
             consumers=args.consumers, rate=rate, op_timeout_s=args.op_timeout,
             subscribe=args.subscribe, leader_epoch_enable=args.leader_epoch_enable,
+            client="kafka" if args.system == "kafka" else args.client,
         )
     except ValueError as exc:
         raise RunError(str(exc)) from None

@@ -324,3 +324,43 @@ def describe_topic(brokers: Sequence[tuple[str, int]], topic: str) -> dict[str, 
     if not answered:
         return None
     return {"name": topic, "partitions": [best[p] for p in sorted(best)]}
+
+
+# ------------------------------------------------------------- the queue workload's clients
+
+
+class KafkaProtocolClients:
+    """The queue workload's three client hooks (harness/jepsen/workload_queue.py
+    `_new_producer`, `_new_consumer`, `_release_consumer`) over the Kafka protocol, to the
+    brokers at `self.bootstrap`, and `close_kafka_clients` for the end of the final phase.
+    Mixed in before QueueWorkload: by the Apache Kafka target (workload_queue_kafka.py) and by
+    kraftlab runs with `--client kafka` (workload_queue.py `KafkaClientQueueWorkload`), so
+    both systems can be driven by one client."""
+
+    bootstrap: str
+
+    def _kafka_clients_init(self) -> None:
+        self._consumers_open: list[KafkaConsumerClient] = []
+        self._producers_made: list[KafkaProducerClient] = []
+
+    async def _new_producer(self, config: ProducerConfig) -> Any:
+        producer = await KafkaProducerClient.create(self.bootstrap, config)
+        self._producers_made.append(producer)
+        return producer
+
+    def _new_consumer(self, config: ConsumerConfig) -> Any:
+        consumer = KafkaConsumerClient(self.bootstrap, config)
+        self._consumers_open.append(consumer)
+        return consumer
+
+    async def _release_consumer(self, consumer: Any) -> None:
+        if consumer in self._consumers_open:
+            self._consumers_open.remove(consumer)
+        await consumer.close()
+
+    async def close_kafka_clients(self) -> None:
+        """Every consumer still open and every producer made, each within its own bound."""
+        await asyncio.gather(*(c.close() for c in self._consumers_open),
+                             *(p.closed() for p in self._producers_made),
+                             return_exceptions=True)
+        self._consumers_open.clear()

@@ -84,6 +84,10 @@ def make_workload(options: RunOptions) -> Workload:
         if options.queue.replication_factor > broker_count(options):
             raise RunError(f"replication factor {options.queue.replication_factor} needs at "
                            f"least as many brokers (have {broker_count(options)})")
+        if options.queue.client == "kafka":
+            from harness.jepsen.workload_queue_kafka import KafkaClientQueueWorkload
+
+            return KafkaClientQueueWorkload(options.queue)
         return QueueWorkload(options.queue)
     if options.workload in PLANNED_WORKLOADS:
         raise RunError(f"workload {options.workload!r} is not available yet: "

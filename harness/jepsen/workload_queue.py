@@ -79,6 +79,7 @@ from harness.jepsen.workload_subscribe import GroupConsumers, kafka_bootstrap
 from harness.launcher import cluster as cl
 
 ACKS = {"0": 0, "1": 1, "all": -1}
+CLIENTS = ("native", "kafka")  # QueueOptions.client
 SETUP_TIMEOUT_S = 20.0
 WATCH_INTERVAL_S = 0.1  # how often the leader watcher describes the topic
 WATCH_MAX_SAMPLES = 36_000  # the watcher's own bound (an hour at WATCH_INTERVAL_S)
@@ -107,6 +108,10 @@ class QueueOptions:
     subscribe: bool = False  # consumers are one consumer group (workload_subscribe.py)
     # The topic's leader.epoch.enable (False: the UNSAFE pre-0.11 follower, KIP-101; isr only).
     leader_epoch_enable: bool = True
+    # The producers' and consumers' protocol: "native" (harness/client, kraftlab's RPC
+    # listeners) or "kafka" (aiokafka to the brokers' Kafka listeners,
+    # harness/jepsen/kafka_client.py), the client Apache Kafka runs always use.
+    client: str = "native"
 
     def __post_init__(self) -> None:
         if self.acks not in ACKS:
@@ -122,6 +127,8 @@ class QueueOptions:
         if self.idempotence and self.acks != "all":
             raise ValueError("idempotence needs acks=all (Kafka: enable.idempotence requires "
                              "acks=all); pass --no-idempotence with acks 0 or 1")
+        if self.client not in CLIENTS:
+            raise ValueError(f"client must be one of {', '.join(CLIENTS)}, got {self.client!r}")
         if self.poll_wait_ms < 0 or self.poll_wait_ms >= self.op_timeout_s * 1000:
             raise ValueError("poll_wait_ms must be in [0, op_timeout_s)")
 
@@ -184,7 +191,8 @@ class QueueWorkload:
                 "idempotence": o.idempotence, "replication_mode": o.replication_mode,
                 "producers": o.producers, "consumers": o.consumers, "rate": o.rate,
                 "subscribe": o.subscribe, "leader_epoch_enable": o.leader_epoch_enable,
-                "concurrency": self.concurrency, "op_timeout_s": self.op_timeout_s}
+                "client": o.client, "concurrency": self.concurrency,
+                "op_timeout_s": self.op_timeout_s}
 
     def is_producer(self, worker: int) -> bool:
         return worker < self.options.producers

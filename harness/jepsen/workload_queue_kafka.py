@@ -1,4 +1,6 @@
-"""The queue workload against Apache Kafka (`kraftlab jepsen run --system kafka`).
+"""The queue workload over the Kafka protocol: against Apache Kafka (`kraftlab jepsen run
+--system kafka`, `KafkaQueueWorkload`), and on kraftlab's own Kafka listeners with `--client
+kafka` (`KafkaClientQueueWorkload`: the same aiokafka clients on both systems).
 
 The same workload as on kraftlab (harness/jepsen/workload_queue.py: the same producers,
 consumers, outcome rules, final probe and drain, and the same checker, harness/check/queue.py),
@@ -24,18 +26,17 @@ import asyncio
 import time
 from typing import Any
 
-from harness.client import ConsumerConfig, ProducerConfig
 from harness.jepsen.kafka_client import (
     INVALID_REPLICATION_FACTOR,
     TOPIC_ALREADY_EXISTS,
-    KafkaConsumerClient,
-    KafkaProducerClient,
+    KafkaProtocolClients,
     create_topic,
     describe_topic,
 )
 from harness.jepsen.recorder import RunContext
 from harness.jepsen.replica_logs import check_kafka_topic_replicas
 from harness.jepsen.workload_queue import SETUP_TIMEOUT_S, QueueSetupError, QueueWorkload
+from harness.jepsen.workload_subscribe import kafka_bootstrap
 from harness.peers.kafka import cluster as pk
 
 # kraftlab's topic configs that Kafka does not have (CreateTopics answers INVALID_CONFIG)
@@ -43,14 +44,20 @@ KRAFTLAB_ONLY_CONFIGS = ("replication.mode", "leader.epoch.enable")
 SETUP_POLL_S = 0.2
 
 
-class KafkaQueueWorkload(QueueWorkload):
+class KafkaQueueWorkload(KafkaProtocolClients, QueueWorkload):
     """QueueWorkload on an Apache Kafka peer (module docstring)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._peer: pk.PeerFile | None = None
-        self._consumers_open: list[KafkaConsumerClient] = []
-        self._producers_made: list[KafkaProducerClient] = []
+        self._kafka_clients_init()
+
+    @property
+    def bootstrap(self) -> str:  # type: ignore[override]
+        return self.peer.bootstrap
+
+    def describe(self) -> dict[str, Any]:
+        return {**super().describe(), "client": "kafka"}  # Apache Kafka speaks nothing else
 
     @property
     def peer(self) -> pk.PeerFile:
@@ -66,23 +73,6 @@ class KafkaQueueWorkload(QueueWorkload):
     def topic_configs(self) -> dict[str, str]:
         return {k: v for k, v in self.options.topic_configs().items()
                 if k not in KRAFTLAB_ONLY_CONFIGS}  # fmt: skip
-
-    # ----------------------------------------------------------------------------- clients
-
-    async def _new_producer(self, config: ProducerConfig) -> Any:
-        producer = await KafkaProducerClient.create(self.peer.bootstrap, config)
-        self._producers_made.append(producer)
-        return producer
-
-    def _new_consumer(self, config: ConsumerConfig) -> Any:
-        consumer = KafkaConsumerClient(self.peer.bootstrap, config)
-        self._consumers_open.append(consumer)
-        return consumer
-
-    async def _release_consumer(self, consumer: Any) -> None:
-        if consumer in self._consumers_open:
-            self._consumers_open.remove(consumer)
-        await consumer.close()
 
     # ------------------------------------------------------------------------------- setup
 
@@ -172,9 +162,31 @@ class KafkaQueueWorkload(QueueWorkload):
         try:
             return await super().final(ctx, deadline)
         finally:
-            await asyncio.gather(
-                *(c.close() for c in self._consumers_open),
-                *(p.closed() for p in self._producers_made),
-                return_exceptions=True,
-            )
-            self._consumers_open.clear()
+            await self.close_kafka_clients()
+
+
+class KafkaClientQueueWorkload(KafkaProtocolClients, QueueWorkload):
+    """QueueWorkload on a kraftlab cluster with Kafka clients (`--client kafka`): the topic,
+    its leaders and its replicas through the controllers' and brokers' admin APIs as in any
+    kraftlab run, the producers and consumers aiokafka to the brokers' Kafka listeners
+    (harness/kafka), as the Apache Kafka target drives Kafka's: so one client, with one retry
+    and timeout behaviour, drives both systems."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.bootstrap = ""
+        self._kafka_clients_init()
+
+    async def setup(self, ctx: RunContext) -> None:
+        await super().setup(ctx)
+        assert ctx.data_dir is not None  # QueueWorkload.setup refused otherwise
+        self.bootstrap = kafka_bootstrap(ctx.data_dir)
+        if not self.bootstrap:
+            raise QueueSetupError("--client kafka: no broker of this cluster has a Kafka "
+                                  "listener")
+
+    async def final(self, ctx: RunContext, deadline: float) -> dict[str, Any]:
+        try:
+            return await super().final(ctx, deadline)
+        finally:
+            await self.close_kafka_clients()

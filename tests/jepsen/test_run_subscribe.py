@@ -6,10 +6,15 @@ besides the queue checker's log anomalies.
 The default suite runs one short run under `kill-partition-leader` (a broker SIGKILLed: the
 coordinator of the group may be on it). The longer runs, one per broker nemesis, are marked
 `jepsen`. A finalizer SIGKILLs every PID of the cluster still alive, whatever happened.
+
+On the same cluster, the queue workload with `--client kafka`: its producers and consumers are
+aiokafka over the brokers' Kafka listeners, as the Apache Kafka target's are, so one client
+drives both systems.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +24,7 @@ import pytest
 from harness.jepsen.nemesis import FAULTS
 from harness.jepsen.runner import RunOptions, bring_up, run
 from harness.jepsen.workload_queue import QueueOptions
+from harness.launcher import cluster as cl
 from tests.live import kill_recorded
 
 pytestmark = pytest.mark.integration
@@ -72,3 +78,33 @@ def test_subscribe_longer_runs_under_each_broker_nemesis(group_cluster: Path, tm
     result = subscribe_run(tmp_path / "run", group_cluster, nemesis, f"sub-{nemesis}",
                            seed=23, time_limit_s=20.0)
     assert_group_checked(result)
+
+
+def produce_over_kafka(data_dir: Path) -> int:
+    """Kafka-listener connections that sent Produce (api key 0), closed so far, per the brokers'
+    logs (`kafka.connection_closed` lists each connection's api versions)."""
+    count = 0
+    for node in cl.ClusterFile.load(data_dir).brokers:
+        for line in Path(node.log_file).read_text(errors="replace").splitlines():
+            if "kafka.connection_closed" not in line:
+                continue
+            event = json.loads(line)
+            count += any(v.startswith("0v") for v in event.get("versions", []))
+    return count
+
+
+def test_kafka_clients_on_kraftlab_under_broker_kills(group_cluster: Path, tmp_path: Path) -> None:
+    before = produce_over_kafka(group_cluster)
+    options = RunOptions(
+        out_dir=tmp_path / "run", workload="queue", nemesis="kill-partition-leader",
+        time_limit_s=8.0, seed=5, data_dir=group_cluster,
+        queue=QueueOptions(topic="kafka-clients", partitions=2, producers=2, consumers=1,
+                           rate=40.0, op_timeout_s=2.5, client="kafka"),
+        fault_s=(3.5, 4.0), quiet_s=(0.5, 1.0), lead_in_s=1.0)
+    result = run(options)
+    r = result.results
+    assert (result.verdict, r["client"]) == ("valid", "kafka"), r["anomalies"]
+    assert r["drain_complete"] and r["faults_applied"] >= 1
+    assert r["summary"]["counts"]["send"]["ok"] > 0 and r["summary"]["counts"]["poll"]["ok"] > 0
+    # the sends went over the brokers' Kafka listeners (aiokafka), not kraftlab's native RPC
+    assert produce_over_kafka(group_cluster) > before
