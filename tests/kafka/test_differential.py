@@ -27,11 +27,13 @@ from kafka.protocol.admin import (  # type: ignore[import-untyped]
     DeleteTopicsRequest,
     DescribeGroupsRequest,
     ElectLeadersRequest,
+    ListGroupsRequest,
 )
 from kafka.protocol.consumer import (  # type: ignore[import-untyped]
     FetchRequest,
     HeartbeatRequest,
     JoinGroupRequest,
+    LeaveGroupRequest,
     ListOffsetsRequest,
     OffsetCommitRequest,
     OffsetFetchRequest,
@@ -197,6 +199,16 @@ def topic_admin(side: Side, name: str) -> Transcript:
     d = side.call(DeleteTopicsRequest[4](topic_names=["no-such-topic-" + name],
                                          timeout_ms=10_000))
     out.append(("delete unknown", d.responses[0].error_code))
+    d = side.call(DeleteTopicsRequest[4](topic_names=[name], timeout_ms=10_000))
+    out.append(("delete it", d.responses[0].error_code))
+
+    def gone() -> int | None:
+        with side.wire() as w:
+            code = w.metadata([name]).topics[0].error_code
+        return code if code != 0 else None
+
+    out.append(("metadata after the delete", poll(gone, 30, f"{side.name}: {name} deleted")))
+    out.append(("create it again", create_topics(side, name, 1, 3).error_code))
     return out
 
 
@@ -336,6 +348,25 @@ def group_flow(side: Side, name: str) -> Transcript:
                             d.protocol_data, len(d.members))))
     dl = side.call(DeleteGroupsRequest[2](groups_names=[group]), node)
     out.append(("delete a live group", dl.results[0].error_code))
+    lg = ListGroupsRequest[4]
+    listed = side.call(lg(states_filter=[]), node)
+    out.append(("list groups at the coordinator", (listed.error_code, [
+        (g.protocol_type, g.group_state) for g in listed.groups if g.group_id == group])))
+    stable = side.call(lg(states_filter=["Stable"]), node)
+    out.append(("list stable groups", any(g.group_id == group for g in stable.groups)))
+    lv = LeaveGroupRequest[3]
+    left = side.call(lv(group_id=group, members=[lv.MemberIdentity(
+        member_id=first.member_id, group_instance_id=None)]), node)
+    out.append(("leave", (left.error_code, [m.error_code for m in left.members])))
+    gone = side.call(lv(group_id=group, members=[lv.MemberIdentity(
+        member_id="nobody", group_instance_id=None)]), node)
+    out.append(("leave of an unknown member", (gone.error_code,
+                                               [m.error_code for m in gone.members])))
+    d = side.call(DescribeGroupsRequest[5](groups=[group], include_authorized_operations=False),
+                  node).groups[0]
+    out.append(("describe after the leave", (d.error_code, d.group_state, len(d.members))))
+    dl = side.call(DeleteGroupsRequest[2](groups_names=[group]), node)
+    out.append(("delete the empty group", dl.results[0].error_code))
     return out
 
 

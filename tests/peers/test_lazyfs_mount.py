@@ -94,3 +94,22 @@ def test_a_clean_unmount_syncs_everything(mounted: tuple[Path, list[int]]) -> No
     assert not lazy.is_mounted(d) and not lazy.is_daemon(pids[0], d)
     assert (d / "t-0.deleted" / "seg.log").read_bytes() == b"pending at unmount"
     pids.append(lazy.mount(d))
+
+
+def test_a_clean_unmount_waits_out_a_file_still_open(mounted: tuple[Path, list[int]]) -> None:
+    """A process just killed can hold its files a moment after /proc stops naming it: the
+    unmount is retried while the mount is busy, and what was pending is still synced."""
+    import threading
+
+    d, pids = mounted
+    fd = os.open(d / "held.log", os.O_CREAT | os.O_WRONLY, 0o644)
+    os.write(fd, b"written by the holder")
+    closer = threading.Timer(0.5, os.close, (fd,))  # the holder lets go during the retries
+    closer.start()
+    try:
+        lazy.unmount(d, pids[0])
+    finally:
+        closer.join()
+    assert not lazy.is_mounted(d) and not lazy.is_daemon(pids[0], d)
+    assert (d / "held.log").read_bytes() == b"written by the holder"
+    pids.append(lazy.mount(d))

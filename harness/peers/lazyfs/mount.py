@@ -3,8 +3,9 @@
 - `mount(directory)`: start the daemon (`python -m harness.peers.lazyfs DIR`, its own session,
   its output in DIR's sibling `lazyfs.log`) and wait, bounded, until DIR is a mount point;
   returns its PID. A dead mount left by a power loss is detached first;
-- `unmount(directory, pid)`: a clean unmount (`fusermount3 -u`), so the daemon syncs every
-  pending write (a clean shutdown), then waits for the daemon to exit;
+- `unmount(directory, pid)`: a clean unmount (`fusermount3 -u`, retried for a few seconds
+  while the mount is busy, then detached), so the daemon syncs every pending write (a clean
+  shutdown: libfuse calls its `destroy` when the session ends), then waits for it to exit;
 - `power_loss(directory, pid)`: kill -9 the daemon (its memory is the page cache: whatever
   was not fsynced is gone), then detach the dead mount (`fusermount3 -u -z`). The processes
   using the directory should be dead first, as they are when a machine loses power.
@@ -27,6 +28,7 @@ from pathlib import Path
 MODULE = "harness.peers.lazyfs"
 MOUNT_TIMEOUT_S = 20.0
 EXIT_TIMEOUT_S = 20.0
+BUSY_TIMEOUT_S = 5.0  # a clean unmount retried while the mount is busy
 POLL_S = 0.02
 
 
@@ -119,13 +121,22 @@ def _wait_gone(pid: int, directory: Path, timeout_s: float) -> bool:
 def unmount(directory: Path, pid: int | None) -> None:
     """A clean unmount (module docstring); LazyFSError if it would not go."""
     directory = directory.resolve()
-    if is_mounted(directory):
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while is_mounted(directory):
         done = subprocess.run(["fusermount3", "-u", str(directory)], capture_output=True,
                               text=True, timeout=30)
-        if done.returncode != 0 and is_daemon(pid, directory):
-            raise LazyFSError(f"fusermount3 -u {directory}: {done.stderr.strip()}")
-        if done.returncode != 0:
+        if done.returncode == 0:
+            break
+        if not is_daemon(pid, directory):
             _detach(directory)  # nothing serves it: a dead mount
+            break
+        if time.monotonic() > deadline:
+            # still busy: a process that was just killed can hold its files for a moment
+            # after /proc stops naming it (its memory goes before its descriptors). Detach
+            # now; the daemon syncs and exits once the last of them is closed.
+            _detach(directory)
+            break
+        time.sleep(POLL_S)  # "Device or resource busy": the holder is going away
     if pid is not None and is_daemon(pid, directory) and not _wait_gone(
             pid, directory, EXIT_TIMEOUT_S):
         raise LazyFSError(f"the lazy file system's daemon {pid} did not exit")
