@@ -334,7 +334,7 @@ class KafkaProtocolClients:
     `_new_producer`, `_new_consumer`, `_release_consumer`) over the Kafka protocol, to the
     brokers at `self.bootstrap`, and `close_kafka_clients` for the end of the final phase.
     Mixed in before QueueWorkload: by the Apache Kafka target (workload_queue_kafka.py) and by
-    kraftlab runs with `--client kafka` (workload_queue.py `KafkaClientQueueWorkload`), so
+    kraftlab runs with `--client kafka` (workload_queue_kafka.py `KafkaClientQueueWorkload`), so
     both systems can be driven by one client."""
 
     bootstrap: str

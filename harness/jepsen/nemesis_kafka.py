@@ -268,8 +268,10 @@ class KafkaNemesis(ClusterNemesis):
                 self.clocks.pop(node_id, None)  # a new JVM starts in step (faketime.prepare)
                 return f"started pid {node.pid}"
             case "power-loss":
-                said = await asyncio.to_thread(pk.power_loss, self.peer, self.data_dir, node)
+                said = await asyncio.to_thread(pk.power_loss, self.peer, self.data_dir, node,
+                                               save=False)
                 self.paused.discard(node_id)
+                self.peer.save(self.data_dir)  # here, in the loop: one writer at a time
                 return said
             case "pause" | "resume":
                 sig = signal.SIGSTOP if action == "pause" else signal.SIGCONT

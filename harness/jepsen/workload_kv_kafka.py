@@ -7,11 +7,12 @@ topic's configuration. So here each key is a topic (`kraftlab-kv-<key>`, created
 and its value is that topic's `retention.ms` override:
 
 - write(v): IncrementalAlterConfigs v1 (KIP-339), SET `retention.ms` = RETENTION_BASE + n for
-  the value `w<n>`, sent to a random running broker, which forwards it to the active
+  the value `w<n>`, sent to a random broker (a dead one refuses: a fail, as a dead controller
+  is for kraftlab's kv), which forwards it to the active
   controller (KIP-590); the controller answers once the ConfigRecord is committed in the
   metadata log (QuorumController.incrementalAlterConfigs is a write event), so an ok write is
   committed;
-- read: DescribeConfigs v4 of `retention.ms` from a random running broker. A broker answers
+- read: DescribeConfigs v4 of `retention.ms` from a random broker. A broker answers
   from its own metadata image (KafkaApis.handleDescribeConfigsRequest, the broker's
   ConfigRepository), which trails the log by the broker's fetch from the controller and
   stays as it was while the broker is cut off: it is what kraftlab calls a `local` read, and
@@ -36,9 +37,14 @@ from __future__ import annotations
 
 import asyncio
 import random
+from pathlib import Path
 from typing import Any
 
-from harness.jepsen.kafka_client import TOPIC_ALREADY_EXISTS, create_topic
+from harness.jepsen.kafka_client import (
+    INVALID_REPLICATION_FACTOR,
+    TOPIC_ALREADY_EXISTS,
+    create_topic,
+)
 from harness.jepsen.recorder import RunContext
 from harness.jepsen.workload_kv import Definite, KvOptions, KvWorkload, Outcome, answered_by
 from harness.jepsen.workload_queue import SETUP_TIMEOUT_S, QueueSetupError
@@ -101,6 +107,7 @@ class KafkaKvWorkload(KvWorkload):
                 "linearizable config read")
         super().__init__(options)
         self._peer: pk.PeerFile | None = None
+        self._data_dir = Path()
 
     @property
     def topics(self) -> list[str]:
@@ -110,18 +117,19 @@ class KafkaKvWorkload(KvWorkload):
         return {**super().describe(), "ops": [f for f, _ in OP_WEIGHTS],
                 "register": f"topic {TOPIC_PREFIX}<key>, config {CONFIG}"}
 
-    def _brokers(self) -> list[tuple[int, str, int]]:
+    def _brokers(self, running_only: bool = False) -> list[tuple[int, str, int]]:
+        """(id, host, Kafka port) of the peer's brokers; `running_only`: those whose JVM runs,
+        from peer.json as it is now (the nemesis restarts JVMs under new PIDs)."""
         assert self._peer is not None, "setup() first"
-        return [(n.id, n.host, n.kafka_port) for n in self._peer.brokers
-                if n.kafka_port is not None and pk.running(n)]  # fmt: skip
+        peer = pk.PeerFile.load(self._data_dir) if running_only else self._peer
+        return [(n.id, n.host, n.kafka_port) for n in peer.brokers
+                if n.kafka_port is not None and (not running_only or pk.running(n))]
 
     async def _kafka(self, ctx: RunContext, request: Any) -> Any:
-        """`request` to a random running broker; Definite if it was never sent."""
+        """`request` to a random broker, as kraftlab's kv picks a random controller: a dead
+        one refuses the connection, a definite fail (Definite)."""
         answered_by.set(None)
-        brokers = self._brokers()
-        if not brokers:
-            raise Definite("no broker JVM runs")
-        node, host, port = ctx.rng.choice(brokers)
+        node, host, port = ctx.rng.choice(self._brokers())
         try:
             answer = await call_async(host, port, request)
         except NotSent as exc:
@@ -171,11 +179,13 @@ class KafkaKvWorkload(KvWorkload):
 
     async def setup(self, ctx: RunContext) -> None:
         """Create one topic per key (1 partition, RF up to 3) and wait until every running
-        broker describes each with no override: every key starts absent, as the model
+        broker describes each with no override (CreateTopics retried while brokers are being
+        unfenced): every key starts absent, as the model
         assumes (a soak's later run uses new keys)."""
         assert ctx.data_dir is not None
+        self._data_dir = ctx.data_dir
         self._peer = pk.PeerFile.load(ctx.data_dir)
-        brokers = self._brokers()
+        brokers = self._brokers(running_only=True)
         if not brokers:
             raise QueueSetupError("no Kafka broker runs")
         rf = min(3, len(self._peer.brokers))
@@ -183,9 +193,15 @@ class KafkaKvWorkload(KvWorkload):
         deadline = loop.time() + SETUP_TIMEOUT_S
         for topic in self.topics:
             _, host, port = brokers[0]
-            code, message = await asyncio.to_thread(create_topic, port, topic, 1, rf, {}, host)
-            if code not in (0, TOPIC_ALREADY_EXISTS):
-                raise QueueSetupError(f"CreateTopics {topic}: error {code} {message}")
+            while True:
+                code, message = await asyncio.to_thread(create_topic, port, topic, 1, rf, {},
+                                                        host)
+                if code in (0, TOPIC_ALREADY_EXISTS):
+                    break
+                # INVALID_REPLICATION_FACTOR while brokers are still being unfenced: retried
+                if code != INVALID_REPLICATION_FACTOR or loop.time() > deadline:
+                    raise QueueSetupError(f"CreateTopics {topic}: error {code} {message}")
+                await asyncio.sleep(SETUP_POLL_S)  # the controller unfences in its own time
         for key in self.keys:
             for node, host, port in brokers:
                 while True:

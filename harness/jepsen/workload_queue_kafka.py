@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
 from typing import Any
 
 from harness.jepsen.kafka_client import (
@@ -50,6 +51,7 @@ class KafkaQueueWorkload(KafkaProtocolClients, QueueWorkload):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._peer: pk.PeerFile | None = None
+        self._data_dir = Path()
         self._kafka_clients_init()
 
     @property
@@ -67,7 +69,8 @@ class KafkaQueueWorkload(KafkaProtocolClients, QueueWorkload):
     def _brokers(self) -> list[tuple[str, int]]:
         """The Kafka listeners (host, port) of the brokers whose JVM runs (a killed one would
         only cost a refused connection, a paused one a timeout)."""
-        return [(n.host, n.kafka_port) for n in self.peer.brokers
+        peer = pk.PeerFile.load(self._data_dir)  # as it is now: restarted JVMs, new PIDs
+        return [(n.host, n.kafka_port) for n in peer.brokers
                 if n.kafka_port is not None and pk.running(n)]  # fmt: skip
 
     def topic_configs(self) -> dict[str, str]:
@@ -85,6 +88,7 @@ class KafkaQueueWorkload(KafkaProtocolClients, QueueWorkload):
         if ctx.data_dir is None:
             raise QueueSetupError("the queue workload needs the peer's data dir")
         self._peer = pk.PeerFile.load(ctx.data_dir)
+        self._data_dir = ctx.data_dir
         o = self.options
         deadline = time.monotonic() + SETUP_TIMEOUT_S
         created, last, maybe_ours = False, "", False
@@ -178,12 +182,13 @@ class KafkaClientQueueWorkload(KafkaProtocolClients, QueueWorkload):
         self._kafka_clients_init()
 
     async def setup(self, ctx: RunContext) -> None:
-        await super().setup(ctx)
-        assert ctx.data_dir is not None  # QueueWorkload.setup refused otherwise
+        if ctx.data_dir is None:
+            raise QueueSetupError("the queue workload needs the cluster's data dir")
         self.bootstrap = kafka_bootstrap(ctx.data_dir)
         if not self.bootstrap:
             raise QueueSetupError("--client kafka: no broker of this cluster has a Kafka "
                                   "listener")
+        await super().setup(ctx)
 
     async def final(self, ctx: RunContext, deadline: float) -> dict[str, Any]:
         try:

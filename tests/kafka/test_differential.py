@@ -532,6 +532,10 @@ def produce_edges(side: Side, name: str) -> Transcript:
     r = produce(side, lead, strict, records([b"y"]))
     out.append(("acks=all there", r.error_code))
     out.append(("acks=1 there", produce(side, lead, strict, records([b"z"]), acks=1).error_code))
+    # gone again: a topic whose min.insync.replicas exceeds its ISR counts as under min ISR in
+    # the shared cluster's health, which later modules read
+    d = side.call(DeleteTopicsRequest[4](topic_names=[strict], timeout_ms=10_000))
+    out.append(("delete it", d.responses[0].error_code))
     return out
 
 

@@ -5,6 +5,7 @@ O_APPEND, ftruncate, a shared memory map and msync, rename of files and director
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 from collections.abc import Iterator
@@ -112,4 +113,35 @@ def test_a_clean_unmount_waits_out_a_file_still_open(mounted: tuple[Path, list[i
         closer.join()
     assert not lazy.is_mounted(d) and not lazy.is_daemon(pids[0], d)
     assert (d / "held.log").read_bytes() == b"written by the holder"
+    pids.append(lazy.mount(d))
+
+
+def test_a_power_loss_frees_files_deleted_while_open(mounted: tuple[Path, list[int]]) -> None:
+    """libfuse keeps a file deleted while open as .fuse_hidden* until it is closed; a power
+    loss closes nothing, so they are removed, as a file system's recovery frees them."""
+    d, pids = mounted
+    (d / "t-0").mkdir()
+    fd = os.open(d / "t-0" / "old.log", os.O_CREAT | os.O_RDWR, 0o644)
+    os.write(fd, b"x")
+    os.unlink(d / "t-0" / "old.log")  # still open: libfuse renames it aside
+    lazy.power_loss(d, pids[0])
+    with contextlib.suppress(OSError):
+        os.close(fd)  # a descriptor of the dead mount: its close cannot flush (ENOTCONN)
+    assert list((d / "t-0").iterdir()) == []
+    os.rmdir(d / "t-0")  # the partition directory can go
+    pids.append(lazy.mount(d))
+
+
+def test_mounting_over_a_live_daemon_stops_it_cleanly_first(
+    mounted: tuple[Path, list[int]]
+) -> None:
+    """A daemon whose PID nobody recorded (a start that failed before saving it) is found by
+    its command line and unmounted cleanly, so its pending writes land before the new one
+    serves the directory, never after."""
+    d, pids = mounted
+    write(d / "a.log", b"pending in the first daemon", sync=False)
+    pids.append(lazy.mount(d))  # as if pids[0] had never been recorded
+    assert not lazy.is_daemon(pids[0], d) and lazy.daemons_on(d) == [pids[1]]
+    lazy.power_loss(d, pids[1])
+    assert (d / "a.log").read_bytes() == b"pending in the first daemon"  # synced by the stop
     pids.append(lazy.mount(d))

@@ -374,10 +374,12 @@ def start_node(peer: PeerFile, data_dir: Path, node: PeerNode,
     peer.save(data_dir)
 
 
-def power_loss(peer: PeerFile, data_dir: Path, node: PeerNode) -> str:
+def power_loss(peer: PeerFile, data_dir: Path, node: PeerNode, *, save: bool = True) -> str:
     """The node loses power: its JVM killed (kill -9), then its lazy file system's page cache
     (harness/peers/lazyfs/mount.py `power_loss`), so its log dir holds only what the broker
-    fsynced. A peer without the lazy file system refuses (a kill -9 keeps the page cache)."""
+    fsynced. A peer without the lazy file system refuses (a kill -9 keeps the page cache).
+    `save=False`: the caller saves peer.json (several nodes losing power at once, in threads,
+    must not write it at the same time)."""
     if not peer.lazyfs:
         raise PeerError("this peer's log dirs are not on the lazy file system: `peer kafka "
                         "down`, then `peer kafka up --lazyfs`")
@@ -387,7 +389,8 @@ def power_loss(peer: PeerFile, data_dir: Path, node: PeerNode) -> str:
     node.pid = None
     lost = node.is_broker and lazy.power_loss(node.log_dir, node.lazyfs_pid)
     node.lazyfs_pid = None
-    peer.save(data_dir)
+    if save:
+        peer.save(data_dir)
     return "killed, unflushed writes lost" if lost else "killed"
 
 
@@ -581,6 +584,7 @@ def down(data_dir: Path, *, force: bool = False, timeout_s: float = 20.0) -> lis
     that would not stop."""
     peer = PeerFile.load(data_dir)
     stuck = []
+    unmount_errors: list[str] = []
     for wave in ([n for n in peer.nodes if not n.is_controller],
                  [n for n in peer.nodes if n.is_controller]):
         for node in wave:
@@ -593,8 +597,13 @@ def down(data_dir: Path, *, force: bool = False, timeout_s: float = 20.0) -> lis
                 stuck.append(node.id)
                 continue
             node.pid = None
-            _unmount(node)
+            try:
+                _unmount(node)
+            except PeerError as exc:  # the other nodes are still stopped and unmounted
+                unmount_errors.append(f"node {node.id}: {exc}")
     peer.save(data_dir)
+    if unmount_errors:
+        raise PeerError("; ".join(unmount_errors))
     net = peer.netns()
     if net is not None and not stuck:
         left = net.teardown()

@@ -17,7 +17,8 @@ daemon's one loop, so the page cache needs no lock.
   every pending operation first, as a clean shutdown's sync does;
 - a kill -9 of the daemon is the power loss: its memory, the page cache, is gone, and the
   backing directory holds only what was fsynced. The mount is left dead (ENOTCONN) until
-  `fusermount3 -u -z DIR` detaches it (mount.py `power_loss`).
+  `fusermount3 -u -z DIR` detaches it (mount.py `power_loss`, which also removes the
+  `.fuse_hidden*` files libfuse keeps for files deleted while open).
 
 Memory-mapped files work as the kernel makes them work on FUSE: a page written through a
 mapping reaches the daemon as a write when the kernel writes it back (msync, fsync, memory
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import errno
 import os
+import resource
 import stat
 import sys
 from typing import Any
@@ -217,7 +219,8 @@ class LazyFS(fuse.Operations):  # type: ignore[misc]
         for rel in self.cache.paths():
             try:
                 self._apply(rel, fsync=True)
-            except FileNotFoundError:
+            except OSError as exc:  # this file's data is lost; the others' is still synced
+                print(f"lazyfs: {rel}: {exc}", file=sys.stderr)
                 self.cache.take(rel)
 
 
@@ -226,6 +229,11 @@ def main(argv: list[str]) -> int:
         print("usage: python -m harness.peers.lazyfs DIR", file=sys.stderr)
         return 2
     directory = os.path.abspath(argv[0])
+    # One backing descriptor per open file, and a JVM keeps its memory-mapped indexes open:
+    # as many as the hard limit allows (the JVM raises its own limit the same way).
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     ops = LazyFS(directory)
     fuse.FUSE(ops, directory, foreground=True, nothreads=True, fsname="kraftlab-lazyfs")
     return 0

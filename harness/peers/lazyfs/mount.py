@@ -7,7 +7,8 @@
   while the mount is busy, then detached), so the daemon syncs every pending write (a clean
   shutdown: libfuse calls its `destroy` when the session ends), then waits for it to exit;
 - `power_loss(directory, pid)`: kill -9 the daemon (its memory is the page cache: whatever
-  was not fsynced is gone), then detach the dead mount (`fusermount3 -u -z`). The processes
+  was not fsynced is gone), then detach the dead mount (`fusermount3 -u -z`) and remove the
+  `.fuse_hidden*` files of files deleted while open, as a file system's recovery frees them. The processes
   using the directory should be dead first, as they are when a machine loses power.
 
 Only a PID this module started and still running the daemon on this directory is signalled
@@ -17,7 +18,9 @@ Only a PID this module started and still running the daemon on this directory is
 
 from __future__ import annotations
 
+import contextlib
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -49,11 +52,26 @@ def missing() -> str | None:
     return None
 
 
+def _unescape(field: str) -> str:
+    """A mountinfo path: space, tab, newline and backslash are written as octal escapes."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
+
+
 def is_mounted(directory: Path) -> bool:
     """Whether a file system is mounted at `directory` (a dead FUSE mount counts)."""
     target = str(directory.resolve())
     with open("/proc/self/mountinfo") as f:
-        return any(line.split()[4] == target for line in f)
+        return any(_unescape(line.split()[4]) == target for line in f)
+
+
+def daemons_on(directory: Path) -> list[int]:
+    """PIDs of this module's daemons serving `directory` (by their command line), whether or
+    not a PeerFile recorded them."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and is_daemon(int(entry.name), directory):
+            found.append(int(entry.name))
+    return found
 
 
 def is_daemon(pid: int | None, directory: Path) -> bool:
@@ -79,8 +97,10 @@ def mount(directory: Path) -> int:
     if reason is not None:
         raise LazyFSError(reason)
     directory = directory.resolve()
+    for pid in daemons_on(directory):  # a live daemon nobody recorded: stopped cleanly first,
+        unmount(directory, pid)       # or its pending writes would land under the new one
     if is_mounted(directory):
-        _detach(directory)  # a power loss's dead mount (or an earlier daemon's)
+        _detach(directory)  # a power loss's dead mount
     log = open(directory.parent / "lazyfs.log", "ab")  # noqa: SIM115 - the child's
     try:
         proc = subprocess.Popen(
@@ -153,4 +173,15 @@ def power_loss(directory: Path, pid: int | None) -> bool:
         _wait_gone(pid, directory, EXIT_TIMEOUT_S)
     if is_mounted(directory):
         _detach(directory)
+    _drop_hidden(directory)
     return lost
+
+
+def _drop_hidden(directory: Path) -> None:
+    """Files deleted while open live on as `.fuse_hidden*` until closed (libfuse's rename on
+    unlink); a power loss closes nothing, and a file system's recovery would free them, so
+    they are removed here (one left in a deleted partition's directory would stop its
+    removal)."""
+    for path in directory.rglob(".fuse_hidden*"):
+        with contextlib.suppress(FileNotFoundError):  # gone already
+            path.unlink()
