@@ -502,7 +502,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
                  f"({args.sim_vs_real_runs} runs per fault and mode)")
         comparison, table = run_sim_vs_real(out / "sim-vs-real", args.sim_vs_real_runs,
                                             progress=tagged("sim-vs-real"),
-                                            with_kafka=getattr(args, "sim_vs_real_kafka", False))
+                                            with_kafka=getattr(args, "sim_vs_real_kafka", False),
+                                            client=getattr(args, "sim_vs_real_client", "native"))
         progress(f"sim-vs-real table: {table}")
     progress(f"phase 2/3: simulated scenario matrix (preset {args.preset}, engine {args.engine})")
     extra = []
@@ -561,6 +562,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
                         help="also run six faults x isr, quorum and raft N times on real processes "
                              "and on the simulator at the same settings, and table where they "
                              "agree (OUT/sim-vs-real/; about 14 s per real run; default 0)")
+    parser.add_argument("--sim-vs-real-client", choices=("native", "kafka"), default="native",
+                        help="with --sim-vs-real-runs: the real kraftlab runs' producers and "
+                             "consumers: native (harness/client) or kafka (aiokafka through "
+                             "the brokers' Kafka listeners, the Kafka column's own clients)")
     parser.add_argument("--sim-vs-real-kafka", action="store_true",
                         help="with --sim-vs-real-runs: Apache Kafka (the peer kit, installed by "
                              ".ci/install) as the reference column, the same faults where its "

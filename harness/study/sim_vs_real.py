@@ -199,25 +199,28 @@ def sim_rows(faults: Sequence[tuple[str, str]] = FAULTS, modes: Sequence[str] = 
 
 def real_rows(out: Path, faults: Sequence[tuple[str, str]] = FAULTS,
               modes: Sequence[str] = MODES, runs: int = 3,
-              progress: Callable[[str], None] = print) -> list[tuple[str, RunSummary]]:
+              progress: Callable[[str], None] = print,
+              client: str = "native") -> list[tuple[str, RunSummary]]:
     """The real side: (the real nemesis, its row) per fault, mode and run number, each run in
     its own topic on a fresh cluster of 3 controllers and 3 brokers on 127.0.0.1 (stopped
     afterwards, its own PIDs only). Faults that lose the page cache (UNFLUSHED_FAULTS) get a
     cluster of their own whose brokers keep unflushed appends in process memory
     (`kraftlab.log.unflushed.in.process`, harness/jepsen/nemesis.py), so a kill loses them as
-    a power loss would; the others run where a kill keeps the page cache, as SIGKILL does."""
+    a power loss would; the others run where a kill keeps the page cache, as SIGKILL does.
+    `client`: the producers' and consumers' protocol ("kafka": the aiokafka clients the Kafka
+    column's runs use, through the brokers' Kafka listeners; "native": harness/client)."""
     rows: list[tuple[str, RunSummary]] = []
     for lose_unflushed in (False, True):
         group = [f for f in faults if (f[0] in UNFLUSHED_FAULTS) == lose_unflushed]
         if group:
             rows += _real_group(out / ("unflushed" if lose_unflushed else "page-cache"), group,
-                                modes, runs, lose_unflushed, progress)
+                                modes, runs, lose_unflushed, progress, client)
     return rows
 
 
 def _real_group(out: Path, faults: Sequence[tuple[str, str]], modes: Sequence[str], runs: int,
-                lose_unflushed: bool,
-                progress: Callable[[str], None]) -> list[tuple[str, RunSummary]]:
+                lose_unflushed: bool, progress: Callable[[str], None],
+                client: str = "native") -> list[tuple[str, RunSummary]]:
     from harness.jepsen.nemesis import UNFLUSHED_KEY
     from harness.jepsen.runner import (
         DEFAULT_OVERRIDES,
@@ -241,7 +244,7 @@ def _real_group(out: Path, faults: Sequence[tuple[str, str]], modes: Sequence[st
                     if run_out.exists():
                         shutil.rmtree(run_out)
                     options = run_options(run_out, real, nemesis, mode, i, data_dir,
-                                          overrides, progress)
+                                          overrides, progress, client=client)
                     rows += _one_run(options, real, f"{real} {mode} run {i}",
                                      progress)
     finally:
@@ -254,8 +257,9 @@ def _real_group(out: Path, faults: Sequence[tuple[str, str]], modes: Sequence[st
 
 def run_options(run_out: Path, real: str, nemesis: str, mode: str, i: int, data_dir: Path,
                 overrides: dict[str, str], progress: Callable[[str], None],
-                system: str = "kraftlab") -> Any:
-    """One cell's run, the same on every side: the fault, its timing, the workload. The fault
+                system: str = "kraftlab", client: str = "native") -> Any:
+    """One cell's run, the same on every side: the fault, its timing, the workload (on Kafka
+    always through the Kafka protocol; on kraftlab through `client`). The fault
     waits until a write was acknowledged (`served_on_every_partition`), then the lead-in: a
     run whose clients were still starting when the fault began would measure their start-up
     (a Kafka peer's first Metadata answers can take seconds on a loaded machine)."""
@@ -268,7 +272,8 @@ def run_options(run_out: Path, real: str, nemesis: str, mode: str, i: int, data_
         time_limit_s=TIME_LIMIT_S, seed=i, data_dir=data_dir, overrides=overrides,
         queue=QueueOptions(topic=f"svr-{mode}-{nemesis}-{i}", replication_mode=mode,
                            acks="all", min_insync_replicas=2, replication_factor=3,
-                           partitions=1, producers=3, consumers=1, rate=50.0),
+                           partitions=1, producers=3, consumers=1, rate=50.0,
+                           client="kafka" if system == "kafka" else client),
         fault_s=(FAULT_S, FAULT_S), quiet_s=(60.0, 60.0), lead_in_s=LEAD_IN_S,
         start_when=served_on_every_partition(1),
         recovery_timeout_s=15.0, final_timeout_s=10.0, progress=progress)
@@ -600,10 +605,11 @@ def markdown(table: Sequence[dict[str, Any]], runs: int, when: str) -> str:
 
 def run_sim_vs_real(out: Path, runs: int = 3, faults: Sequence[tuple[str, str]] = FAULTS,
                     modes: Sequence[str] = MODES, progress: Callable[[str], None] = print,
-                    with_kafka: bool = False) -> tuple[list[dict[str, Any]], Path]:
+                    with_kafka: bool = False,
+                    client: str = "native") -> tuple[list[dict[str, Any]], Path]:
     """Both sides (and Apache Kafka's, `with_kafka`), the table as out/sim-vs-real.md and .csv:
-    (rows, markdown path)."""
-    real = real_rows(out / "real", faults, modes, runs, progress)
+    (rows, markdown path). `client`: the real kraftlab runs' (real_rows)."""
+    real = real_rows(out / "real", faults, modes, runs, progress, client)
     kafka = kafka_rows(out / "kafka", faults, runs, progress) \
         if with_kafka and KAFKA_MODE in modes else []  # fmt: skip
     return write_table(out, real, kafka, runs, faults, modes)

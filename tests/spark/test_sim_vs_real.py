@@ -249,3 +249,18 @@ def test_the_simulated_side_runs_the_real_producers_timeouts():
         ProducerSettings(2500, 2500, 50)}
     default = ScenarioRun(ScenarioConfig(seed=1, producer="kafka"))
     assert {c.settings for c in default.producers} == {ProducerSettings()}
+
+
+def test_one_cell_is_one_run_shape_on_every_side_and_the_client_is_chosen_for_kraftlab(tmp_path):
+    """run_options builds every side's run: the same fault, timing and workload; Kafka's
+    clients are always the Kafka protocol's, kraftlab's real runs take `client`."""
+    cells = {(system, client): svr.run_options(tmp_path, "kill-partition-leader", "kill-leader",
+                                               "isr", 1, tmp_path, {}, lambda _m: None,
+                                               system=system, client=client)
+             for system in ("kraftlab", "kafka") for client in ("native", "kafka")}
+    assert {k: o.queue.client for k, o in cells.items()} == {
+        ("kraftlab", "native"): "native", ("kraftlab", "kafka"): "kafka",
+        ("kafka", "native"): "kafka", ("kafka", "kafka"): "kafka"}
+    shapes = {(o.nemesis, o.fault_s, o.lead_in_s, o.time_limit_s, o.queue.acks,
+               o.queue.min_insync_replicas, o.queue.rate) for o in cells.values()}
+    assert len(shapes) == 1
