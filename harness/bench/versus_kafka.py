@@ -307,7 +307,15 @@ def partition_failover(system: System, trials: int, say: Callable[[str], None]) 
         topic = f"leader-failover-{trial}-{os.urandom(3).hex()}"
         assert create_topic(system, topic, configs={"min.insync.replicas": "2"}) == 0
         leader = wait_led(system, topic).leader_id
-        assert produce_one(system, leader, topic, b"before") == 0
+        # Kafka's brokers publish a partition to their metadata before their ReplicaManager
+        # makes it leader (BrokerMetadataPublisher): a produce right after Metadata names the
+        # leader can meet NOT_LEADER_OR_FOLLOWER for a moment, which a client retries
+        deadline = time.monotonic() + FAULT_BOUND_S
+        while produce_one(system, leader, topic, b"before") != 0:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{system.name}: broker {leader} never took a produce to "
+                                   f"{topic}")
+            time.sleep(0.05)  # retry pacing, as a client's retry backoff
         others = tuple(b for b in BROKERS if b != leader)
         started = time.monotonic()
         assert system.signal(leader, signal.SIGKILL)
