@@ -19,16 +19,12 @@ import pytest
 import structlog
 
 from tests.live import SHARED_BROKER_CONFIGS, LiveCluster, broker_cluster, heal
-from tests.peers.kafka_peer import (  # noqa: F401  (the Apache Kafka peers, shared)
-    kafka_fault_peer,
-    kafka_peer,
-)
+from tests.peers.kafka_peer import kafka_peer  # noqa: F401  (the Apache Kafka peer, shared)
 
 # Session fixtures that boot something costly: every test that uses one runs in one pytest-xdist
 # worker (`-n 2 --dist loadgroup`, the README's test command), so each is started once, and in
 # file order there (the modules that kill, pause or cut nodes are named test_z_* to come last).
 SHARED_FIXTURE_GROUPS = {
-    "kafka_fault_peer": "kafka-faults",
     "kafka_peer": "live-shared",
     "shared_brokers": "live-shared",
     "executor_python": "spark-executor",

@@ -11,18 +11,16 @@ It is laid out as kraftlab's shared test cluster is (tests/live.py): controllers
 101-103 as six JVMs (the "split" layout), so the two systems' answers can be compared node id for
 node id. It runs with the settings the kraftlab test cluster runs with (tests/live.py
 BROKER_CONFIGS and SHARED_BROKER_CONFIGS) where Kafka has them, so the two answer under one
-configuration, as plain JVMs on plain log dirs: the oracle. `kafka_fault_peer`, laid out
-alike, is the one the fault modules break (tests/peers/test_z_*): its JVMs start with
-libfaketime preloaded (`up --faketime`) and its brokers' log dirs are on the lazy file system
-(`up --lazyfs`, harness/peers/lazyfs), and the power loss of
-tests/peers/test_z_kafka_power_loss.py (the last module to use it) ends it.
+configuration. Its JVMs start with libfaketime preloaded (`up --faketime`), in step unless a
+test skews one (tests/peers/test_z_kafka_clock.py, which puts it back), and its brokers' log
+dirs are on the lazy file system (`up --lazyfs`, harness/peers/lazyfs), so the power loss of
+tests/peers/test_z_kafka_power_loss.py (the last module to use it) runs on this peer too.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -111,11 +109,11 @@ class KafkaPeer:
         return p.leader_id, p.leader_epoch
 
 
-@contextmanager
-def _peer(data_dir: Path, *flags: str) -> Iterator[KafkaPeer]:
-    """A peer up through `kraftlab peer kafka up` with the suite's settings and `flags`, down
-    through `kraftlab peer kafka down`, then by PID whatever the CLI left."""
-    up = kraftlab("peer", "kafka", "up", "--layout", "split", *flags,
+@pytest.fixture(scope="session")
+def kafka_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaPeer]:
+    require_install()
+    data_dir = tmp_path_factory.mktemp("kafka-peer")
+    up = kraftlab("peer", "kafka", "up", "--layout", "split", "--faketime", "--lazyfs",
                   "--data-dir", str(data_dir),
                   *[a for kv in PEER_CONFIGS for a in ("--config", kv)], timeout_s=180)
     try:
@@ -125,24 +123,6 @@ def _peer(data_dir: Path, *flags: str) -> Iterator[KafkaPeer]:
         if pk.PeerFile.path_in(data_dir).exists():
             down = kraftlab("peer", "kafka", "down", "--data-dir", str(data_dir), timeout_s=180)
             left = [n.id for n in pk.PeerFile.load(data_dir).nodes if pk.running(n)]
-            if left:  # a session leaves no JVM behind
+            if left:  # whatever the CLI left, stopped by PID: a session leaves no JVM behind
                 pk.down(data_dir, force=True)
             assert down.returncode == 0 and not left, down.stderr + down.stdout
-
-
-@pytest.fixture(scope="session")
-def kafka_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaPeer]:
-    """The oracle: a plain Kafka peer (no preload, plain log dirs)."""
-    require_install()
-    with _peer(tmp_path_factory.mktemp("kafka-peer")) as peer:
-        yield peer
-
-
-@pytest.fixture(scope="session")
-def kafka_fault_peer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[KafkaPeer]:
-    """The peer the fault modules break (tests/peers/test_z_*: clocks skewed through
-    libfaketime, every broker's power lost on the lazy file system), apart from the oracle so
-    neither waits for the other (tests/conftest.py puts its users in a group of their own)."""
-    require_install()
-    with _peer(tmp_path_factory.mktemp("kafka-fault-peer"), "--faketime", "--lazyfs") as peer:
-        yield peer

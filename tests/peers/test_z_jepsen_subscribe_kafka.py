@@ -2,7 +2,7 @@
 consumer group on Apache Kafka, its group coordinator Kafka's own, under a random broker's
 kill -9 (harness/jepsen/workload_subscribe.py, docs/kafka-peer.md).
 
-The run uses the fault modules' session peer (`kafka_fault_peer`) as it is (a data dir whose peer runs is left running) and
+The run uses the session's Kafka peer as it is (a data dir whose peer runs is left running) and
 heals what it did (the killed JVM started again, every broker back), so it is named to come
 last among the modules that share that peer. The same checks as kraftlab's own subscribe run
 (tests/jepsen/test_run_subscribe.py): the queue checker and the group checker
@@ -27,11 +27,11 @@ PARTITIONS = 3
 
 @pytest.mark.kafka_peer
 def test_a_consumer_group_on_kafka_under_a_broker_kill_loses_no_commit(
-    kafka_fault_peer: KafkaPeer, tmp_path: Path
+    kafka_peer: KafkaPeer, tmp_path: Path
 ) -> None:
     options = RunOptions(
         out_dir=tmp_path / "run", workload="queue", system="kafka", nemesis="kill-broker",
-        time_limit_s=9.0, seed=11, data_dir=kafka_fault_peer.data_dir,
+        time_limit_s=9.0, seed=11, data_dir=kafka_peer.data_dir,
         queue=QueueOptions(topic="jepsen-kafka-group", partitions=PARTITIONS, producers=3,
                            consumers=2, rate=60.0, op_timeout_s=2.5, subscribe=True,
                            acks="all", min_insync_replicas=2, replication_factor=3),
@@ -48,4 +48,4 @@ def test_a_consumer_group_on_kafka_under_a_broker_kill_loses_no_commit(
     group = r["checker"]["group"]  # harness/check/groups.py: no lost commit, no rewind
     assert group["counts"] and not any(group["counts"].values())
     # the peer is as the run found it: every node's JVM running
-    assert all(pk.running(n) for n in kafka_fault_peer.file.nodes)
+    assert all(pk.running(n) for n in kafka_peer.file.nodes)

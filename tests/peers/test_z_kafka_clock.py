@@ -2,7 +2,7 @@
 (harness/peers/kafka/faketime.py, `kraftlab peer kafka clock`, docs/kafka-peer.md "Clock
 faults"), and a Jepsen run under the clock nemesis (harness/jepsen/nemesis_kafka.py).
 
-Both use the fault modules' session peer (`kafka_fault_peer`), started with `--faketime`, and put every clock back in step
+Both use the session's Kafka peer, started with `--faketime`, and put every clock back in step
 before they return. The skew is read where Kafka itself reads its clock: a topic with
 `message.timestamp.type=LogAppendTime` has the leader stamp each appended batch with its own
 wall clock (UnifiedLog's append with LogAppendTime), which the produce answer returns.
@@ -30,11 +30,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.kafka_peer]
 SLACK_MS = 50  # the ms rounding of both clocks and libfaketime's reading
 
 
-def stamp(kafka_fault_peer: KafkaPeer, topic: str) -> tuple[float, int, float]:
+def stamp(kafka_peer: KafkaPeer, topic: str) -> tuple[float, int, float]:
     """(client ms before, the leader's LogAppendTime, client ms after) of one record."""
     import confluent_kafka as ck
 
-    producer = ck.Producer({"bootstrap.servers": kafka_fault_peer.bootstrap, "acks": "1",
+    producer = ck.Producer({"bootstrap.servers": kafka_peer.bootstrap, "acks": "1",
                             "linger.ms": 0})
     got: list[tuple[int, int]] = []
     before = time.time() * 1000
@@ -47,41 +47,41 @@ def stamp(kafka_fault_peer: KafkaPeer, topic: str) -> tuple[float, int, float]:
     return before, ts, after
 
 
-def test_a_skewed_leader_stamps_appends_with_its_own_clock(kafka_fault_peer: KafkaPeer) -> None:
+def test_a_skewed_leader_stamps_appends_with_its_own_clock(kafka_peer: KafkaPeer) -> None:
     topic = f"clock-{uuid.uuid4().hex[:6]}"
-    kafka_fault_peer.create_topic(topic, 1, 1, {"message.timestamp.type": "LogAppendTime"})
-    leader, _epoch = kafka_fault_peer.leader(topic)
+    kafka_peer.create_topic(topic, 1, 1, {"message.timestamp.type": "LogAppendTime"})
+    leader, _epoch = kafka_peer.leader(topic)
     try:
-        before, ts, after = stamp(kafka_fault_peer, topic)
+        before, ts, after = stamp(kafka_peer, topic)
         assert before - SLACK_MS <= ts <= after + SLACK_MS  # in step
         # 1.5 s behind (less than the 3 s session: a step back delays its heartbeats by that)
-        kafka_fault_peer.cli("clock", str(leader), "--skew-ms", "-1500")
-        before, ts, after = stamp(kafka_fault_peer, topic)
+        kafka_peer.cli("clock", str(leader), "--skew-ms", "-1500")
+        before, ts, after = stamp(kafka_peer, topic)
         assert before - 1500 - SLACK_MS <= ts <= after - 1500 + SLACK_MS
         # at half speed from now: continuous at the change, then half the client's elapsed
         c0 = time.time() * 1000
-        kafka_fault_peer.cli("clock", str(leader), "--rate", "0.5")  # back to 0 ms, then slow
-        b1, ts1, a1 = stamp(kafka_fault_peer, topic)
+        kafka_peer.cli("clock", str(leader), "--rate", "0.5")  # back to 0 ms, then slow
+        b1, ts1, a1 = stamp(kafka_peer, topic)
         # set at some t in [c0, b1]: ts1 = t + 0.5 x (append - t) >= (c0 + b1) / 2
         assert 0.5 * (c0 + b1) - SLACK_MS <= ts1 <= a1 + SLACK_MS
         time.sleep(1.0)  # the interval measured (the bounds below use the clocks, not this)
-        b2, ts2, a2 = stamp(kafka_fault_peer, topic)
+        b2, ts2, a2 = stamp(kafka_peer, topic)
         assert 0.5 * (b2 - a1) - SLACK_MS <= ts2 - ts1 <= 0.5 * (a2 - b1) + SLACK_MS
     finally:
-        kafka_fault_peer.cli("clock", str(leader))  # back in step (a step forward)
-    before, ts, after = stamp(kafka_fault_peer, topic)
+        kafka_peer.cli("clock", str(leader))  # back in step (a step forward)
+    before, ts, after = stamp(kafka_peer, topic)
     assert before - SLACK_MS <= ts <= after + SLACK_MS
 
 
 def test_a_queue_run_under_clock_faults_on_kafka_is_valid(
-    kafka_fault_peer: KafkaPeer, tmp_path: Path
+    kafka_peer: KafkaPeer, tmp_path: Path
 ) -> None:
     """Kafka's clock faults planned as kraftlab's: a follower controller jumped ahead (its
     fetch timeout due at once: KIP-996's pre-vote keeps it from unseating the leader), a node
     jumped back, a node drifting; acks=all, min.insync.replicas=2."""
     options = RunOptions(
         out_dir=tmp_path / "run", workload="queue", system="kafka", nemesis="clock",
-        time_limit_s=12.0, seed=3, data_dir=kafka_fault_peer.data_dir,
+        time_limit_s=12.0, seed=3, data_dir=kafka_peer.data_dir,
         queue=QueueOptions(topic="jepsen-kafka-clock", partitions=2, producers=2, consumers=1,
                            rate=40.0, op_timeout_s=2.5, acks="all", min_insync_replicas=2,
                            replication_factor=3),
@@ -108,4 +108,4 @@ def test_a_queue_run_under_clock_faults_on_kafka_is_valid(
     # machine shows (docs/kafka-peer.md: 0 elections); with the suite's other worker loading
     # both cores, a voter's 2 s fetch timeout can lapse on its own and the count is the load's
     # (seen once: the jumped follower won an epoch, the old leader the next).
-    assert all(pk.running(n) for n in kafka_fault_peer.file.nodes)
+    assert all(pk.running(n) for n in kafka_peer.file.nodes)

@@ -2,7 +2,7 @@
 IncrementalAlterConfigs through any broker and read with DescribeConfigs from any broker
 (harness/jepsen/workload_kv_kafka.py).
 
-On the fault modules' session peer (`kafka_fault_peer`): the outcome rules against a real broker's answers, and a Jepsen
+On the session's Kafka peer: the outcome rules against a real broker's answers, and a Jepsen
 run under broker pauses whose history holds only values that were written, whose brokers all
 converge on one value per key after the heal, and whose only anomaly, if any, is a stale read
 (a Kafka broker answers DescribeConfigs from its own metadata image; Kafka promises no
@@ -54,23 +54,23 @@ def test_kafka_kv_needs_local_reads() -> None:
         KafkaKvWorkload(KvOptions(consistency="linearizable"))
 
 
-def broker_values(kafka_fault_peer: KafkaPeer, key: str) -> dict[int, str | None]:
+def broker_values(kafka_peer: KafkaPeer, key: str) -> dict[int, str | None]:
     """The key's value as each broker's metadata image holds it."""
     async def one(port: int) -> str | None:
         result = (await call_async("127.0.0.1", port, describe_request(key))).results[0]
         assert result.error_code == 0, result
         return value_of(result)
 
-    return {b: asyncio.run(one(kafka_fault_peer.kafka_port(b))) for b in kafka_fault_peer.brokers}
+    return {b: asyncio.run(one(kafka_peer.kafka_port(b))) for b in kafka_peer.brokers}
 
 
-def test_outcomes_against_a_real_broker(kafka_fault_peer: KafkaPeer, tmp_path: Path) -> None:
+def test_outcomes_against_a_real_broker(kafka_peer: KafkaPeer, tmp_path: Path) -> None:
     prefix = f"o{uuid.uuid4().hex[:6]}-"
     workload = KafkaKvWorkload(KvOptions(keys=1, key_prefix=prefix, consistency="local"))
 
     async def scenario() -> tuple[object, ...]:
         async with aiohttp.ClientSession() as session:
-            ctx = RunContext({}, session, Recorder(), random.Random(1), data_dir=kafka_fault_peer.data_dir)
+            ctx = RunContext({}, session, Recorder(), random.Random(1), data_dir=kafka_peer.data_dir)
             await workload.setup(ctx)  # the topic exists, absent everywhere
             [key] = workload.keys
             first = await workload.read(ctx, key, "local")
@@ -88,15 +88,15 @@ def test_outcomes_against_a_real_broker(kafka_fault_peer: KafkaPeer, tmp_path: P
     assert (unknown_read.type, unknown_read.error) == (  # type: ignore[attr-defined]
         "fail", "UNKNOWN_TOPIC_OR_PARTITION")
     # committed in the metadata log, so every broker's image gets it
-    poll(lambda: set(broker_values(kafka_fault_peer, str(key)).values()) == {"w5"}, 30,
+    poll(lambda: set(broker_values(kafka_peer, str(key)).values()) == {"w5"}, 30,
          "every broker describing w5")
 
 
-def test_a_kv_run_under_broker_pauses_on_kafka(kafka_fault_peer: KafkaPeer, tmp_path: Path) -> None:
+def test_a_kv_run_under_broker_pauses_on_kafka(kafka_peer: KafkaPeer, tmp_path: Path) -> None:
     prefix = f"r{uuid.uuid4().hex[:6]}-"
     options = RunOptions(
         out_dir=tmp_path / "run", workload="kv", system="kafka", nemesis="pause-broker",
-        time_limit_s=10.0, seed=2, data_dir=kafka_fault_peer.data_dir,
+        time_limit_s=10.0, seed=2, data_dir=kafka_peer.data_dir,
         kv=KvOptions(keys=2, key_prefix=prefix, consistency="local", rate=40.0),
         fault_s=(1.5, 2.5), quiet_s=(1.0, 1.5), lead_in_s=0.5)
     result = run(options)
@@ -117,11 +117,11 @@ def test_a_kv_run_under_broker_pauses_on_kafka(kafka_fault_peer: KafkaPeer, tmp_
     assert {op.value[1] for op in reads} <= written | {None}
     # brokers serve the reads
     assert {op.completion.extra.get("node") for op in reads if op.completion} <= set(
-        kafka_fault_peer.brokers)
+        kafka_peer.brokers)
     # after the heal, every broker's image converges on one written value per key
     for key in (f"{prefix}{i}" for i in range(2)):
         def converged(key: str = key) -> bool:
-            values = set(broker_values(kafka_fault_peer, key).values())
+            values = set(broker_values(kafka_peer, key).values())
             return len(values) == 1 and values <= written
         poll(converged, 30, f"every broker describing one value of {key}")
-    assert all(pk.running(n) for n in kafka_fault_peer.file.nodes)
+    assert all(pk.running(n) for n in kafka_peer.file.nodes)

@@ -9,8 +9,7 @@ every replica loses acknowledged writes (the Kafka documentation, "Replication" 
 flush settings). A topic with `flush.messages=1` fsyncs every append before it is
 acknowledged, and keeps everything.
 
-On the fault modules' session peer (`kafka_fault_peer`, started with `--lazyfs`; the last
-module to use it: every broker loses power and restarts).
+On the session's peer (the last module to use it: every broker loses power and restarts).
 """
 
 from __future__ import annotations
@@ -33,11 +32,11 @@ pytestmark = [pytest.mark.integration, pytest.mark.kafka_peer]
 RECORDS = 50
 
 
-def produce(kafka_fault_peer: KafkaPeer, topic: str, n: int) -> list[int]:
+def produce(kafka_peer: KafkaPeer, topic: str, n: int) -> list[int]:
     """n records with acks=all; the offsets Kafka acknowledged."""
     import confluent_kafka as ck
 
-    producer = ck.Producer({"bootstrap.servers": kafka_fault_peer.bootstrap, "acks": "all",
+    producer = ck.Producer({"bootstrap.servers": kafka_peer.bootstrap, "acks": "all",
                             "enable.idempotence": True, "linger.ms": 0})
     acked: list[int] = []
     for i in range(n):
@@ -47,11 +46,11 @@ def produce(kafka_fault_peer: KafkaPeer, topic: str, n: int) -> list[int]:
     return sorted(acked)
 
 
-def read_all(kafka_fault_peer: KafkaPeer, topic: str) -> list[bytes]:
+def read_all(kafka_peer: KafkaPeer, topic: str) -> list[bytes]:
     """Every record of partition 0 from offset 0 to its high watermark."""
     import confluent_kafka as ck
 
-    consumer = ck.Consumer({"bootstrap.servers": kafka_fault_peer.bootstrap, "group.id": topic,
+    consumer = ck.Consumer({"bootstrap.servers": kafka_peer.bootstrap, "group.id": topic,
                             "enable.auto.commit": False, "auto.offset.reset": "earliest"})
     try:
         tp = ck.TopicPartition(topic, 0)
@@ -70,15 +69,15 @@ def read_all(kafka_fault_peer: KafkaPeer, topic: str) -> list[bytes]:
 
 
 def test_every_broker_losing_power_loses_acknowledged_writes_unless_fsynced(
-    kafka_fault_peer: KafkaPeer, tmp_path: Path
+    kafka_peer: KafkaPeer, tmp_path: Path
 ) -> None:
-    assert kafka_fault_peer.file.lazyfs
+    assert kafka_peer.file.lazyfs
     flushed = f"flushed-{uuid.uuid4().hex[:6]}"
-    kafka_fault_peer.create_topic(flushed, 1, 3, {"flush.messages": "1", "min.insync.replicas": "2"})
-    assert produce(kafka_fault_peer, flushed, RECORDS) == list(range(RECORDS))
+    kafka_peer.create_topic(flushed, 1, 3, {"flush.messages": "1", "min.insync.replicas": "2"})
+    assert produce(kafka_peer, flushed, RECORDS) == list(range(RECORDS))
     options = RunOptions(
         out_dir=tmp_path / "run", workload="queue", system="kafka", nemesis="crash-unflushed",
-        time_limit_s=6.0, seed=1, data_dir=kafka_fault_peer.data_dir,
+        time_limit_s=6.0, seed=1, data_dir=kafka_peer.data_dir,
         overrides={UNFLUSHED_KEY: "1"},
         queue=QueueOptions(topic=f"jepsen-power-{uuid.uuid4().hex[:6]}", partitions=1,
                            producers=2, consumers=1, rate=40.0, acks="all",
@@ -104,5 +103,5 @@ def test_every_broker_losing_power_loses_acknowledged_writes_unless_fsynced(
                     and op.completion.time < start}
     assert lost & acked_before
     # the topic that fsyncs every append kept every acknowledged record
-    assert read_all(kafka_fault_peer, flushed) == [f"r{i}".encode() for i in range(RECORDS)]
-    assert all(pk.running(n) for n in kafka_fault_peer.file.nodes)
+    assert read_all(kafka_peer, flushed) == [f"r{i}".encode() for i in range(RECORDS)]
+    assert all(pk.running(n) for n in kafka_peer.file.nodes)
